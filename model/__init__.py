@@ -1,0 +1,29 @@
+"""Every Transformer part written from scratch in PyTorch, and two models built from them."""
+
+from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_attention
+from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM, ModelOutput
+from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
+from .generation import GenerationConfig, KVCache, TokenStep, filter_logits
+from .layers import (
+    AttentionMap,
+    Decoder,
+    DecoderLayer,
+    Embeddings,
+    Encoder,
+    EncoderLayer,
+    FeedForward,
+    PositionalEncoding,
+    SublayerConnection,
+    sinusoidal_table,
+)
+from .masks import causal_padding_mask, padding_mask, subsequent_mask
+from .pretrained import PreTrainedModel, atomic_write, atomic_write_text, load_pretrained
+
+__all__ = [
+    "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
+    "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
+    "GenerationConfig", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
+    "PreTrainedModel", "SublayerConnection", "TokenStep", "atomic_write", "atomic_write_text",
+    "causal_padding_mask", "filter_logits", "load_pretrained", "padding_mask",
+    "scaled_dot_product_attention", "sinusoidal_table", "subsequent_mask",
+]

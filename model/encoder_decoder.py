@@ -1,0 +1,103 @@
+"""The original Transformer: an encoder reads the source, a decoder writes the target one token
+at a time while cross-attending to the encoder output (the "memory")."""
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .decoder_only import ModelOutput, init_weights
+from .generation import GenerationMixin, KVCache
+from .layers import Decoder, Embeddings, Encoder, PositionalEncoding
+from .masks import padding_mask
+from .pretrained import PreTrainedModel
+
+
+@dataclass
+class EncoderDecoderConfig:
+    vocab_size: int = 8192  # source and target share one vocabulary and one embedding matrix
+    max_src_len: int = 512
+    max_tgt_len: int = 64
+    n_encoder_layer: int = 4
+    n_decoder_layer: int = 2
+    n_head: int = 4
+    d_model: int = 256
+    d_ff: int = 1024
+    dropout: float = 0.1
+    norm_first: bool = False  # the paper's post-norm; True gives pre-norm
+    pad_token_id: int = 0
+    bos_token_id: int = 1
+    eos_token_id: int = 2
+    labels: list[str] | None = None  # for a classifier trained text-to-text: its label words
+
+
+class EncoderDecoder(PreTrainedModel, GenerationMixin):
+    model_type = "encoder_decoder"
+    config_class = EncoderDecoderConfig
+
+    def __init__(self, config: EncoderDecoderConfig):
+        super().__init__()
+        self.config = c = config
+        self.embed = Embeddings(c.vocab_size, c.d_model)
+        self.pos = PositionalEncoding(c.d_model, max(c.max_src_len, c.max_tgt_len), c.dropout)
+        self.encoder = Encoder(c.n_encoder_layer, c.d_model, c.n_head, c.d_ff, c.dropout, c.norm_first)
+        self.decoder = Decoder(c.n_decoder_layer, c.d_model, c.n_head, c.d_ff, c.dropout, c.norm_first)
+        self.apply(init_weights)
+
+    def encode(self, src_ids: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = False):
+        """src_ids: (B, S), src_mask: (B, S) 1 = real -> memory (B, S, C), attention maps."""
+        mask = padding_mask(src_mask) if src_mask is not None else None
+        return self.encoder(self.pos(self.embed(src_ids)), mask, need_weights)
+
+    def decode(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
+        """tgt_ids: (B, T) -> logits (B, T, vocab), attention maps. Right-padded targets need no
+        mask: causality keeps pads from influencing earlier positions, and the loss ignores them."""
+        offset = cache.length if cache is not None else 0
+        x = self.pos(self.embed(tgt_ids), offset)
+        mask = padding_mask(src_mask) if src_mask is not None else None
+        x, maps = self.decoder(x, memory=memory, src_mask=mask,
+                               cache=cache.layers if cache is not None else None, need_weights=need_weights)
+        if cache is not None:
+            cache.length += tgt_ids.size(1)
+        return self.embed.logits(x), maps
+
+    def forward(self, src_ids, tgt_ids, src_mask=None, targets=None, output_attentions=False) -> ModelOutput:
+        """targets: (B, T) aligned with tgt_ids (tgt shifted left), -100 = ignore."""
+        memory, enc_maps = self.encode(src_ids, src_mask, output_attentions)
+        logits, dec_maps = self.decode(tgt_ids, memory, src_mask, need_weights=output_attentions)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
+        return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None)
+
+    @torch.inference_mode()
+    def score_candidates(self, src_ids, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
+        """log P(candidate | source) for each candidate target sequence -> (B, K).
+
+        This is how a text-to-text model classifies: the label whose words the decoder finds most
+        likely wins, and a softmax over these scores gives the class probabilities.
+        """
+        c = self.config
+        memory, _ = self.encode(src_ids, src_mask)
+        B, scores = src_ids.size(0), []
+        for cand in candidates:
+            tgt_in = src_ids.new_tensor([c.bos_token_id, *cand]).expand(B, -1)  # (B, L+1)
+            tgt_out = src_ids.new_tensor([*cand, c.eos_token_id]).expand(B, -1)  # (B, L+1)
+            logits, _ = self.decode(tgt_in, memory, src_mask)
+            log_probs = logits.float().log_softmax(-1).gather(-1, tgt_out[..., None]).squeeze(-1)
+            scores.append(log_probs.sum(-1))
+        return torch.stack(scores, dim=-1)
+
+    def new_cache(self) -> KVCache:
+        return KVCache.empty(self.config.n_decoder_layer)
+
+    def next_token_logits(self, tokens, cache: KVCache | None, src_ids, src_mask=None) -> torch.Tensor:
+        """(1, T) decoder tokens so far -> (1, vocab); the source is encoded once per cache."""
+        if cache is None:
+            memory, _ = self.encode(src_ids, src_mask)
+            return self.decode(tokens, memory, src_mask)[0][:, -1]
+        if cache.memory is None:
+            cache.memory, _ = self.encode(src_ids, src_mask)
+            cache.src_mask = src_mask
+        logits, _ = self.decode(tokens[:, cache.length:], cache.memory, cache.src_mask, cache=cache)
+        return logits[:, -1]

@@ -1,0 +1,194 @@
+"""The building blocks of both models: embeddings, positional encoding, feed-forward, residual +
+LayerNorm, and the encoder and decoder layers and stacks (Vaswani et al., 2017, section 3)."""
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .attention import AttentionCache, MultiHeadAttention
+
+
+@dataclass
+class AttentionMap:
+    """One layer's attention weights, labelled for display."""
+
+    kind: str  # "encoder_self", "decoder_self" or "cross"
+    layer: int
+    weights: torch.Tensor  # (B, H, T_q, T_k)
+
+
+@dataclass
+class LayerCache:
+    """What one decoder layer keeps between generation steps."""
+
+    self_attn: AttentionCache = field(default_factory=AttentionCache)
+    cross_attn: AttentionCache = field(default_factory=AttentionCache)
+
+
+class Embeddings(nn.Module):
+    """Token embeddings scaled by √d_model, so they are not drowned by the positional encoding.
+
+    The same matrix, transposed, is the output projection (`logits`): weight tying (section 3.4).
+    """
+
+    def __init__(self, vocab_size: int, d_model: int):
+        super().__init__()
+        self.lut = nn.Embedding(vocab_size, d_model)
+        self.scale = math.sqrt(d_model)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.lut(idx) * self.scale  # (B, T, C)
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.lut.weight)  # (B, T, vocab)
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))."""
+    position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
+    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe  # (T, C)
+
+
+class PositionalEncoding(nn.Module):
+    """Adds the fixed sinusoidal table; `offset` is the position of the first token (KV cache)."""
+
+    def __init__(self, d_model: int, max_len: int, dropout: float = 0.0):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        # not a parameter and not saved: it is a pure function of (max_len, d_model)
+        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        T = x.size(1)
+        if offset + T > self.pe.size(0):
+            raise ValueError(f"sequence of {offset + T} positions exceeds max_len {self.pe.size(0)}")
+        return self.dropout(x + self.pe[offset : offset + T])  # (B, T, C)
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = W₂ GELU(W₁ x + b₁) + b₂, applied to each position alone."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+        super().__init__()
+        self.w_1 = nn.Linear(d_model, d_ff)
+        self.w_2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w_2(self.dropout(F.gelu(self.w_1(x))))
+
+
+class SublayerConnection(nn.Module):
+    """Residual connection around a sublayer, with LayerNorm after (paper) or before (pre-norm).
+
+    Post-norm, `LayerNorm(x + Sublayer(x))`, is the paper's; pre-norm, `x + Sublayer(LayerNorm(x))`,
+    keeps an unnormalised residual path and trains more stably in deep or fast-LR settings.
+    The sublayer returns `(output, attention weights or None)` so the weights can be kept.
+    """
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.norm_first:
+            out, weights = sublayer(self.norm(x))
+            return x + self.dropout(out), weights
+        out, weights = sublayer(x)
+        return self.norm(x + self.dropout(out)), weights
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention over the whole source, then the feed-forward network."""
+
+    def __init__(self, d_model: int, n_head: int, d_ff: int, dropout: float, norm_first: bool):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_head, dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        self.sublayer = nn.ModuleList(SublayerConnection(d_model, dropout, norm_first) for _ in range(2))
+
+    def forward(self, x, mask=None, need_weights=False):
+        x, weights = self.sublayer[0](x, lambda h: self.self_attn(h, mask=mask, need_weights=need_weights))
+        x, _ = self.sublayer[1](x, lambda h: (self.feed_forward(h), None))
+        return x, weights
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention -> cross-attention over the encoder memory -> feed-forward.
+
+    With `cross_attention=False` it is a GPT block (masked self-attention -> feed-forward).
+    """
+
+    def __init__(self, d_model, n_head, d_ff, dropout, norm_first, cross_attention: bool = True):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_head, dropout)
+        self.src_attn = MultiHeadAttention(d_model, n_head, dropout) if cross_attention else None
+        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        n_sub = 3 if cross_attention else 2
+        self.sublayer = nn.ModuleList(SublayerConnection(d_model, dropout, norm_first) for _ in range(n_sub))
+
+    def forward(self, x, tgt_mask=None, memory=None, src_mask=None, cache: LayerCache | None = None,
+                need_weights=False):
+        """x: (B, T, C). `tgt_mask` may be None: causality is always applied (`is_causal`)."""
+        self_cache = cache.self_attn if cache is not None else None
+        x, self_w = self.sublayer[0](
+            x, lambda h: self.self_attn(h, mask=tgt_mask, is_causal=True, cache=self_cache,
+                                        need_weights=need_weights))
+        cross_w = None
+        if self.src_attn is not None:
+            cross_cache = cache.cross_attn if cache is not None else None
+            x, cross_w = self.sublayer[1](
+                x, lambda h: self.src_attn(h, memory, mask=src_mask, cache=cross_cache,
+                                           need_weights=need_weights))
+        x, _ = self.sublayer[-1](x, lambda h: (self.feed_forward(h), None))
+        return x, self_w, cross_w
+
+
+class Encoder(nn.Module):
+    """N encoder layers; with pre-norm a final LayerNorm normalises the last residual stream."""
+
+    def __init__(self, n_layer, d_model, n_head, d_ff, dropout, norm_first):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_head, d_ff, dropout, norm_first) for _ in range(n_layer))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x, mask=None, need_weights=False):
+        maps = []
+        for i, layer in enumerate(self.layers):
+            x, w = layer(x, mask, need_weights)
+            if need_weights:
+                maps.append(AttentionMap("encoder_self", i, w))
+        return self.norm(x), maps
+
+
+class Decoder(nn.Module):
+    """N decoder layers (with or without cross-attention), then a final LayerNorm for pre-norm."""
+
+    def __init__(self, n_layer, d_model, n_head, d_ff, dropout, norm_first, cross_attention=True):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_head, d_ff, dropout, norm_first, cross_attention)
+            for _ in range(n_layer))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x, tgt_mask=None, memory=None, src_mask=None,
+                cache: list[LayerCache] | None = None, need_weights=False):
+        maps = []
+        for i, layer in enumerate(self.layers):
+            x, self_w, cross_w = layer(x, tgt_mask, memory, src_mask,
+                                       cache[i] if cache is not None else None, need_weights)
+            if need_weights:
+                maps.append(AttentionMap("decoder_self", i, self_w))
+                if cross_w is not None:
+                    maps.append(AttentionMap("cross", i, cross_w))
+        return self.norm(x), maps

@@ -1,0 +1,112 @@
+"""Checkpoint I/O in the Hugging Face layout: `config.json` + `model.safetensors` in a directory.
+
+Weights are read with `safetensors` only, never with pickle, so a checkpoint downloaded from
+anywhere cannot run code on load. Every file is written to a temporary name and renamed into
+place, so a process killed mid-save leaves the previous checkpoint intact.
+"""
+
+import json
+import os
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+
+MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedModel subclasses
+
+
+def atomic_write(path: str | os.PathLike, write) -> None:
+    """Call `write(tmp_path)`, then rename the result over `path` (atomic on POSIX)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def read_config(directory: str | os.PathLike) -> dict:
+    path = Path(directory) / CONFIG_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"no {CONFIG_NAME} in {directory!s} (expected {path})")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON: {e}") from None
+
+
+class PreTrainedModel(torch.nn.Module):
+    """Base class giving a model `save_pretrained` / `from_pretrained`.
+
+    Subclasses set `model_type` (written into config.json, checked on load) and `config_class`
+    (a dataclass whose fields are the whole architecture).
+    """
+
+    model_type: str
+    config_class: type
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        MODEL_TYPES[cls.model_type] = cls
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def save_pretrained(self, directory: str | os.PathLike, dtype: torch.dtype | None = None) -> None:
+        """Write config.json and model.safetensors; `dtype=torch.float16` halves the file size."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        config = {"model_type": self.model_type, **asdict(self.config)}
+        atomic_write_text(directory / CONFIG_NAME, json.dumps(config, indent=2) + "\n")
+        state = {k: v.detach().to("cpu", dtype or v.dtype).contiguous() for k, v in self.state_dict().items()}
+        atomic_write(directory / WEIGHTS_NAME, lambda tmp: save_file(state, tmp, metadata={"format": "pt"}))
+
+    @classmethod
+    def from_pretrained(cls, directory: str | os.PathLike, device: str | torch.device = "cpu"):
+        """Load a checkpoint directory; the model comes back in eval mode, in float32."""
+        raw = read_config(directory)
+        model_type = raw.pop("model_type", None)
+        if model_type != cls.model_type:
+            raise ValueError(f"{Path(directory) / CONFIG_NAME} describes a {model_type!r} model, "
+                             f"not a {cls.model_type!r} ({cls.__name__})")
+        known = {f.name for f in fields(cls.config_class)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ValueError(f"{Path(directory) / CONFIG_NAME} has unknown fields {unknown}")
+        model = cls(cls.config_class(**raw))
+        path = Path(directory) / WEIGHTS_NAME
+        if not path.is_file():
+            raise FileNotFoundError(f"no {WEIGHTS_NAME} in {directory!s} (expected {path})")
+        try:
+            state = load_file(path)
+        except (SafetensorError, OSError, ValueError) as e:
+            raise ValueError(f"{path} is not a readable safetensors file: {e}") from None
+        expected = model.state_dict()
+        missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+        if missing or unexpected:
+            raise ValueError(f"{path} does not match config.json: missing {missing}, unexpected {unexpected}")
+        for name, tensor in state.items():
+            if tensor.shape != expected[name].shape:
+                raise ValueError(f"{path}: {name} has shape {tuple(tensor.shape)}, "
+                                 f"config.json implies {tuple(expected[name].shape)}")
+        model.load_state_dict({k: v.float() for k, v in state.items()})
+        return model.to(device).eval()
+
+
+def load_pretrained(directory: str | os.PathLike, device: str | torch.device = "cpu") -> PreTrainedModel:
+    """Load any checkpoint of this library, choosing the class from config.json's model_type."""
+    model_type = read_config(directory).get("model_type")
+    if model_type not in MODEL_TYPES:
+        raise ValueError(f"{Path(directory) / CONFIG_NAME}: unknown model_type {model_type!r} "
+                         f"(known: {sorted(MODEL_TYPES)})")
+    return MODEL_TYPES[model_type].from_pretrained(directory, device)
