@@ -112,7 +112,7 @@ class GenerationMixin:
             probs = logits.float().softmax(-1)
             top = torch.topk(probs, min(config.num_alternatives, probs.size(-1)))
             yield TokenStep(token, float(probs[token]),
-                            [(int(i), float(p)) for p, i in zip(top.values, top.indices)])
+                            [(int(i), float(p)) for p, i in zip(top.values, top.indices, strict=True)])
             if token == config.eos_token_id:
                 return
             tokens = torch.cat([tokens, tokens.new_tensor([[token]])], dim=1)
