@@ -69,9 +69,9 @@ class Piece:
 
 
 def _resolve(path: str | os.PathLike[str]) -> Path:
-    """A directory means `dir/tokenizer.json`; anything else is the file itself."""
+    """`x.json` is the file itself; any other path is a directory holding `tokenizer.json`."""
     path = Path(path)
-    return path / TOKENIZER_FILE if path.is_dir() else path
+    return path if path.suffix == ".json" and not path.is_dir() else path / TOKENIZER_FILE
 
 
 class BPETokenizer:
@@ -125,7 +125,7 @@ class BPETokenizer:
         return cls(tokenizer)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write `tokenizer.json` (to `path`, or into it if it is a directory); return the file.
+        """Write `path` if it ends in `.json`, else `path/tokenizer.json`; return the file written.
 
         The file is written next to its destination and then renamed over it, so a crash never
         leaves a half-written tokenizer where a training run expects a good one.
@@ -136,6 +136,7 @@ class BPETokenizer:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(self.tokenizer.to_str(pretty=True))
+            os.chmod(tmp, 0o644)  # mkstemp creates owner-only files; a tokenizer is shareable
             os.replace(tmp, file)
         except BaseException:
             os.unlink(tmp)
@@ -227,10 +228,11 @@ class BPETokenizer:
             flat = list(itertools.chain.from_iterable(rows))
             input_ids[mask] = torch.tensor(flat, dtype=torch.long)
             return BatchEncoding(input_ids, mask.long(), truncated, lengths)
-        if padding:
-            rows = [row + [self._pad_id] * (width - len(row)) for row in rows]
-        attention_mask = [[1] * n + [0] * (len(row) - n) for row, n in zip(rows, lengths)]
-        return BatchEncoding(rows, attention_mask, truncated, lengths)
+        if not padding:
+            return BatchEncoding(rows, [[1] * n for n in lengths], truncated, lengths)
+        padded = [row + [self._pad_id] * (width - n) for row, n in zip(rows, lengths, strict=True)]
+        attention_mask = [[1] * n + [0] * (width - n) for n in lengths]
+        return BatchEncoding(padded, attention_mask, truncated, lengths)
 
     # ----------------------------------------------------------------------------------------
     # decoding and display
@@ -254,5 +256,5 @@ class BPETokenizer:
         encoding = self.tokenizer.encode(text)
         return [
             Piece(token_id, self.decode_token(token_id), start, end)
-            for token_id, (start, end) in zip(encoding.ids, encoding.offsets)
+            for token_id, (start, end) in zip(encoding.ids, encoding.offsets, strict=True)
         ]

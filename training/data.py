@@ -1,0 +1,175 @@
+"""Datasets: IMDB reviews (Hugging Face Hub or local files) and any (source, target) text table.
+
+Everything is turned into plain token-id arrays once, up front; batches are then drawn by index
+with a generator seeded from (seed, step, rank). That makes the data order a pure function of the
+step number, so a resumed run sees exactly the batches an uninterrupted run would have seen.
+"""
+
+import os
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+import torch
+
+HUB_IMDB = "stanfordnlp/imdb"
+DATA_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json"}
+_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
+
+class DataError(ValueError):
+    """Bad data input; `training.run` prints its message as one line and exits."""
+
+
+def clean_text(text: str) -> str:
+    """IMDB reviews carry HTML line breaks (`<br /><br />`): turn each into a newline."""
+    return _BR.sub("\n", text).strip()
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """`datasets` retries a dead network for ~25 s and then raises a bare ConnectionError;
+    one quick TCP connect lets us fail at once with a message that says what to do instead."""
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+        return False
+    from huggingface_hub import constants
+
+    host = urlparse(constants.ENDPOINT).hostname
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def load_splits(data_dir: str | None, hub_name: str = HUB_IMDB) -> dict:
+    """{split name: datasets.Dataset}. With `data_dir`, every `<split>.{parquet,csv,jsonl}` file in
+    it is a split (the local IMDB copy has train and unsupervised); without, the Hub dataset."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    if data_dir is None:
+        if not _hub_reachable():
+            raise DataError(f"cannot reach the Hugging Face Hub to download {hub_name}; "
+                            "pass --data-dir with local files (e.g. --data-dir ../shared/data/imdb)")
+        return dict(datasets.load_dataset(hub_name))
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise DataError(f"--data-dir {data_dir}: no such directory")
+    files = {p.stem: p for p in sorted(root.iterdir()) if p.suffix in DATA_SUFFIXES}
+    if not files:
+        raise DataError(f"--data-dir {data_dir}: no .parquet/.csv/.jsonl files in it")
+    return {split: load_table(path) for split, path in files.items()}
+
+
+def load_table(path: str | os.PathLike):
+    """One Parquet/CSV/JSONL file as a datasets.Dataset."""
+    import datasets
+
+    path = Path(path)
+    if path.suffix not in DATA_SUFFIXES:
+        raise DataError(f"{path}: unsupported file type (use .parquet, .csv or .jsonl)")
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    datasets.disable_progress_bars()
+    return datasets.load_dataset(DATA_SUFFIXES[path.suffix], data_files=str(path), split="train")
+
+
+def require_columns(ds, columns: list[str], what: str) -> None:
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise DataError(f"{what} has no column(s) {missing}; it has {ds.column_names}")
+    if len(ds) == 0:
+        raise DataError(f"{what} is empty")
+
+
+def validation_split(n: int, n_val: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed-seed (train indices, validation indices) carved out of n rows."""
+    if not 0 < n_val < n:
+        raise DataError(f"cannot carve {n_val} validation rows out of {n}")
+    order = np.random.default_rng(seed).permutation(n)
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+
+def step_generator(seed: int, step: int, rank: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed * 1_000_003 + step * 101 + rank)
+
+
+@dataclass
+class TokenStream:
+    """Documents concatenated as `<s> doc </s> <s> doc </s> ...` for language modelling.
+
+    `n_bytes` counts the UTF-8 bytes of the documents plus one per document boundary (the `</s>`
+    stands for the line break between reviews): the denominator of bits per byte.
+    """
+
+    ids: np.ndarray  # (N,) int32
+    n_bytes: int
+
+    @classmethod
+    def from_texts(cls, texts: list[str], tokenizer) -> "TokenStream":
+        enc = tokenizer.encode_batch(texts, add_bos=True, add_eos=True, padding=False, return_tensors=False)
+        ids = np.fromiter((t for seq in enc.input_ids for t in seq), dtype=np.int32)
+        return cls(ids, sum(len(t.encode("utf-8")) for t in texts) + len(texts))
+
+    def random_batch(self, batch_size: int, block_size: int, gen: torch.Generator):
+        """(x, y), each (B, T): random windows and the same windows shifted by one token."""
+        starts = torch.randint(0, len(self.ids) - block_size - 1, (batch_size,), generator=gen)
+        window = torch.from_numpy(np.stack([self.ids[s : s + block_size + 1] for s in starts.tolist()]))
+        window = window.long()
+        return {"input_ids": window[:, :-1], "targets": window[:, 1:]}
+
+    def windows(self, block_size: int, limit: int | None = None):
+        """Non-overlapping (x, y) windows covering the stream once, for evaluation."""
+        n = (len(self.ids) - 1) // block_size
+        for i in range(n if limit is None else min(n, limit)):
+            chunk = torch.from_numpy(self.ids[i * block_size : (i + 1) * block_size + 1]).long()
+            yield chunk[None, :-1], chunk[None, 1:]
+
+
+@dataclass
+class PairSet:
+    """(source, target) token sequences for an encoder-decoder, batched with right padding."""
+
+    sources: list[list[int]]
+    targets: list[list[int]]
+
+    @classmethod
+    def from_texts(cls, sources: list[str], targets: list[str], tokenizer, max_src_len: int,
+                   max_tgt_len: int) -> "PairSet":
+        src = tokenizer.encode_batch(sources, max_length=max_src_len, add_eos=True, padding=False,
+                                     return_tensors=False).input_ids
+        # the decoder input gets <s> in front and the target </s> at the end: one slot each
+        tgt = tokenizer.encode_batch(targets, max_length=max_tgt_len - 1, padding=False,
+                                     return_tensors=False).input_ids
+        return cls(src, tgt)
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def batch(self, indices, pad_id: int, bos_id: int, eos_id: int) -> dict:
+        src = [self.sources[i] for i in indices]
+        tgt = [self.targets[i] for i in indices]
+        S, T = max(map(len, src)), max(map(len, tgt)) + 1
+        src_ids = torch.full((len(src), S), pad_id, dtype=torch.long)
+        src_mask = torch.zeros((len(src), S), dtype=torch.long)
+        tgt_ids = torch.full((len(src), T), pad_id, dtype=torch.long)
+        targets = torch.full((len(src), T), -100, dtype=torch.long)
+        for row, (s, t) in enumerate(zip(src, tgt, strict=True)):
+            src_ids[row, : len(s)] = torch.tensor(s)
+            src_mask[row, : len(s)] = 1
+            tgt_ids[row, : len(t) + 1] = torch.tensor([bos_id, *t])
+            targets[row, : len(t) + 1] = torch.tensor([*t, eos_id])
+        return {"src_ids": src_ids, "src_mask": src_mask, "tgt_ids": tgt_ids, "targets": targets}
+
+    def random_batch(self, batch_size: int, gen: torch.Generator, **ids) -> dict:
+        return self.batch(torch.randint(0, len(self), (batch_size,), generator=gen).tolist(), **ids)
+
+    def batches(self, batch_size: int, limit: int | None = None, **ids):
+        """Batches in order, for evaluation; sorted by length so padding is minimal."""
+        order = sorted(range(len(self) if limit is None else min(limit, len(self))),
+                       key=lambda i: len(self.sources[i]))
+        for i in range(0, len(order), batch_size):
+            yield order[i : i + batch_size], self.batch(order[i : i + batch_size], **ids)

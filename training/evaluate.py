@@ -1,0 +1,125 @@
+"""Evaluate a checkpoint on any file, and the metric functions training itself uses.
+
+    python -m training.evaluate --checkpoint checkpoints/sentiment --data reviews.parquet
+    python -m training.evaluate --checkpoint checkpoints/lm --data some_reviews.txt
+
+A sentiment checkpoint needs `text` and `label` columns (0 = negative, 1 = positive) and prints
+accuracy and a confusion matrix; a language-model checkpoint reads a `text` column or a plain
+.txt file and prints loss, perplexity and bits per byte.
+"""
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
+from tokenization import BPETokenizer
+
+from .data import DataError, PairSet, TokenStream, clean_text, load_table, require_columns
+
+
+@torch.inference_mode()
+def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = None) -> dict:
+    """Loss summed over non-overlapping context-sized windows of the concatenated documents.
+
+    Bits per byte = total loss / ln 2 / UTF-8 bytes covered, which compares across tokenizers;
+    with a window limit the byte count is scaled by the fraction of tokens covered.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    total, n_tokens = 0.0, 0
+    for x, y in stream.windows(model.config.block_size, limit):
+        logits = model(x.to(device)).logits
+        total += torch.nn.functional.cross_entropy(logits[0].float(), y[0].to(device), reduction="sum").item()
+        n_tokens += y.numel()
+    if n_tokens == 0:
+        raise DataError("not enough text for one evaluation window")
+    n_bytes = stream.n_bytes * n_tokens / (len(stream.ids) - 1)
+    loss = total / n_tokens
+    return {"loss": loss, "ppl": math.exp(loss), "bpb": total / math.log(2) / n_bytes, "tokens": n_tokens}
+
+
+def label_candidates(model: EncoderDecoder, tokenizer: BPETokenizer) -> list[list[int]]:
+    if not model.config.labels:
+        raise DataError("this encoder-decoder checkpoint has no labels in its config.json")
+    return [tokenizer.encode(label) for label in model.config.labels]
+
+
+@torch.inference_mode()
+def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int], tokenizer: BPETokenizer,
+                        batch_size: int = 32, limit: int | None = None) -> dict:
+    """Accuracy of text-to-text classification: each review gets the label whose word sequence the
+    decoder finds most likely. Also the mean target loss and the confusion matrix."""
+    model.eval()
+    device = next(model.parameters()).device
+    candidates = label_candidates(model, tokenizer)
+    k = len(candidates)
+    confusion = [[0] * k for _ in range(k)]  # rows: true label, columns: predicted
+    loss_sum, n = 0.0, 0
+    ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
+    for idx, batch in pairs.batches(batch_size, limit, **ids):
+        batch = {name: t.to(device) for name, t in batch.items()}
+        scores = model.score_candidates(batch["src_ids"], candidates, batch["src_mask"])
+        loss_sum += model(**batch).loss.item() * len(idx)
+        for i, pred in zip(idx, scores.argmax(-1).tolist(), strict=True):
+            confusion[labels[i]][pred] += 1
+        n += len(idx)
+    correct = sum(confusion[i][i] for i in range(k))
+    return {"accuracy": correct / n, "loss": loss_sum / n, "examples": n, "confusion": confusion}
+
+
+def _texts(path: Path, column: str = "text") -> list[str]:
+    if path.suffix == ".txt":
+        return [t for t in path.read_text(encoding="utf-8").split("\n\n") if t.strip()]
+    ds = load_table(path)
+    require_columns(ds, [column], str(path))
+    return [clean_text(t) for t in ds[column]]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", required=True, help="checkpoint directory (config.json, model.safetensors)")
+    parser.add_argument("--data", required=True, help="a .parquet/.csv/.jsonl file (or .txt for a language model)")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N rows/windows")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    try:
+        ckpt = Path(args.checkpoint)
+        model = load_pretrained(ckpt, args.device)
+        tokenizer = BPETokenizer.from_file(ckpt / "tokenizer.json")
+        data = Path(args.data)
+        if isinstance(model, DecoderOnlyLM):
+            result = evaluate_lm(model, TokenStream.from_texts(_texts(data), tokenizer), args.limit)
+        else:
+            ds = load_table(data)
+            require_columns(ds, ["text", "label"], str(data))
+            rows = ds.select(range(min(args.limit, len(ds)))) if args.limit else ds
+            texts, labels = [clean_text(t) for t in rows["text"]], list(rows["label"])
+            bad = sorted({y for y in labels if not 0 <= y < len(model.config.labels or [])})
+            if bad:
+                raise DataError(f"{data}: labels {bad} are outside 0..{len(model.config.labels or []) - 1}")
+            pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer,
+                                       model.config.max_src_len, model.config.max_tgt_len)
+            result = evaluate_classifier(model, pairs, labels, tokenizer, args.batch_size)
+    except (DataError, FileNotFoundError, ValueError) as e:
+        sys.exit(f"error: {e}")
+    if "confusion" in result:
+        names = model.config.labels
+        print(f"accuracy {result['accuracy']:.4f} on {result['examples']} examples (loss {result['loss']:.4f})")
+        print("confusion matrix (rows: true, columns: predicted)")
+        print(" " * 10 + "".join(f"{n:>10}" for n in names))
+        for name, row in zip(names, result["confusion"], strict=True):
+            print(f"{name:>10}" + "".join(f"{v:>10}" for v in row))
+    else:
+        print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}))
+    return result
+
+
+if __name__ == "__main__":
+    main()

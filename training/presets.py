@@ -1,0 +1,33 @@
+"""Named model + optimisation settings per task. `tiny` runs in seconds (tests, smoke checks);
+`small` is what the shipped checkpoints were trained with on a 2-core CPU."""
+
+PRESETS: dict[str, dict[str, dict]] = {
+    "lm": {
+        "tiny": {"model": dict(n_layer=2, n_head=2, d_model=64, d_ff=256, block_size=64, dropout=0.0),
+                 "train": dict(batch_size=8, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
+                               eval_batches=8)},
+        "small": {"model": dict(n_layer=4, n_head=4, d_model=256, d_ff=1024, block_size=256, dropout=0.0),
+                  "train": dict(batch_size=16, max_steps=2000, lr=1e-3, warmup_steps=100, eval_every=100,
+                                eval_batches=40)},
+    },
+    "sentiment": {
+        "tiny": {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=64, d_ff=256,
+                               max_src_len=128, max_tgt_len=8, dropout=0.0),
+                 "train": dict(batch_size=16, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
+                               eval_batches=8)},
+        "small": {"model": dict(n_encoder_layer=3, n_decoder_layer=1, n_head=4, d_model=192, d_ff=768,
+                                max_src_len=256, max_tgt_len=8, dropout=0.1, norm_first=True),
+                  "train": dict(batch_size=32, max_steps=1500, lr=1e-3, warmup_steps=100, eval_every=100,
+                                eval_batches=16)},
+    },
+    "seq2seq": {
+        "tiny": {"model": dict(n_encoder_layer=2, n_decoder_layer=2, n_head=2, d_model=64, d_ff=256,
+                               max_src_len=64, max_tgt_len=64, dropout=0.0, norm_first=True),
+                 "train": dict(batch_size=32, max_steps=400, lr=2e-3, warmup_steps=20, eval_every=100,
+                               eval_batches=4)},
+        "small": {"model": dict(n_encoder_layer=3, n_decoder_layer=3, n_head=4, d_model=256, d_ff=1024,
+                                max_src_len=256, max_tgt_len=128, dropout=0.1),
+                  "train": dict(batch_size=32, max_steps=5000, lr=5e-4, warmup_steps=200, eval_every=250,
+                                eval_batches=16)},
+    },
+}

@@ -1,0 +1,197 @@
+"""The training loop: AdamW, linear warmup + cosine decay, gradient clipping, periodic evaluation,
+best-on-validation checkpoints, resumable state, optional DistributedDataParallel.
+
+Everything a resumed run needs is in one file, `trainer_state.pt` (weights, optimizer, step,
+RNG state, history), written atomically; it is loaded with `weights_only=True`, so it cannot
+execute code. The learning rate and the data order are pure functions of the step number.
+"""
+
+import io
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from tqdm.auto import tqdm
+
+from model import PreTrainedModel, atomic_write
+
+STATE_NAME = "trainer_state.pt"
+
+
+@dataclass
+class TrainConfig:
+    batch_size: int = 16
+    max_steps: int = 1000
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    eval_every: int = 100
+    eval_batches: int = 20  # periodic evaluation uses this many batches/windows; the final one, all
+    max_minutes: float | None = None
+    seed: int = 1337
+
+    def __post_init__(self):
+        for name in ("batch_size", "max_steps", "eval_every", "eval_batches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if not self.lr > 0:
+            raise ValueError(f"--lr must be > 0, got {self.lr}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"--warmup-steps must be >= 0, got {self.warmup_steps}")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ValueError(f"--max-minutes must be > 0, got {self.max_minutes}")
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warmup to `lr`, then cosine decay to `lr * min_lr_ratio` at `max_steps`."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """Weight decay on matrices only; biases, LayerNorm gains and embeddings are not decayed."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or "embed" in n]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95))
+
+
+@dataclass
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def init_distributed(device: str) -> DistInfo:
+    """Set up a torchrun process group (NCCL on GPUs, gloo on CPU) when WORLD_SIZE > 1."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1:
+        return DistInfo()
+    info = DistInfo(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+    return info
+
+
+def weights_in_sync(model: torch.nn.Module, info: DistInfo) -> bool:
+    """True when every rank holds bit-identical weights (what DDP promises)."""
+    if info.world_size == 1:
+        return True
+    flat = torch.cat([p.detach().float().flatten() for p in model.parameters()]).cpu()
+    gathered = [torch.empty_like(flat) for _ in range(info.world_size)]
+    dist.all_gather(gathered, flat)
+    return all(torch.equal(g, gathered[0]) for g in gathered)
+
+
+class Trainer:
+    """Runs one task. The task gives `batch(step, rank)` -> model kwargs, `evaluate(model, full)`
+    -> metrics with a `loss`, and `better(new, old)` to pick the checkpoint to keep."""
+
+    def __init__(self, model: PreTrainedModel, task, cfg: TrainConfig, out_dir: Path, device: str,
+                 dist_info: DistInfo, on_save: Callable[[Path], None]):
+        self.model, self.task, self.cfg, self.out, self.device = model.to(device), task, cfg, out_dir, device
+        self.info, self.on_save = dist_info, on_save
+        self.optimizer = make_optimizer(self.model, cfg)
+        self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0
+        self.history: list[dict] = []
+        self.best: dict | None = None
+        self.ddp = (torch.nn.parallel.DistributedDataParallel(self.model) if dist_info.world_size > 1
+                    else self.model)
+        self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda")
+                         else torch.autocast("cpu", enabled=False))
+
+    # --- resumable state ------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
+                 "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "history": self.history,
+                 "best": self.best, "rng_cpu": torch.get_rng_state(), "train_config": asdict(self.cfg)}
+        if torch.cuda.is_available():
+            state["rng_cuda"] = torch.cuda.get_rng_state()
+        return state
+
+    def save_state(self) -> None:
+        buffer = io.BytesIO()
+        torch.save(self.state_dict(), buffer)
+        atomic_write(self.out / STATE_NAME, lambda tmp: Path(tmp).write_bytes(buffer.getvalue()))
+
+    def load_state(self, path: Path) -> None:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step, self.tokens_seen, self.elapsed = state["step"], state["tokens_seen"], state["elapsed"]
+        self.history, self.best = state["history"], state["best"]
+        torch.set_rng_state(state["rng_cpu"])
+        if "rng_cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state(state["rng_cuda"])
+
+    # --- the loop -------------------------------------------------------------------------------
+    def evaluate(self, train_loss: float | None) -> None:
+        metrics = self.task.evaluate(self.model, full=False)
+        self.model.train()
+        point = {"step": self.step, "train_loss": train_loss, "lr": lr_at(self.step - 1, self.cfg),
+                 "time_s": round(self.elapsed, 1), **{f"val_{k}": v for k, v in metrics.items()}}
+        self.history.append(point)
+        if self.best is None or self.task.better(metrics, self.best):
+            self.best = {**metrics, "step": self.step}
+            self.model.save_pretrained(self.out)
+            self.on_save(self.out)
+        self.save_state()
+
+    def train(self) -> str:
+        """Train until max_steps or max_minutes; returns why it stopped."""
+        cfg, info = self.cfg, self.info
+        self.model.train()
+        bar = tqdm(total=cfg.max_steps, initial=self.step, disable=not info.is_main, dynamic_ncols=True,
+                   mininterval=1.0 if os.isatty(2) else 30.0, desc=self.task.name)
+        losses: list[float] = []
+        window_start, window_tokens, reason = time.perf_counter(), 0, "max_steps"
+        while self.step < cfg.max_steps:
+            if cfg.max_minutes is not None and self.elapsed >= cfg.max_minutes * 60:
+                reason = "max_minutes"
+                break
+            t0 = time.perf_counter()
+            lr = lr_at(self.step, cfg)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            batch = {k: v.to(self.device) for k, v in self.task.batch(self.step, info.rank).items()}
+            with self.autocast:
+                loss = self.ddp(**batch).loss
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+            self.optimizer.step()
+            self.step += 1
+            n_tok = self.task.tokens(batch) * info.world_size
+            self.tokens_seen += n_tok
+            window_tokens += n_tok
+            losses.append(loss.item())
+            self.elapsed += time.perf_counter() - t0
+            if info.is_main:
+                rate = window_tokens / max(1e-9, time.perf_counter() - window_start)
+                bar.set_postfix(loss=f"{losses[-1]:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}", refresh=False)
+                bar.update(1)
+            if self.step % cfg.eval_every == 0 or self.step == cfg.max_steps:
+                if info.is_main:
+                    self.evaluate(sum(losses) / len(losses))
+                    bar.write(f"step {self.step}: " + ", ".join(
+                        f"{k} {v:.4f}" for k, v in self.history[-1].items() if isinstance(v, float)))
+                losses, window_start, window_tokens = [], time.perf_counter(), 0
+                if info.world_size > 1:
+                    dist.barrier()
+        bar.close()
+        if info.is_main and (not self.history or self.history[-1]["step"] != self.step):
+            self.evaluate(sum(losses) / len(losses) if losses else None)
+        return reason
