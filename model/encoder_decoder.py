@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .decoder_only import ModelOutput, init_weights
+from .decoder_only import DecoderOnlyLM, ModelOutput, init_weights
 from .generation import GenerationMixin, KVCache
 from .layers import Decoder, Embeddings, Encoder, PositionalEncoding
 from .masks import padding_mask
@@ -43,6 +43,24 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         self.encoder = Encoder(c.n_encoder_layer, c.d_model, c.n_head, c.d_ff, c.dropout, c.norm_first)
         self.decoder = Decoder(c.n_decoder_layer, c.d_model, c.n_head, c.d_ff, c.dropout, c.norm_first)
         self.apply(init_weights)
+
+    @torch.no_grad()
+    def init_encoder_from(self, lm: DecoderOnlyLM) -> None:
+        """Start the encoder from a trained decoder-only LM: its embeddings and its first
+        n_encoder_layer blocks (same shapes: self-attention + FFN). The weights carry what the LM
+        learned about the language; only the mask changes, from causal to bidirectional. This is
+        how the unlabeled reviews help the classifier."""
+        c, lc = self.config, lm.config
+        for name in ("vocab_size", "d_model", "n_head", "d_ff", "norm_first"):
+            if getattr(c, name) != getattr(lc, name):
+                raise ValueError(f"cannot initialise from the LM: {name} is {getattr(lc, name)} there, "
+                                 f"{getattr(c, name)} here")
+        if c.n_encoder_layer > lc.n_layer:
+            raise ValueError(f"the LM has {lc.n_layer} layers, the encoder wants {c.n_encoder_layer}")
+        self.embed.load_state_dict(lm.embed.state_dict())
+        for mine, theirs in zip(self.encoder.layers, lm.decoder.layers, strict=False):
+            mine.load_state_dict(theirs.state_dict())
+        self.encoder.norm.load_state_dict(lm.decoder.norm.state_dict())
 
     def encode(self, src_ids: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = False):
         """src_ids: (B, S), src_mask: (B, S) 1 = real -> memory (B, S, C), attention maps."""

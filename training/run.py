@@ -20,7 +20,14 @@ from pathlib import Path
 
 import torch
 
-from model import DecoderOnlyConfig, EncoderDecoderConfig, atomic_write_text, load_pretrained, read_config
+from model import (
+    DecoderOnlyConfig,
+    DecoderOnlyLM,
+    EncoderDecoderConfig,
+    atomic_write_text,
+    load_pretrained,
+    read_config,
+)
 from tokenization import BPETokenizer
 
 from .data import HUB_IMDB, DataError, load_splits
@@ -59,6 +66,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="override a model config field, e.g. --set d_model=384 --set n_layer=6")
     p.add_argument("--save-dtype", choices=["float32", "float16", "bfloat16"], default="float32",
                    help="storage dtype of model.safetensors")
+    p.add_argument("--init-from", metavar="LM_DIR",
+                   help="sentiment/seq2seq: start the encoder from a trained language-model checkpoint "
+                        "(its width, heads and layers are taken over)")
     p.add_argument("--resume", action="store_true", help="continue from <out>/trainer_state.pt")
     p.add_argument("--seed", type=int, default=1337)
     return p.parse_args(argv)
@@ -140,11 +150,22 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         tokenizer = BPETokenizer.train(task.corpus.train_texts, vocab_size=args.vocab_size)
         tokenizer.save(tokenizer_path)
 
-    torch.manual_seed(args.seed + info.rank)
+    lm = None
+    if args.init_from:
+        if args.task == "lm":
+            raise DataError("--init-from applies to the encoder-decoder tasks (sentiment, seq2seq)")
+        lm = load_pretrained(args.init_from)
+        if not isinstance(lm, DecoderOnlyLM) or lm.config.vocab_size != tokenizer.vocab_size:
+            raise DataError(f"--init-from {args.init_from}: needs a language model using {tokenizer_path}")
+        shape = ("d_model", "n_head", "d_ff", "norm_first")
+        overrides.update({k: getattr(lm.config, k) for k in shape}, n_encoder_layer=lm.config.n_layer)
+        overrides.update(_model_overrides(args.task, {}, args.overrides))  # explicit --set still wins
+
+    torch.manual_seed(args.seed)
     model = task.build(tokenizer, overrides, cfg)
-    if info.world_size > 1:  # every rank starts from rank 0's initial weights
-        torch.manual_seed(args.seed)
-        model = task.model_class(model.config)
+    if lm is not None:
+        model.init_encoder_from(lm)
+    torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     out.mkdir(parents=True, exist_ok=True)
     save_dtype = getattr(torch, args.save_dtype)
 
