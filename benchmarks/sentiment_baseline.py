@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-from training.data import clean_text, load_splits, validation_split  # noqa: E402
+from tokenization import clean_text  # noqa: E402
+from training.data import load_splits, validation_split  # noqa: E402
 
 
 def main() -> None:

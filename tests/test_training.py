@@ -15,9 +15,8 @@ import pytest
 import torch
 
 from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, clean_text
 from training import evaluate, run
-from training.data import clean_text
 from training.trainer import STATE_NAME, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]

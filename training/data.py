@@ -6,7 +6,6 @@ step number, so a resumed run sees exactly the batches an uninterrupted run woul
 """
 
 import os
-import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,16 +16,10 @@ import torch
 
 HUB_IMDB = "stanfordnlp/imdb"
 DATA_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json"}
-_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
 
 class DataError(ValueError):
     """Bad data input; `training.run` prints its message as one line and exits."""
-
-
-def clean_text(text: str) -> str:
-    """IMDB reviews carry HTML line breaks (`<br /><br />`): turn each into a newline."""
-    return _BR.sub("\n", text).strip()
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:

@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 
 from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, clean_text
 
-from .data import DataError, PairSet, TokenStream, clean_text, load_table, require_columns
+from .data import DataError, PairSet, TokenStream, load_table, require_columns
 
 
 @torch.inference_mode()

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import torch
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, GenerationConfig
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, clean_text
 
-from .data import DataError, PairSet, TokenStream, clean_text, require_columns, step_generator, validation_split
+from .data import DataError, PairSet, TokenStream, require_columns, step_generator, validation_split
 from .evaluate import evaluate_classifier, evaluate_lm
 
 SENTIMENT_LABELS = ["negative", "positive"]  # label 0 and 1 of IMDB, written out as the decoder's target

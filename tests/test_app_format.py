@@ -1,0 +1,128 @@
+"""The pure formatting helpers of `demo.app`: header, About page, token views, notices."""
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from demo.app import (
+    INTERNAL_ERROR,
+    about_markdown,
+    curve_html,
+    failure,
+    header_markdown,
+    message_text,
+    notice_markdown,
+    pieces_html,
+    token_highlights,
+    token_table,
+)
+from demo.inference import ChatUpdate, CheckpointInfo, DemoError, DemoService, TokenView
+from demo.tiny import shared_tiny_checkpoints
+
+
+@pytest.fixture(scope="module")
+def service() -> DemoService:
+    return DemoService(shared_tiny_checkpoints(), device="cpu")
+
+
+def test_header_names_device_and_checkpoints(service: DemoService) -> None:
+    header = header_markdown(service)
+    ckpt = shared_tiny_checkpoints()
+    assert "**Device:** CPU" in header
+    assert f"`{ckpt.name}/lm`" in header and f"`{ckpt.name}/sentiment`" in header
+    assert "val ppl 365" in header and "val acc 0.5" in header
+    assert str(ckpt) not in header
+
+
+def test_header_warns_about_missing_checkpoints(tmp_path: Path) -> None:
+    header = header_markdown(DemoService(tmp_path / "none", device="cpu"))
+    assert "**LM:** not loaded" in header and "**Sentiment:** not loaded" in header
+    assert header.count("> ⚠️") == 3  # no directory, no LM, no sentiment model
+    assert str(tmp_path) not in header
+
+
+def test_about_shows_models_metrics_and_retraining(service: DemoService) -> None:
+    about = about_markdown(service)
+    assert "## Language model" in about and "## Sentiment model" in about
+    assert f"**Parameters:** {service.lm.num_parameters():,}" in about
+    assert "| val_ppl | 365 |" in about and "| val_accuracy | 0.5 |" in about
+    assert "`python -m demo.tiny (random init)`" in about  # the command, as code
+    assert "Retraining" in about and "python -m training.run --help" in about
+    assert "labels negative, positive" in about
+
+
+def test_about_reads_a_full_training_metrics_file(tmp_path: Path) -> None:
+    """The shape `python -m training.run` writes, including absolute paths and long histories."""
+    ckpt = tmp_path / "ckpts"
+    shutil.copytree(shared_tiny_checkpoints(), ckpt)
+    metrics = {
+        "task": "sentiment", "parameters": 55040, "val_accuracy": 0.871, "val_loss": 0.31,
+        "val_confusion": [[40, 10], [3, 47]], "steps": 1200, "ddp_weights_in_sync": True,
+        "command": "python -m training.run --task sentiment --data-dir /home/someone/secret/imdb",
+        "data": {"source": "/home/someone/secret/imdb", "train_pairs": 24000, "val_pairs": 1000},
+        "tokenizer": {"path": "/home/someone/ckpt/tokenizer.json", "vocab_size": 8192},
+        "model_config": {"d_model": 256}, "history": [{"step": i, "loss": 1.0} for i in range(500)],
+        "samples": ["This movie was great ``` and | fun", "<b>bold</b>"],
+    }
+    (ckpt / "sentiment" / "metrics.json").write_text(json.dumps(metrics))
+    about = about_markdown(DemoService(ckpt, device="cpu"))
+    assert "/home/someone" not in about and "…/imdb" in about and "…/tokenizer.json" in about
+    assert "| val_accuracy | 0.871 |" in about and "| val_confusion | [[40, 10], [3, 47]] |" in about
+    assert "| ddp_weights_in_sync | True |" in about and "| tokenizer.vocab_size | 8,192 |" in about
+    assert "history" not in about and "model_config" not in about
+    assert "train pairs: 24,000" in about  # the data line
+    assert "```text\nThis movie was great ʼʼʼ and | fun\n```" in about  # samples as code, fences defused
+
+
+def test_about_with_missing_models(tmp_path: Path) -> None:
+    about = about_markdown(DemoService(tmp_path / "none", device="cpu"))
+    assert about.count("Not loaded") == 2 and "Retraining" in about
+
+
+def test_pieces_html_escapes_and_alternates() -> None:
+    html = pieces_html([("<script>", 5), (" &", 6), ("\x00\n", 7), ("  ", 8)])
+    assert "<script>" not in html and "&lt;script&gt;" in html and "&amp;" in html
+    assert "␀↵<sub>7</sub>" in html
+    assert "> &amp;<sub>" in html and "␣␣<sub>8</sub>" in html
+    assert html.count("#dbeafe") == 2 and html.count("#fde68a") == 2
+
+
+def test_message_text() -> None:
+    assert message_text({"role": "user", "content": "hi"}) == "hi"
+    assert message_text({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}) == "ab"
+    assert message_text({"content": None}) == "" and message_text("garbage") == ""
+
+
+def test_failure_is_friendly_and_hides_internals(caplog) -> None:
+    assert failure(DemoError("Type something.")) == "ℹ️ Type something."
+    with caplog.at_level(logging.ERROR, logger="demo"):
+        try:
+            raise RuntimeError("/secret/path/model.safetensors exploded")
+        except RuntimeError as e:
+            text = failure(e)
+    assert INTERNAL_ERROR in text and "/secret" not in text
+    assert "exploded" in caplog.text  # but the server log has the details
+
+
+def test_notice_markdown() -> None:
+    assert notice_markdown([]) == ""
+    assert notice_markdown(["a", "b"]) == "- ℹ️ a\n- ℹ️ b"
+
+
+def test_token_views() -> None:
+    update = ChatUpdate("x", [TokenView(" the", 0.5, [(" the", 0.5), ("\n", 0.25)])], [], True, 1)
+    assert token_highlights(update) == [(" the", "likely (≥ 50%)")]
+    probs = [0.9, 0.2, 0.05, 0.001]
+    bands = [token_highlights(ChatUpdate("", [TokenView("x", p, [])], []))[0][1] for p in probs]
+    assert bands == ["likely (≥ 50%)", "plausible (10–50%)", "unlikely (1–10%)", "surprising (< 1%)"]
+    assert token_table(update) == [[1, "␣the", 0.5, "␣the 0.500   ↵ 0.250"]]
+
+
+def test_curve_html_inlines_the_image() -> None:
+    info = CheckpointInfo("lm", "checkpoints/lm", "ready", training_curve_png=b"\x89PNG fake")
+    assert curve_html(info).count("data:image/png;base64,") == 1
+    assert curve_html(CheckpointInfo("lm", "checkpoints/lm", "ready")) == ""
+

@@ -1,0 +1,171 @@
+"""A real browser (the system Chromium, driven by Playwright) uses every tab of the app.
+
+Loads the page, types an opening and sees the reply stream in, rates it, classifies a review,
+draws an attention heatmap, tokenizes text and opens About, with a screenshot of each tab (in a
+temporary directory). Skipped when Playwright or /usr/bin/chromium is missing; never runs
+`playwright install`.
+
+To refresh the README screenshots with the shipped checkpoints:
+
+    SCREENSHOT_DIR=docs python -m pytest tests/test_browser.py
+
+writes `docs/screenshot_<tab>.png`, using `checkpoints/` when it holds both models (or
+`$DEMO_CHECKPOINTS`), else the tiny random checkpoint.
+"""
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+import torch
+
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("no Chromium at /usr/bin/chromium", allow_module_level=True)
+
+from demo.app import build_app, launch  # noqa: E402
+from demo.inference import DemoService  # noqa: E402
+from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+TIMEOUT_MS = 30_000
+
+pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
+              pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
+              pytest.mark.filterwarnings("ignore:Glyph .* missing from")]
+
+
+def checkpoints_for_run() -> Path:
+    """Screenshots for the docs show the real models when they exist; tests use the tiny one."""
+    if os.environ.get("SCREENSHOT_DIR"):
+        shipped = Path(os.environ.get("DEMO_CHECKPOINTS", REPO_ROOT / "checkpoints"))
+        if all((shipped / name / "config.json").is_file() for name in ("lm", "sentiment")):
+            return shipped
+    return shared_tiny_checkpoints()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Run as the app does (see `demo.app.main`): one torch thread, restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def url():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    service = DemoService(checkpoints_for_run(), device="cpu")
+    app = build_app(service)
+    _, url, _ = launch(app, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    yield url
+    app.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    target = os.environ.get("SCREENSHOT_DIR")
+    directory = Path(target) if target else tmp_path_factory.mktemp("screenshots")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def page(url):
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.set_default_timeout(TIMEOUT_MS)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        page.get_by_text("Tiny Transformers, built from scratch").wait_for()
+        page.errors = errors
+        yield page
+        browser.close()
+
+
+def open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+
+
+def assert_no_error_box(page) -> None:
+    assert page.locator(".toast-body.error").count() == 0
+    assert "Traceback" not in page.content()
+
+
+def test_chat_streams_the_reply(page, shots: Path) -> None:
+    open_tab(page, "Chat")
+    # record every text the reply bubble shows, to see it grow token by token
+    page.evaluate("""() => {
+        window.__replies = [];
+        const record = () => {
+            const bot = document.querySelectorAll('#chatbot .message.bot, #chatbot [data-testid="bot"]');
+            if (bot.length) window.__replies.push(bot[bot.length - 1].innerText);
+        };
+        new MutationObserver(record).observe(document.querySelector('#chatbot'),
+            {subtree: true, childList: true, characterData: true});
+    }""")
+    page.locator("#chat-input textarea").fill("This movie was")
+    page.locator("#chat-send").click()
+    page.get_by_text("Done:").wait_for()
+    replies = [r for r in page.evaluate("window.__replies") if r.strip()]
+    assert replies and replies[-1].strip().startswith("…") and len(replies[-1].strip()) > 1
+    assert len(set(replies)) >= 2  # the bubble changed while the tokens streamed in
+    assert page.locator("#chat-table tbody tr").count() >= 1
+    page.locator("#chat-rate").click()
+    page.locator("#chat-rating").get_by_text("%").first.wait_for()
+    assert_no_error_box(page)
+    page.screenshot(path=shots / "screenshot_chat.png", full_page=True)
+
+
+def test_empty_chat_input_is_explained(page) -> None:
+    open_tab(page, "Chat")
+    page.locator("#chat-input textarea").fill("   ")
+    page.locator("#chat-send").click()
+    page.locator("#chat-notice").get_by_text("Type the opening").wait_for()
+    assert_no_error_box(page)
+
+
+def test_sentiment_tab_classifies(page, shots: Path) -> None:
+    open_tab(page, "Sentiment")
+    page.locator("#review-input textarea").fill("A wonderful film with superb acting. I loved every minute!")
+    page.locator("#review-classify").click()
+    page.locator("#review-label").get_by_text("%").first.wait_for()  # class probabilities shown
+    tokens = page.locator("#review-attention .token")
+    tokens.first.wait_for()
+    assert tokens.count() >= 5 and "film" in page.locator("#review-attention").inner_text()
+    assert_no_error_box(page)
+    page.screenshot(path=shots / "screenshot_sentiment.png", full_page=True)
+
+
+def test_attention_tab_draws_a_heatmap(page, shots: Path) -> None:
+    open_tab(page, "Attention")
+    page.locator("#att-show").click()
+    page.locator("#att-heatmap img").wait_for()
+    page.locator("#att-grid img").wait_for()
+    assert page.locator("#att-heatmap img").bounding_box()["height"] > 100
+    page.locator("#att-notice").get_by_text("causal mask").wait_for()
+    assert_no_error_box(page)
+    page.screenshot(path=shots / "screenshot_attention.png", full_page=True)
+
+
+def test_tokenizer_tab(page, shots: Path) -> None:
+    open_tab(page, "Tokenizer")
+    page.locator("#tok-run").click()
+    page.locator("#tok-pieces span").first.wait_for()
+    assert page.locator("#tok-pieces span").count() > 5
+    page.locator("#tok-summary").get_by_text("tokens").first.wait_for()
+    page.screenshot(path=shots / "screenshot_tokenizer.png", full_page=True)
+
+
+def test_about_tab(page, shots: Path) -> None:
+    open_tab(page, "About")
+    page.locator("#about").get_by_text("python -m training.run --help").wait_for()
+    page.screenshot(path=shots / "screenshot_about.png", full_page=True)
+    assert page.errors == []

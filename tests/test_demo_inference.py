@@ -1,0 +1,408 @@
+"""Unit tests of `demo.inference.DemoService` (and the plots) on a tiny random checkpoint.
+
+No server here: each tab's logic is plain Python, tested directly, including every robustness
+rule (empty input, long input, any Unicode, out-of-range settings, missing/broken checkpoints).
+"""
+
+import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from demo import plots
+from demo.inference import (
+    MAX_ATTENTION_TOKENS,
+    MAX_INPUT_CHARS,
+    MAX_NEW_TOKENS,
+    MIN_TOP_P,
+    DemoError,
+    DemoService,
+    clean_text,
+    merge_spans,
+    model_text,
+    resolve_device,
+    scrub_paths,
+    token_label,
+    visible,
+)
+from demo.tiny import shared_tiny_checkpoints
+from tokenization import Piece
+
+UNICODE = [
+    "Rated 10/10 👍🏽🎬🍿 would watch again",
+    "שלום, זה היה סרט מצוין מאוד",
+    "日本語の映画はとても面白かったです。",
+    "control \x00 NUL \x01\x1b[31m escape \x7f and\ttab\r\nnewline",
+    "zero\u200bwidth, combining e\u0301, ẞ, \U0001f9ec",
+    "mathtext $x^2$ and $5 prices",
+    "lone surrogate \ud800 here",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Run as the app does (see `demo.app.main`): one torch thread, restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def ckpt() -> Path:
+    return shared_tiny_checkpoints()
+
+
+@pytest.fixture(scope="module")
+def service(ckpt: Path) -> DemoService:
+    return DemoService(ckpt, device="cpu")
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+
+def test_loads_both_checkpoints(service: DemoService, ckpt: Path) -> None:
+    assert service.device == "cpu"
+    assert service.lm is not None and service.sentiment is not None and service.tokenizer is not None
+    for info in service.checkpoints:
+        assert info.ready and info.trained and info.parameters > 0
+        assert info.location == f"{ckpt.name}/{info.name}"  # relative: no absolute path shown
+        assert info.metrics["steps"] == 0
+    assert not service.lm.training and not service.sentiment.training
+
+
+def test_missing_checkpoints_give_friendly_errors(tmp_path: Path) -> None:
+    service = DemoService(tmp_path / "nowhere", device="cpu")
+    assert [info.status for info in service.checkpoints] == ["missing", "missing"]
+    assert any("No checkpoints directory" in n for n in service.notices)
+    with pytest.raises(DemoError, match="language model is not available"):
+        next(service.stream_continuation("This movie was"))
+    with pytest.raises(DemoError, match="sentiment model is not available"):
+        service.classify("great")
+    with pytest.raises(DemoError):
+        service.attention("great", "lm_self")
+    with pytest.raises(DemoError, match="No tokenizer"):
+        service.tokenize("great")
+    assert service.attention_kinds() == []
+
+
+def test_untrained_and_broken_checkpoints(ckpt: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "ckpts"
+    shutil.copytree(ckpt, copy)
+    (copy / "lm" / "metrics.json").unlink()  # untrained: loads, with a warning
+    (copy / "sentiment" / "config.json").write_text("{not json", encoding="utf-8")  # broken
+    service = DemoService(copy, device="cpu")
+    assert service.lm_info.ready and not service.lm_info.trained
+    assert "untrained" in service.lm_info.message
+    assert service.sentiment_info.status == "error"
+    assert "not valid JSON" in service.sentiment_info.message
+    assert str(tmp_path) not in service.sentiment_info.message  # no absolute path in the UI
+    assert service.sentiment is None and service.attention_kinds() == [("LM self-attention (masked)", "lm_self")]
+
+
+def test_tokenizer_model_mismatch_is_reported(ckpt: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "ckpts"
+    shutil.copytree(ckpt, copy)
+    config = json.loads((copy / "lm" / "config.json").read_text())
+    config["vocab_size"] = 100
+    (copy / "lm" / "config.json").write_text(json.dumps(config))
+    service = DemoService(copy, device="cpu")
+    assert service.lm_info.status == "error"  # shape mismatch in the weights, or tokenizer too big
+    assert service.sentiment_info.ready
+
+
+def test_resolve_device() -> None:
+    assert resolve_device("cpu") == ("cpu", None)
+    assert resolve_device("auto")[0] == ("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        device, notice = resolve_device("cuda")
+        assert device == "cpu" and "not available" in notice
+    with pytest.raises(ValueError):
+        resolve_device("tpu")
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def test_clean_text() -> None:
+    assert clean_text(None) == ("", [])
+    assert clean_text(42) == ("42", [])
+    text, notices = clean_text("a\ud800b")
+    assert text == "a?b" and notices
+    text, notices = clean_text("x" * (MAX_INPUT_CHARS + 5))
+    assert len(text) == MAX_INPUT_CHARS and "cut" in notices[0]
+
+
+def test_model_text_matches_training_cleaning() -> None:
+    assert model_text("  Great.<br /><br />Loved it<BR>really<br/>  ") == "Great.\n\nLoved it\nreally"
+
+
+def test_scrub_paths() -> None:
+    assert scrub_paths("--data-dir /home/me/data/imdb --x 1") == "--data-dir …/imdb --x 1"
+    for kept in ("../shared/data/imdb", "checkpoints/lm", "https://huggingface.co/a/b", "/etc"):
+        assert scrub_paths(kept) == kept
+
+
+def test_inputs_are_cleaned_like_the_training_data(service: DemoService) -> None:
+    result = service.classify("  Great film.<br /><br />Loved it.  ")
+    assert "".join(s for s, _ in result.highlights) == "Great film.\n\nLoved it."
+    a = service.continue_text("This movie was <br />", max_new_tokens=3, temperature=0)
+    b = service.continue_text("This movie was", max_new_tokens=3, temperature=0)
+    assert a.text == b.text
+
+
+def test_visible_shows_control_characters() -> None:
+    assert visible("a\x00b\n\t\x7f") == "a␀b↵⇥␡"
+    assert visible(" the", show_spaces=True) == "␣the"
+
+
+def test_token_label_shows_partial_characters_as_bytes(service: DemoService) -> None:
+    tok = service.tokenizer
+    ids = tok.encode("🧬")  # not in the tiny corpus: split into single bytes
+    labels = [token_label(tok, i) for i in ids]
+    assert "".join(labels) == "⟨f0⟩⟨9f⟩⟨a7⟩⟨ac⟩"
+    assert token_label(tok, 10**6) == f"<{10**6}>"
+
+
+def test_merge_spans_tiles_text_with_split_characters() -> None:
+    text = "a 日本"
+    pieces = [Piece(1, "a", 0, 1), Piece(2, " ", 1, 2), Piece(3, "\ufffd", 2, 3), Piece(4, "\ufffd", 2, 4),
+              Piece(5, "\ufffd", 3, 4)]
+    merged = merge_spans(text, pieces, [0.1, 0.2, 0.3, 0.1, 0.1])
+    assert [s for s, _ in merged] == ["a", " ", "日本"]
+    assert merged[2][1] == pytest.approx(0.5)
+
+
+# -- chat -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("settings", "expected", "notice"), [
+    ({"temperature": 0}, {"temperature": 0.0}, "greedy"),
+    ({"temperature": -3}, {"temperature": 0.0}, "greedy"),
+    ({"temperature": 99}, {"temperature": 5.0}, "capped"),
+    ({"top_k": 10**6}, {"top_k": None}, "exceeds the vocabulary"),
+    ({"top_k": -5}, {"top_k": None}, "top-k is off"),
+    ({"top_k": 0}, {"top_k": None}, None),
+    ({"top_k": 7.6}, {"top_k": 8}, None),
+    ({"top_p": 0}, {"top_p": MIN_TOP_P}, "above 0"),
+    ({"top_p": -1}, {"top_p": MIN_TOP_P}, "above 0"),
+    ({"top_p": 1.5}, {"top_p": None}, "top-p is off"),
+    ({"top_p": 0.9}, {"top_p": 0.9}, None),
+    ({"max_new_tokens": 0}, {"max_new_tokens": 1}, "at least 1"),
+    ({"max_new_tokens": 10**9}, {"max_new_tokens": MAX_NEW_TOKENS}, "capped"),
+    ({"temperature": "abc", "top_k": None, "top_p": float("nan")}, {"temperature": 0.8, "top_k": None,
+                                                                     "top_p": None}, None),
+    ({"seed": 123}, {"seed": 123}, None),
+])
+def test_generation_settings_are_clamped_and_explained(service, settings, expected, notice) -> None:
+    config, notices = service.generation_config(**settings)  # never raises
+    for key, value in expected.items():
+        assert getattr(config, key) == value
+    if notice is None:
+        assert notices == []
+    else:
+        assert any(notice in n for n in notices), notices
+
+
+def test_random_seed_when_negative(service: DemoService) -> None:
+    config, _ = service.generation_config(seed=-1)
+    assert config.seed is not None and config.seed >= 0
+
+
+def test_stream_yields_every_token_with_probabilities(service: DemoService) -> None:
+    updates = list(service.stream_continuation("This movie was", max_new_tokens=8, temperature=0.8, seed=3))
+    assert updates[-1].done and not any(u.done for u in updates[:-1])
+    final = updates[-1]
+    assert len(final.steps) == 8 and len(updates) == 9  # one update per token, then the final one
+    assert [len(u.steps) for u in updates[:-1]] == list(range(1, 9))
+    for step in final.steps:
+        assert 0 < step.prob <= 1
+        probs = [p for _, p in step.alternatives]
+        assert len(probs) == 5 and probs == sorted(probs, reverse=True)
+    tok = service.lm_tokenizer
+    ids = tok.encode("This movie was")
+    expected = service.lm.generate(torch.tensor([[tok.bos_id, *ids]]), service.generation_config(
+        max_new_tokens=8, temperature=0.8, seed=3)[0])
+    assert final.text == tok.decode(expected)  # same tokens as the model's own generate()
+
+
+def test_seed_makes_sampling_reproducible(service: DemoService) -> None:
+    a = service.continue_text("The plot", max_new_tokens=12, temperature=1.0, top_k=50, top_p=0.9, seed=7)
+    b = service.continue_text("The plot", max_new_tokens=12, temperature=1.0, top_k=50, top_p=0.9, seed=7)
+    assert a.text == b.text and a.seed == 7
+
+
+def test_greedy_picks_the_most_likely_token(service: DemoService) -> None:
+    update = service.continue_text("I loved", max_new_tokens=5, temperature=0)
+    for step in update.steps:
+        assert step.token == step.alternatives[0][0]
+
+
+def test_long_prompt_is_truncated_with_notice(service: DemoService) -> None:
+    block = service.lm.config.block_size
+    update = service.continue_text("word " * (3 * block), max_new_tokens=10, temperature=0)
+    assert any("sees only the last" in n for n in update.notices)
+    assert len(update.steps) == 10
+
+
+def test_end_of_text_stops_generation(service: DemoService, monkeypatch) -> None:
+    first = service.continue_text("This movie was", max_new_tokens=1, temperature=0).steps[0]
+    first_id = service.lm_tokenizer.encode(first.token)[0] if not first.token.startswith("⟨") else None
+    if first_id is None:
+        pytest.skip("first greedy token is a partial byte")
+    monkeypatch.setattr(service.lm.config, "eos_token_id", first_id)
+    update = service.continue_text("This movie was", max_new_tokens=10, temperature=0)
+    assert update.steps == [] and update.done
+    assert any("ended the review" in n for n in update.notices)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t ", None])
+def test_empty_input_is_a_friendly_error(service: DemoService, text) -> None:
+    with pytest.raises(DemoError, match="first"):
+        next(service.stream_continuation(text))
+    with pytest.raises(DemoError, match="first"):
+        service.classify(text)
+    with pytest.raises(DemoError, match="first"):
+        service.attention(text, "lm_self")
+
+
+@pytest.mark.parametrize("text", UNICODE)
+def test_any_unicode_works_everywhere(service: DemoService, text: str) -> None:
+    update = service.continue_text(text, max_new_tokens=3, temperature=0)
+    assert update.done and len(update.steps) <= 3  # a random model may end at once
+    result = service.classify(text)
+    assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+    cleaned = model_text(clean_text(text)[0])
+    assert "".join(s for s, _ in result.highlights) == cleaned  # segments tile the text exactly
+    for kind in ("lm_self", "encoder_self", "cross", "decoder_self"):
+        assert service.attention(text, kind).weights.size > 0
+    assert service.tokenize(text).count > 0
+
+
+# -- sentiment --------------------------------------------------------------------------------
+
+
+def test_classify(service: DemoService) -> None:
+    text = "A wonderful film, I loved the acting."
+    result = service.classify(text)
+    assert list(result.probabilities) == ["negative", "positive"]
+    assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+    assert result.label == max(result.probabilities, key=result.probabilities.get)
+    assert "".join(s for s, _ in result.highlights) == text
+    weights = [w for _, w in result.highlights]
+    assert max(weights) == 1.0 and min(weights) >= 0.0
+    assert result.notices == []
+
+
+def test_classify_matches_score_candidates(service: DemoService) -> None:
+    tok, model = service.sentiment_tokenizer, service.sentiment
+    text = "Terrible, boring film."
+    src = torch.tensor([tok.encode(text, add_eos=True)])
+    scores = model.score_candidates(src, [tok.encode(label) for label in model.config.labels])
+    expected = scores.softmax(-1)[0].tolist()
+    assert list(service.classify(text).probabilities.values()) == pytest.approx(expected, abs=1e-5)
+
+
+def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
+    text = ("great acting and a boring plot. " * 100).strip()
+    result = service.classify(text)
+    assert any("only the first" in n for n in result.notices)
+    assert "".join(s for s, _ in result.highlights) == text
+    assert result.highlights[-1][1] is None  # the unread rest, unhighlighted
+
+
+# -- attention --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["lm_self", "encoder_self", "cross", "decoder_self"])
+def test_attention_shapes(service: DemoService, kind: str) -> None:
+    result = service.attention("The movie was not bad at all.", kind, layer=1)
+    n_heads = service.attention_shape(kind)[1]
+    assert result.weights.shape == (n_heads, len(result.query_tokens), len(result.key_tokens))
+    assert result.layer == 1 and result.n_heads == n_heads
+    np.testing.assert_allclose(result.weights.sum(-1), 1.0, atol=1e-5)
+    if kind == "lm_self":
+        assert result.query_tokens[0] == "<s>" and result.causal
+        assert np.all(np.triu(result.weights, k=1) == 0)  # nothing attends to the future
+    if kind in ("cross", "decoder_self"):
+        assert result.query_tokens[0] == "<s>"
+    if kind in ("encoder_self", "cross"):
+        assert result.key_tokens[-1] == "</s>"
+
+
+def test_attention_clamps_layer_and_rejects_unknown_kind(service: DemoService) -> None:
+    result = service.attention("good film", "lm_self", layer=99)
+    assert result.layer == result.n_layers - 1 and any("does not exist" in n for n in result.notices)
+    assert service.attention("good film", "lm_self", layer="nonsense").layer == 0
+    with pytest.raises(DemoError, match="Unknown attention kind"):
+        service.attention("good film", "no_such_kind")
+
+
+def test_attention_caps_long_text(service: DemoService) -> None:
+    result = service.attention("word " * 500, "lm_self")
+    assert len(result.query_tokens) == MAX_ATTENTION_TOKENS
+    assert any("shows the first" in n for n in result.notices)
+    result = service.attention("word " * 500, "encoder_self")
+    assert len(result.key_tokens) <= MAX_ATTENTION_TOKENS and result.notices
+
+
+def test_heatmap_masks_the_causal_triangle(service: DemoService, tmp_path: Path) -> None:
+    result = service.attention("The $5 movie, 日本 👍", "lm_self")
+    fig = plots.heatmap(result, head=plots.MEAN)
+    data = fig.axes[0].images[0].get_array()
+    n = len(result.query_tokens)
+    upper = np.triu(np.ones((n, n), dtype=bool), k=1)
+    assert np.array_equal(np.ma.getmaskarray(data), upper)  # blank (white) above the diagonal
+    assert len(fig.axes) == 2  # the map and its colour bar
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][0] == "<s>"
+    fig.savefig(tmp_path / "h.png")  # "$" in labels must not break mathtext
+
+    grid = plots.heads_grid(result)
+    images = [ax for ax in grid.axes if ax.images]
+    assert len(images) == result.n_heads
+    grid.savefig(tmp_path / "g.png")
+
+
+def test_select_head(service: DemoService) -> None:
+    result = service.attention("good film", "encoder_self")
+    mean, title = plots.select_head(result, plots.MEAN)
+    np.testing.assert_allclose(mean, result.weights.mean(0))
+    assert "mean" in title
+    one, title = plots.select_head(result, 1)
+    np.testing.assert_allclose(one, result.weights[1])
+    assert plots.select_head(result, 99)[1].startswith("mean")  # out of range: mean, no error
+    assert plots.select_head(result, None)[1].startswith("mean")
+
+
+# -- tokenizer --------------------------------------------------------------------------------
+
+
+def test_tokenize(service: DemoService) -> None:
+    text = "Tokenization isn't magic!"
+    result = service.tokenize(text)
+    assert [i for _, i in result.pieces] == service.tokenizer.encode(text)
+    assert "".join(t for t, _ in result.pieces) == text
+    assert result.count == len(result.pieces) and result.characters == len(text)
+
+
+def test_tokenize_caps_displayed_pieces(service: DemoService) -> None:
+    result = service.tokenize("x y " * 3000)
+    assert result.count > len(result.pieces) and result.notices
+
+
+# -- concurrency ------------------------------------------------------------------------------
+
+
+def test_concurrent_requests_give_the_same_answers(service: DemoService) -> None:
+    texts = [f"review number {i}: great film" for i in range(4)]
+    expected = [service.continue_text(t, max_new_tokens=6, temperature=1.0, seed=i).text for i, t in enumerate(texts)]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda it: service.continue_text(it[1], max_new_tokens=6, temperature=1.0, seed=it[0]).text,
+                            enumerate(texts)))
+        probs = list(pool.map(lambda t: service.classify(t).probabilities, texts))
+    assert got == expected
+    assert probs == [service.classify(t).probabilities for t in texts]
