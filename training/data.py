@@ -114,12 +114,15 @@ class TokenStream:
         window = window.long()
         return {"input_ids": window[:, :-1], "targets": window[:, 1:]}
 
-    def windows(self, block_size: int, limit: int | None = None):
-        """Non-overlapping (x, y) windows covering the stream once, for evaluation."""
+    def windows(self, block_size: int, limit: int | None = None, batch_size: int = 16):
+        """Non-overlapping windows covering the stream once, for evaluation: (x, y) batches of
+        shape (b, T), y being x shifted by one token. `limit` caps the number of windows."""
         n = (len(self.ids) - 1) // block_size
-        for i in range(n if limit is None else min(n, limit)):
-            chunk = torch.from_numpy(self.ids[i * block_size : (i + 1) * block_size + 1]).long()
-            yield chunk[None, :-1], chunk[None, 1:]
+        n = n if limit is None else min(n, limit)
+        for first in range(0, n, batch_size):
+            rows = range(first, min(n, first + batch_size))
+            chunk = torch.from_numpy(np.stack([self.ids[i * block_size : (i + 1) * block_size + 1] for i in rows]))
+            yield chunk[:, :-1].long(), chunk[:, 1:].long()
 
 
 @dataclass

@@ -33,8 +33,9 @@ def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = N
     device = next(model.parameters()).device
     total, n_tokens = 0.0, 0
     for x, y in stream.windows(model.config.block_size, limit):
-        logits = model(x.to(device)).logits
-        total += torch.nn.functional.cross_entropy(logits[0].float(), y[0].to(device), reduction="sum").item()
+        logits = model(x.to(device)).logits  # (b, T, vocab)
+        total += torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), y.flatten().to(device),
+                                                   reduction="sum").item()
         n_tokens += y.numel()
     if n_tokens == 0:
         raise DataError("not enough text for one evaluation window")
