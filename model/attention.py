@@ -32,6 +32,7 @@ def scaled_dot_product_attention(
     (T_q, T_k) matrix; the tests prove both paths equal.
     """
     t_q, t_k = q.size(-2), k.size(-2)
+    is_causal = is_causal and t_q > 1  # one query aligned to the end sees every key: no mask to build
     if not need_weights and mask is None and (t_q == t_k or not is_causal):
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal), None
     if is_causal:

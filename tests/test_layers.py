@@ -1,0 +1,210 @@
+"""Building blocks: exact shapes, the formulas they claim, and parity of the encoder and decoder
+layers with `nn.TransformerEncoderLayer` / `nn.TransformerDecoderLayer` holding the same weights."""
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from model import (
+    Decoder,
+    DecoderLayer,
+    Embeddings,
+    Encoder,
+    EncoderLayer,
+    FeedForward,
+    PositionalEncoding,
+    SublayerConnection,
+    padding_mask,
+    sinusoidal_table,
+    subsequent_mask,
+)
+
+B, S, T, C, N_HEAD, D_FF, VOCAB = 2, 7, 5, 16, 4, 32, 20
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """These tensors are tiny: a second thread only adds hand-off cost, and on a busy 2-core
+    machine each parallel op can wait a whole time slice for it (tens of times slower)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def randomize_(module: nn.Module) -> nn.Module:
+    """Non-trivial values everywhere (biases and LayerNorm affine included), so parity means something."""
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_(0.0, 0.3)
+    return module.eval()
+
+
+def test_embeddings_scale_and_tied_logits():
+    torch.manual_seed(0)
+    emb = Embeddings(VOCAB, C)
+    idx = torch.tensor([[3, 0, 19], [1, 1, 2]])
+    x = emb(idx)
+    assert x.shape == (2, 3, C)
+    torch.testing.assert_close(x, emb.lut.weight[idx] * 4.0)  # √16 = 4
+    logits = emb.logits(torch.randn(2, 3, C))
+    assert logits.shape == (2, 3, VOCAB)
+    h = torch.randn(C)
+    torch.testing.assert_close(emb.logits(h[None, None])[0, 0], emb.lut.weight @ h)
+
+
+def test_sinusoidal_table_matches_paper_formula():
+    d = 32
+    pe = sinusoidal_table(200, d)
+    assert pe.shape == (200, d)
+    for pos in (0, 1, 5, 17, 100, 199):
+        for i in range(d // 2):
+            angle = pos / 10000 ** (2 * i / d)
+            assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-5)
+            assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-5)
+    assert pe[1, :2].tolist() == pytest.approx([0.841471, 0.540302], abs=1e-6)  # sin 1, cos 1
+
+
+def test_positional_encoding_adds_table_at_offset():
+    pos = PositionalEncoding(C, max_len=10).eval()
+    x = torch.randn(B, 3, C)
+    out = pos(x, offset=4)
+    assert out.shape == (B, 3, C)
+    torch.testing.assert_close(out, x + sinusoidal_table(10, C)[4:7])
+    assert "pe" not in pos.state_dict()  # a pure function of the config: not saved
+    pos(x, offset=7)  # positions 7..9 fit exactly
+    with pytest.raises(ValueError, match="exceeds max_len 10"):
+        pos(x, offset=8)
+
+
+def test_feed_forward_formula():
+    ff = randomize_(FeedForward(C, D_FF))
+    x = torch.randn(B, T, C)
+    out = ff(x)
+    assert out.shape == (B, T, C)
+    hidden = x @ ff.w_1.weight.T + ff.w_1.bias
+    assert hidden.shape == (B, T, D_FF)
+    expected = 0.5 * hidden * (1 + torch.erf(hidden / math.sqrt(2)))  # exact GELU
+    torch.testing.assert_close(out, expected @ ff.w_2.weight.T + ff.w_2.bias)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_sublayer_connection_placements(norm_first):
+    sub = randomize_(SublayerConnection(C, dropout=0.0, norm_first=norm_first))
+    x = torch.randn(B, T, C)
+    f = lambda h: (2 * h + 1, "weights")
+    out, weights = sub(x, f)
+    assert out.shape == (B, T, C) and weights == "weights"
+    ln = lambda h: F.layer_norm(h, (C,), sub.norm.weight, sub.norm.bias)
+    expected = x + 2 * ln(x) + 1 if norm_first else ln(x + 2 * x + 1)
+    torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_shapes(norm_first):
+    layer = EncoderLayer(C, N_HEAD, D_FF, 0.0, norm_first).eval()
+    x = torch.randn(B, S, C)
+    out, weights = layer(x)
+    assert out.shape == (B, S, C) and weights is None
+    out, weights = layer(x, padding_mask(torch.ones(B, S)), need_weights=True)
+    assert out.shape == (B, S, C) and weights.shape == (B, N_HEAD, S, S)
+
+
+def test_decoder_layer_shapes_with_and_without_cross_attention():
+    x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
+    layer = DecoderLayer(C, N_HEAD, D_FF, 0.0, False).eval()
+    assert len(layer.sublayer) == 3
+    out, self_w, cross_w = layer(x, memory=memory, need_weights=True)
+    assert out.shape == (B, T, C) and self_w.shape == (B, N_HEAD, T, T) and cross_w.shape == (B, N_HEAD, T, S)
+    assert (self_w.triu(1) == 0).all()  # causal even without a tgt_mask
+
+    gpt_block = DecoderLayer(C, N_HEAD, D_FF, 0.0, True, cross_attention=False).eval()
+    assert gpt_block.src_attn is None and len(gpt_block.sublayer) == 2
+    out, self_w, cross_w = gpt_block(x, need_weights=True)
+    assert out.shape == (B, T, C) and self_w.shape == (B, N_HEAD, T, T) and cross_w is None
+    out, self_w, cross_w = gpt_block(x)
+    assert out.shape == (B, T, C) and self_w is None and cross_w is None
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_stack_shapes_and_maps(norm_first):
+    enc = Encoder(3, C, N_HEAD, D_FF, 0.0, norm_first).eval()
+    assert isinstance(enc.norm, nn.LayerNorm if norm_first else nn.Identity)
+    out, maps = enc(torch.randn(B, S, C), need_weights=True)
+    assert out.shape == (B, S, C)
+    assert [(m.kind, m.layer) for m in maps] == [("encoder_self", 0), ("encoder_self", 1), ("encoder_self", 2)]
+    assert all(m.weights.shape == (B, N_HEAD, S, S) for m in maps)
+    assert enc(torch.randn(B, S, C))[1] == []
+
+
+def test_decoder_stack_shapes_and_maps():
+    dec = Decoder(2, C, N_HEAD, D_FF, 0.0, norm_first=True).eval()
+    out, maps = dec(torch.randn(B, T, C), memory=torch.randn(B, S, C), need_weights=True)
+    assert out.shape == (B, T, C)
+    assert [(m.kind, m.layer) for m in maps] == [("decoder_self", 0), ("cross", 0), ("decoder_self", 1), ("cross", 1)]
+    assert [m.weights.shape for m in maps] == [(B, N_HEAD, T, T), (B, N_HEAD, T, S)] * 2
+
+    gpt = Decoder(2, C, N_HEAD, D_FF, 0.0, norm_first=True, cross_attention=False).eval()
+    out, maps = gpt(torch.randn(B, T, C), need_weights=True)
+    assert out.shape == (B, T, C)
+    assert [(m.kind, m.layer, m.weights.shape) for m in maps] == [
+        ("decoder_self", 0, (B, N_HEAD, T, T)), ("decoder_self", 1, (B, N_HEAD, T, T))]
+
+
+# --- parity with PyTorch's own layers ----------------------------------------------------------
+
+
+def copy_attention(ours, ref: nn.MultiheadAttention) -> None:
+    ref.in_proj_weight.copy_(ours.in_proj.weight)
+    ref.in_proj_bias.copy_(ours.in_proj.bias)
+    ref.out_proj.weight.copy_(ours.out_proj.weight)
+    ref.out_proj.bias.copy_(ours.out_proj.bias)
+
+
+def copy_common(ours, ref, norms) -> None:
+    """Self-attention, feed-forward, and our sublayer norms in order onto ref's `norms`."""
+    copy_attention(ours.self_attn, ref.self_attn)
+    ref.linear1.load_state_dict(ours.feed_forward.w_1.state_dict())
+    ref.linear2.load_state_dict(ours.feed_forward.w_2.state_dict())
+    for sub, norm in zip(ours.sublayer, norms, strict=True):
+        norm.load_state_dict(sub.norm.state_dict())
+
+
+SRC_KEEP = torch.tensor([[1] * S, [1] * (S - 3) + [0] * 3])  # batch 1 has 3 padded source positions
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_matches_torch(norm_first):
+    ours = randomize_(EncoderLayer(C, N_HEAD, D_FF, 0.0, norm_first))
+    ref = nn.TransformerEncoderLayer(C, N_HEAD, D_FF, dropout=0.0, activation="gelu", batch_first=True,
+                                     norm_first=norm_first).eval()
+    with torch.no_grad():
+        copy_common(ours, ref, [ref.norm1, ref.norm2])
+    x = torch.randn(B, S, C)
+    torch.testing.assert_close(ours(x)[0], ref(x), atol=1e-5, rtol=0)
+    out, _ = ours(x, padding_mask(SRC_KEEP))
+    ref_out = ref(x, src_key_padding_mask=SRC_KEEP == 0)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_matches_torch(norm_first):
+    ours = randomize_(DecoderLayer(C, N_HEAD, D_FF, 0.0, norm_first))
+    ref = nn.TransformerDecoderLayer(C, N_HEAD, D_FF, dropout=0.0, activation="gelu", batch_first=True,
+                                     norm_first=norm_first).eval()
+    with torch.no_grad():
+        copy_common(ours, ref, [ref.norm1, ref.norm2, ref.norm3])
+        copy_attention(ours.src_attn, ref.multihead_attn)
+    x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
+    tgt_mask = nn.Transformer.generate_square_subsequent_mask(T)  # float, -inf above the diagonal
+    ref_out = ref(x, memory, tgt_mask=tgt_mask, memory_key_padding_mask=SRC_KEEP == 0)
+    out, _, _ = ours(x, memory=memory, src_mask=padding_mask(SRC_KEEP))
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
+    out, self_w, cross_w = ours(x, tgt_mask=subsequent_mask(T), memory=memory, src_mask=padding_mask(SRC_KEEP),
+                                need_weights=True)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
+    assert (self_w.triu(1) == 0).all() and (cross_w[1, :, :, S - 3 :] == 0).all()

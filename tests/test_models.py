@@ -1,0 +1,168 @@
+"""Both models end to end: output and attention-map shapes, the loss, causality, and invariance
+to padding marked in the attention masks."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
+
+VOCAB, PAD = 50, 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """These tensors are tiny: a second thread only adds hand-off cost, and on a busy 2-core
+    machine each parallel op can wait a whole time slice for it (tens of times slower)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def tiny_lm(norm_first: bool = True) -> DecoderOnlyLM:
+    torch.manual_seed(0)
+    config = DecoderOnlyConfig(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=2, d_model=16, d_ff=32,
+                               dropout=0.0, norm_first=norm_first)
+    return DecoderOnlyLM(config).eval()
+
+
+def tiny_seq2seq(norm_first: bool = False) -> EncoderDecoder:
+    torch.manual_seed(0)
+    config = EncoderDecoderConfig(vocab_size=VOCAB, max_src_len=16, max_tgt_len=12, n_encoder_layer=3,
+                                  n_decoder_layer=2, n_head=2, d_model=16, d_ff=32, dropout=0.0,
+                                  norm_first=norm_first)
+    return EncoderDecoder(config).eval()
+
+
+def ids(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randint(3, VOCAB, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_lm_logits_loss_and_attention_shapes():
+    model = tiny_lm()
+    x = ids(3, 10)
+    out = model(x)
+    assert out.logits.shape == (3, 10, VOCAB) and out.loss is None and out.attentions is None
+    targets = ids(3, 10, seed=1)
+    targets[0, :4] = -100
+    out = model(x, targets=targets, output_attentions=True)
+    keep = targets != -100
+    torch.testing.assert_close(out.loss, F.cross_entropy(out.logits[keep], targets[keep]))
+    assert [(m.kind, m.layer, m.weights.shape) for m in out.attentions] == [
+        ("decoder_self", 0, (3, 2, 10, 10)), ("decoder_self", 1, (3, 2, 10, 10))]
+    assert all((m.weights.triu(1) == 0).all() for m in out.attentions)
+
+
+def test_seq2seq_logits_loss_and_attention_shapes():
+    model = tiny_seq2seq()
+    src, tgt = ids(2, 9), ids(2, 6, seed=1)
+    memory, maps = model.encode(src)
+    assert memory.shape == (2, 9, 16) and maps == []
+    logits, maps = model.decode(tgt, memory)
+    assert logits.shape == (2, 6, VOCAB) and maps == []
+    out = model(src, tgt, targets=ids(2, 6, seed=2), output_attentions=True)
+    assert out.logits.shape == (2, 6, VOCAB) and out.loss.shape == ()
+    assert [(m.kind, m.layer, m.weights.shape) for m in out.attentions] == [
+        ("encoder_self", 0, (2, 2, 9, 9)), ("encoder_self", 1, (2, 2, 9, 9)), ("encoder_self", 2, (2, 2, 9, 9)),
+        ("decoder_self", 0, (2, 2, 6, 6)), ("cross", 0, (2, 2, 6, 9)),
+        ("decoder_self", 1, (2, 2, 6, 6)), ("cross", 1, (2, 2, 6, 9))]
+
+
+def test_num_parameters_counts_tied_embedding_once():
+    model = tiny_lm()
+    # qkv in_proj, out_proj, w_1, w_2, two LayerNorms
+    per_layer = (16 * 48 + 48) + (16 * 16 + 16) + (16 * 32 + 32) + (32 * 16 + 16) + 2 * (16 + 16)
+    assert model.num_parameters() == VOCAB * 16 + 2 * per_layer + 2 * 16  # + final LayerNorm
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_lm_is_causal(norm_first):
+    model = tiny_lm(norm_first)
+    x = ids(2, 12)
+    logits = model(x).logits
+    for t in (0, 4, 10):
+        changed = x.clone()
+        changed[:, t + 1 :] = ids(2, 11 - t, seed=t + 1)
+        new = model(changed).logits
+        torch.testing.assert_close(new[:, : t + 1], logits[:, : t + 1], atol=1e-5, rtol=0)
+        assert not torch.allclose(new[:, t + 1 :], logits[:, t + 1 :], atol=1e-3)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_seq2seq_decoder_is_causal(norm_first):
+    model = tiny_seq2seq(norm_first)
+    src, tgt = ids(2, 8), ids(2, 10, seed=1)
+    logits = model(src, tgt).logits
+    for t in (0, 5):
+        changed = tgt.clone()
+        changed[:, t + 1 :] = ids(2, 9 - t, seed=t + 2)
+        new = model(src, changed).logits
+        torch.testing.assert_close(new[:, : t + 1], logits[:, : t + 1], atol=1e-5, rtol=0)
+        assert not torch.allclose(new[:, t + 1 :], logits[:, t + 1 :], atol=1e-3)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_ignores_masked_padding(norm_first):
+    model = tiny_seq2seq(norm_first)
+    src, tgt = ids(2, 6), ids(2, 4, seed=1)
+    memory, _ = model.encode(src)
+    logits = model(src, tgt).logits
+    padded = torch.cat([src, torch.full((2, 3), PAD)], dim=1)
+    src_mask = torch.tensor([[1] * 6 + [0] * 3] * 2)
+    padded_memory, _ = model.encode(padded, src_mask)
+    torch.testing.assert_close(padded_memory[:, :6], memory, atol=1e-5, rtol=0)
+    torch.testing.assert_close(model(padded, tgt, src_mask=src_mask).logits, logits, atol=1e-5, rtol=0)
+    # without the mask the pads leak in: the test is not vacuous
+    assert (model.encode(padded)[0][:, :6] - memory).abs().max() > 1e-3
+
+    # a batch of two lengths equals each sequence encoded alone
+    short = ids(1, 4, seed=3)
+    batch = torch.cat([src[:1], torch.cat([short, torch.full((1, 2), PAD)], dim=1)])
+    batch_mask = torch.tensor([[1] * 6, [1] * 4 + [0] * 2])
+    out = model(batch, tgt[:1].expand(2, -1), src_mask=batch_mask).logits
+    torch.testing.assert_close(out[0], logits[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(out[1], model(short, tgt[:1]).logits[0], atol=1e-5, rtol=0)
+
+
+def test_lm_ignores_masked_padding():
+    model = tiny_lm()
+    x = ids(2, 7)
+    logits = model(x).logits
+    torch.testing.assert_close(model(x, attention_mask=torch.ones(2, 7)).logits, logits, atol=1e-5, rtol=0)
+    padded = torch.cat([x, torch.full((2, 4), PAD)], dim=1)
+    attention_mask = torch.tensor([[1] * 7 + [0] * 4] * 2)
+    out = model(padded, attention_mask=attention_mask, output_attentions=True)
+    torch.testing.assert_close(out.logits[:, :7], logits, atol=1e-5, rtol=0)
+    assert all((m.weights[..., 7:] == 0).all() for m in out.attentions)  # no query looks at a pad
+
+    short = ids(1, 3, seed=1)
+    batch = torch.cat([x[:1], torch.cat([short, torch.full((1, 4), PAD)], dim=1)])
+    out = model(batch, attention_mask=torch.tensor([[1] * 7, [1] * 3 + [0] * 4])).logits
+    torch.testing.assert_close(out[0], logits[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(out[1, :3], model(short).logits[0], atol=1e-5, rtol=0)
+
+
+def test_lm_left_padding_gives_finite_logits():
+    """A left pad under the causal mask sees no key at all: its row must be zeros, not NaN."""
+    model = tiny_lm()
+    x = torch.cat([torch.full((1, 2), PAD), ids(1, 5)], dim=1)
+    out = model(x, attention_mask=torch.tensor([[0, 0, 1, 1, 1, 1, 1]]), output_attentions=True)
+    assert out.logits.isfinite().all()
+    assert all((m.weights[0, :, :2] == 0).all() for m in out.attentions)
+
+
+def test_lm_rejects_sequences_longer_than_block_size():
+    with pytest.raises(ValueError, match="exceeds max_len 16"):
+        tiny_lm()(ids(1, 17))
+
+
+def test_eval_mode_is_deterministic_with_dropout():
+    torch.manual_seed(0)
+    config = DecoderOnlyConfig(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=2, d_model=16, d_ff=32,
+                               dropout=0.5)
+    model = DecoderOnlyLM(config)
+    x = ids(2, 8)
+    assert not torch.equal(model(x).logits, model(x).logits)  # training: dropout is on
+    model.eval()
+    assert torch.equal(model(x).logits, model(x).logits)

@@ -1,0 +1,148 @@
+"""Checkpoint I/O: exact round trips, float16 files, and clear errors for broken directories."""
+
+import json
+from dataclasses import asdict
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import model as lib
+from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
+
+LM_CONFIG = DecoderOnlyConfig(vocab_size=30, block_size=16, n_layer=2, n_head=2, d_model=16, d_ff=32)
+SEQ2SEQ_CONFIG = EncoderDecoderConfig(vocab_size=30, max_src_len=16, max_tgt_len=8, n_encoder_layer=2,
+                                      n_decoder_layer=1, n_head=2, d_model=16, d_ff=32,
+                                      labels=["negative", "positive"])
+IDS = torch.tensor([[1, 5, 9, 3, 17, 2], [1, 4, 4, 8, 0, 0]])
+MASK = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """These tensors are tiny: a second thread only adds hand-off cost, and on a busy 2-core
+    machine each parallel op can wait a whole time slice for it (tens of times slower)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def make(cls):
+    torch.manual_seed(0)
+    return cls(LM_CONFIG if cls is DecoderOnlyLM else SEQ2SEQ_CONFIG).eval()
+
+
+@torch.no_grad()
+def logits(model) -> torch.Tensor:
+    if isinstance(model, DecoderOnlyLM):
+        return model(IDS, attention_mask=MASK).logits
+    return model(IDS, IDS[:, :4], src_mask=MASK).logits
+
+
+@pytest.fixture(params=[DecoderOnlyLM, EncoderDecoder], ids=["lm", "seq2seq"])
+def saved(request, tmp_path):
+    model = make(request.param)
+    model.save_pretrained(tmp_path / "ckpt")
+    return model, tmp_path / "ckpt"
+
+
+def test_round_trip_is_bit_identical(saved):
+    model, path = saved
+    assert sorted(p.name for p in path.iterdir()) == ["config.json", "model.safetensors"]  # no pickle, no temp
+    for loaded in (type(model).from_pretrained(path), lib.load_pretrained(path)):
+        assert type(loaded) is type(model) and not loaded.training
+        assert loaded.config == model.config
+        assert torch.equal(logits(loaded), logits(model))
+        for (name, p), (name2, q) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
+            assert name == name2 and p.dtype == q.dtype == torch.float32 and torch.equal(p, q)
+
+
+def test_config_json_round_trips(saved):
+    model, path = saved
+    raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    assert raw == {"model_type": model.model_type, **asdict(model.config)}
+    if isinstance(model, EncoderDecoder):
+        assert raw["labels"] == ["negative", "positive"]
+        assert type(model).from_pretrained(path).config.labels == ["negative", "positive"]
+
+
+def test_float16_checkpoint(saved, tmp_path):
+    model, path = saved
+    model.save_pretrained(tmp_path / "half", dtype=torch.float16)
+    assert (tmp_path / "half/model.safetensors").stat().st_size < 0.6 * (path / "model.safetensors").stat().st_size
+    assert {t.dtype for t in load_file(tmp_path / "half/model.safetensors").values()} == {torch.float16}
+    loaded = type(model).from_pretrained(tmp_path / "half")
+    for name, p in loaded.state_dict().items():
+        assert p.dtype == torch.float32
+        assert torch.equal(p, model.state_dict()[name].half().float())
+    torch.testing.assert_close(logits(loaded), logits(model), atol=1e-2, rtol=0)
+
+
+def test_weights_file_holds_each_parameter_once(saved):
+    model, path = saved
+    state = load_file(path / "model.safetensors")
+    assert set(state) == set(model.state_dict()) and "embed.lut.weight" in state
+    assert sum(t.numel() for t in state.values()) == model.num_parameters()  # tied output projection: no copy
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
+def test_corrupted_weights_name_the_file(saved, damage):
+    model, path = saved
+    weights = path / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes({"garbage": b"\x93NUMPY not a checkpoint" * 50, "truncated": data[: len(data) // 2],
+                         "empty": b""}[damage])
+    with pytest.raises(ValueError, match="model.safetensors"):
+        type(model).from_pretrained(path)
+
+
+@pytest.mark.parametrize("missing", ["model.safetensors", "config.json"])
+def test_missing_file_is_named(saved, missing):
+    model, path = saved
+    (path / missing).unlink()
+    with pytest.raises(FileNotFoundError, match=missing):
+        type(model).from_pretrained(path)
+    with pytest.raises(FileNotFoundError, match=missing):
+        lib.load_pretrained(path)
+
+
+def test_invalid_config_json_is_named(saved):
+    model, path = saved
+    (path / "config.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="config.json is not valid JSON"):
+        type(model).from_pretrained(path)
+
+
+def test_wrong_model_class_is_refused(tmp_path):
+    make(EncoderDecoder).save_pretrained(tmp_path / "s2s")
+    with pytest.raises(ValueError, match="describes a 'encoder_decoder' model, not a 'decoder_only_lm'"):
+        DecoderOnlyLM.from_pretrained(tmp_path / "s2s")
+    make(DecoderOnlyLM).save_pretrained(tmp_path / "lm")
+    with pytest.raises(ValueError, match="describes a 'decoder_only_lm' model, not a 'encoder_decoder'"):
+        EncoderDecoder.from_pretrained(tmp_path / "lm")
+
+
+def test_config_that_does_not_fit_the_weights_is_refused(saved):
+    model, path = saved
+    config_path = path / "config.json"
+    raw = json.loads(config_path.read_text(encoding="utf-8"))
+    config_path.write_text(json.dumps({**raw, "d_ff": 64}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"model.safetensors: decoder.layers.0.feed_forward.w_1.bias "
+                                         r"has shape \(32,\), config.json implies \(64,\)"):
+        type(model).from_pretrained(path)
+    config_path.write_text(json.dumps({**raw, "colour": "blue"}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unknown fields \['colour'\]"):
+        type(model).from_pretrained(path)
+    config_path.write_text(json.dumps({**raw, "model_type": "gpt9"}), encoding="utf-8")
+    with pytest.raises(ValueError, match="unknown model_type 'gpt9'"):
+        lib.load_pretrained(path)
+
+
+def test_saving_again_overwrites_atomically(saved):
+    model, path = saved
+    with torch.no_grad():
+        model.embed.lut.weight.add_(1.0)
+    model.save_pretrained(path)
+    assert sorted(p.name for p in path.iterdir()) == ["config.json", "model.safetensors"]
+    assert torch.equal(logits(type(model).from_pretrained(path)), logits(model))
