@@ -190,7 +190,7 @@ def test_bad_data_fails_early(tmp_path, tokenizer_path):
     no_rows = {"text": pd.Series([], dtype=str), "label": pd.Series([], dtype=int)}
     pd.DataFrame(no_rows).to_parquet(empty / "train.parquet")
     pd.DataFrame({"review": ["good", "bad"], "y": [1, 0]}).to_parquet(wrong / "train.parquet")
-    cases = [(["--data-dir", str(empty)], "the train split is empty"),
+    cases = [(["--data-dir", str(empty)], "train.parquet is empty"),
              (["--data-dir", str(wrong)], "has no column(s) ['text', 'label']"),
              (["--data-dir", str(tmp_path)], "no .parquet/.csv/.jsonl files")]
     for extra, message in cases:

@@ -67,7 +67,15 @@ def load_table(path: str | os.PathLike):
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     datasets.disable_progress_bars()
-    return datasets.load_dataset(DATA_SUFFIXES[path.suffix], data_files=str(path), split="train")
+    if path.suffix == ".parquet":  # `datasets` fails on a row-less Parquet file with an Arrow error
+        import pyarrow.parquet as pq
+
+        if pq.ParquetFile(path).metadata.num_rows == 0:
+            raise DataError(f"{path} is empty")
+    try:
+        return datasets.load_dataset(DATA_SUFFIXES[path.suffix], data_files=str(path), split="train")
+    except datasets.exceptions.DatasetGenerationError as e:
+        raise DataError(f"{path}: cannot read it as {DATA_SUFFIXES[path.suffix]}: {e.__cause__ or e}") from None
 
 
 def require_columns(ds, columns: list[str], what: str) -> None:
