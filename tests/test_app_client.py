@@ -8,7 +8,6 @@ import socket
 
 import httpx
 import pytest
-import torch
 
 gradio_client = pytest.importorskip("gradio_client")
 
@@ -32,15 +31,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Run as the app does (see `demo.app.main`): one torch thread, restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -20,16 +20,6 @@ from model import (
 B, H, D_K = 2, 3, 8
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tensors are tiny: a second thread only adds hand-off cost, and on a busy 2-core
-    machine each parallel op can wait a whole time slice for it (tens of times slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def qkv(t_q: int, t_k: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(B, H, t_q, D_K, generator=g), torch.randn(B, H, t_k, D_K, generator=g),

@@ -18,7 +18,6 @@ import socket
 from pathlib import Path
 
 import pytest
-import torch
 
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -44,15 +43,6 @@ def checkpoints_for_run() -> Path:
         if all((shipped / name / "config.json").is_file() for name in ("lm", "sentiment")):
             return shipped
     return shared_tiny_checkpoints()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Run as the app does (see `demo.app.main`): one torch thread, restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -43,15 +43,6 @@ UNICODE = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Run as the app does (see `demo.app.main`): one torch thread, restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def ckpt() -> Path:
     return shared_tiny_checkpoints()

@@ -18,16 +18,6 @@ from model import (
 VOCAB, BOS = 40, 1
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tensors are tiny: a second thread only adds hand-off cost, and on a busy 2-core
-    machine each parallel op can wait a whole time slice for it (tens of times slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def fit(model, batch, steps: int = 150):
     """A few AdamW steps on `batch()` -> model kwargs, then eval mode."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)

@@ -25,16 +25,6 @@ from model import (
 B, S, T, C, N_HEAD, D_FF, VOCAB = 2, 7, 5, 16, 4, 32, 20
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tensors are tiny: a second thread only adds hand-off cost, and on a busy 2-core
-    machine each parallel op can wait a whole time slice for it (tens of times slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def randomize_(module: nn.Module) -> nn.Module:
     """Non-trivial values everywhere (biases and LayerNorm affine included), so parity means something."""
     torch.manual_seed(0)

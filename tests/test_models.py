@@ -10,16 +10,6 @@ from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecod
 VOCAB, PAD = 50, 0
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tensors are tiny: a second thread only adds hand-off cost, and on a busy 2-core
-    machine each parallel op can wait a whole time slice for it (tens of times slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def tiny_lm(norm_first: bool = True) -> DecoderOnlyLM:
     torch.manual_seed(0)
     config = DecoderOnlyConfig(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=2, d_model=16, d_ff=32,

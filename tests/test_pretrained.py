@@ -18,16 +18,6 @@ IDS = torch.tensor([[1, 5, 9, 3, 17, 2], [1, 4, 4, 8, 0, 0]])
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tensors are tiny: a second thread only adds hand-off cost, and on a busy 2-core
-    machine each parallel op can wait a whole time slice for it (tens of times slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def make(cls):
     torch.manual_seed(0)
     return cls(LM_CONFIG if cls is DecoderOnlyLM else SEQ2SEQ_CONFIG).eval()

@@ -5,22 +5,11 @@ The copy task is the seed notebooks' sanity check: the decoder must learn to rea
 i while writing target position i, which only works through cross-attention.
 """
 
-import pytest
 import torch
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, GenerationConfig
 
 PAD, BOS, EOS = 0, 1, 2
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tensors are tiny: a second thread only adds hand-off cost, and on a busy 2-core
-    machine each parallel op can wait a whole time slice for it (tens of times slower)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def copy_batch(n: int, length: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
