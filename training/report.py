@@ -1,13 +1,14 @@
-"""Print the README's results table from the checkpoints' metrics.json files.
+"""Print the README's results table from the checkpoints' metrics.json files, and draw the
+quality-against-training-time frontier of each run.
 
-    python -m training.report [checkpoints]
+    python -m training.report [checkpoints] [--frontier docs/frontier.png]
 
 Every row names the metric, its value, the split it was measured on and the command that
 reproduces it (as recorded in metrics.json by the run that produced the checkpoint).
 """
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 ROWS = [  # (metrics.json key, label, split, format)
@@ -34,5 +35,24 @@ def table(root: Path) -> str:
     return "\n".join(lines)
 
 
+def frontier(root: Path, path: Path) -> None:
+    """Validation quality against training time (from each run's evaluation history)."""
+    from .plots import plot_frontier
+
+    runs = {p.parent.name: json.loads(p.read_text()) for p in sorted(root.glob("*/metrics.json"))}
+    plot_frontier(runs, path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m training.report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("checkpoints", nargs="?", default="checkpoints", type=Path)
+    parser.add_argument("--frontier", type=Path, help="also draw the frontier figure to this PNG")
+    args = parser.parse_args(argv)
+    print(table(args.checkpoints))
+    if args.frontier:
+        frontier(args.checkpoints, args.frontier)
+
+
 if __name__ == "__main__":
-    print(table(Path(sys.argv[1] if len(sys.argv) > 1 else "checkpoints")))
+    main()
