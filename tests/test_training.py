@@ -242,3 +242,17 @@ def test_two_process_gloo_run_keeps_ranks_in_sync(tmp_path, tokenizer_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["world_size"] == 2 and metrics["ddp_weights_in_sync"] is True
     assert metrics["tokens_seen"] == 6 * 2 * 8 * 64  # steps x ranks x batch x block
+
+
+def test_validation_prefix_is_a_random_sample_of_both_classes():
+    """IMDB's train file is sorted by label; periodic evaluation reads a prefix of the validation
+    split, which must therefore hold both classes in about equal shares."""
+    from training.data import validation_split
+
+    labels = [0] * 12_500 + [1] * 12_500
+    train_idx, val_idx = validation_split(len(labels), 2500, 1337)
+    assert len(set(train_idx) | set(val_idx)) == 25_000 and not set(train_idx) & set(val_idx)
+    prefix = [labels[i] for i in val_idx[:512]]
+    assert 0.4 < sum(prefix) / len(prefix) < 0.6
+    again = validation_split(len(labels), 2500, 1337)[1]
+    assert list(again) == list(val_idx)  # fixed seed: the same split every time

@@ -87,11 +87,16 @@ def require_columns(ds, columns: list[str], what: str) -> None:
 
 
 def validation_split(n: int, n_val: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Fixed-seed (train indices, validation indices) carved out of n rows."""
+    """Fixed-seed (train indices, validation indices) carved out of n rows.
+
+    The validation indices stay in shuffled order, so any prefix of them (what periodic
+    evaluation uses) is a random sample: IMDB's files are sorted by label, and a sorted prefix
+    would hold one class only.
+    """
     if not 0 < n_val < n:
         raise DataError(f"cannot carve {n_val} validation rows out of {n}")
     order = np.random.default_rng(seed).permutation(n)
-    return np.sort(order[n_val:]), np.sort(order[:n_val])
+    return np.sort(order[n_val:]), order[:n_val]
 
 
 def step_generator(seed: int, step: int, rank: int = 0) -> torch.Generator:
