@@ -16,7 +16,7 @@ import torch
 
 from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
 from tokenization import BPETokenizer, clean_text
-from training import evaluate, run
+from training import evaluate, report, run
 from training.trainer import STATE_NAME, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +51,8 @@ def test_lm_end_to_end(tmp_path, tokenizer_path):
     assert history[-1]["train_loss"] < history[0]["train_loss"] and history[-1]["val_loss"] < 6.9  # ln(1000)=6.9
     model = load_pretrained(tmp_path / "lm")
     assert isinstance(model, DecoderOnlyLM) and model.config.vocab_size == 1000
+    rows = report.table(report.load_runs([tmp_path])).splitlines()
+    assert f"| `lm` | bits per byte | {metrics['val_bpb']:.3f} |" in rows[2] and metrics["command"] in rows[2]
     for name in ("config.json", "model.safetensors", "tokenizer.json", "training_curve.png", STATE_NAME):
         assert (tmp_path / "lm" / name).is_file(), name
     # bits per byte is the loss re-expressed per UTF-8 byte: check the identity on the saved numbers

@@ -1,7 +1,7 @@
 """Print the README's results table from the checkpoints' metrics.json files, and draw the
 quality-against-training-time frontier of each run.
 
-    python -m training.report [checkpoints] [--frontier docs/frontier.png]
+    python -m training.report [checkpoints ...] [--frontier docs/frontier.png]
 
 Every row names the metric, its value, the split it was measured on and the command that
 reproduces it (as recorded in metrics.json by the run that produced the checkpoint).
@@ -21,37 +21,36 @@ ROWS = [  # (metrics.json key, label, split, format)
 ]
 
 
-def table(root: Path) -> str:
+def table(runs: dict[str, dict]) -> str:
     lines = ["| model | metric | value | split | parameters | trained | command |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
-    for path in sorted(root.glob("*/metrics.json")):
-        m = json.loads(path.read_text())
+    for name, m in runs.items():
         trained = (f"{m['steps']} steps, {m['tokens_seen'] / 1e6:.1f} M tokens, "
                    f"{m['train_time_s'] / 60:.0f} min, {m['device']}")
         for key, label, split, fmt in ROWS:
             if key in m and not (key == "val_loss" and "val_accuracy" in m):
-                lines.append(f"| `{path.parent.name}` | {label} | {fmt.format(m[key])} | {split} | "
+                lines.append(f"| `{name}` | {label} | {fmt.format(m[key])} | {split} | "
                              f"{m['parameters'] / 1e6:.2f} M | {trained} | `{m['command']}` |")
     return "\n".join(lines)
 
 
-def frontier(root: Path, path: Path) -> None:
-    """Validation quality against training time (from each run's evaluation history)."""
-    from .plots import plot_frontier
-
-    runs = {p.parent.name: json.loads(p.read_text()) for p in sorted(root.glob("*/metrics.json"))}
-    plot_frontier(runs, path)
+def load_runs(roots: list[Path]) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for root in roots for p in sorted(root.glob("*/metrics.json"))}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m training.report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoints", nargs="?", default="checkpoints", type=Path)
-    parser.add_argument("--frontier", type=Path, help="also draw the frontier figure to this PNG")
+    parser.add_argument("roots", nargs="*", type=Path, default=[Path("checkpoints")],
+                        help="folders whose */metrics.json are read (default: checkpoints)")
+    parser.add_argument("--frontier", type=Path, help="also draw the quality-vs-time figure to this PNG")
     args = parser.parse_args(argv)
-    print(table(args.checkpoints))
+    runs = load_runs(args.roots)
+    print(table(runs))
     if args.frontier:
-        frontier(args.checkpoints, args.frontier)
+        from .plots import plot_frontier
+
+        plot_frontier(runs, args.frontier)
 
 
 if __name__ == "__main__":
