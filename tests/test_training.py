@@ -94,8 +94,11 @@ def test_sentiment_end_to_end_and_evaluate_cli(tmp_path, tokenizer_path, capsys)
     assert sum(result["confusion"][1]) == int(df["label"].sum())  # row 1 = true positives + false negatives
 
 
-def test_evaluate_cli_on_lm_text_file(tmp_path, tokenizer_path, capsys):
-    train("lm", tmp_path / "lm", tokenizer_path, "--max-steps", "5", "--eval-every", "5")
+def test_evaluate_cli_on_lm_text_file_and_half_precision_storage(tmp_path, tokenizer_path, capsys):
+    train("lm", tmp_path / "lm", tokenizer_path, "--max-steps", "5", "--eval-every", "5", "--save-dtype", "float16")
+    from safetensors import safe_open
+    with safe_open(tmp_path / "lm" / "model.safetensors", "pt") as f:
+        assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float16}
     txt = tmp_path / "reviews.txt"
     txt.write_text("A wonderful film with a great cast.\n\nTerrible plot, I walked out. " * 20, encoding="utf-8")
     result = evaluate.main(["--checkpoint", str(tmp_path / "lm"), "--data", str(txt)])

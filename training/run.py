@@ -167,14 +167,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         model.init_encoder_from(lm)
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     out.mkdir(parents=True, exist_ok=True)
-    save_dtype = getattr(torch, args.save_dtype)
-
-    def on_save(directory: Path) -> None:
-        if save_dtype != torch.float32:  # re-write the weights in the storage dtype
-            trainer.model.save_pretrained(directory, dtype=save_dtype)
-        tokenizer.save(directory / "tokenizer.json")
-
-    trainer = Trainer(model, task, cfg, out, device, info, on_save)
+    trainer = Trainer(model, task, cfg, out, device, info, getattr(torch, args.save_dtype),
+                      on_save=lambda directory: tokenizer.save(directory / "tokenizer.json"))
     if resuming:
         trainer.load_state(out / STATE_NAME)
         print(f"resumed from {out / STATE_NAME} at step {trainer.step}")

@@ -101,9 +101,9 @@ class Trainer:
     -> metrics with a `loss`, and `better(new, old)` to pick the checkpoint to keep."""
 
     def __init__(self, model: PreTrainedModel, task, cfg: TrainConfig, out_dir: Path, device: str,
-                 dist_info: DistInfo, on_save: Callable[[Path], None]):
+                 dist_info: DistInfo, save_dtype: torch.dtype, on_save: Callable[[Path], None]):
         self.model, self.task, self.cfg, self.out, self.device = model.to(device), task, cfg, out_dir, device
-        self.info, self.on_save = dist_info, on_save
+        self.info, self.save_dtype, self.on_save = dist_info, save_dtype, on_save
         self.optimizer = make_optimizer(self.model, cfg)
         self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.history: list[dict] = []
@@ -146,7 +146,7 @@ class Trainer:
         self.history.append(point)
         if self.best is None or self.task.better(metrics, self.best):
             self.best = {**metrics, "step": self.step}
-            self.model.save_pretrained(self.out)
+            self.model.save_pretrained(self.out, dtype=self.save_dtype)
             self.on_save(self.out)
         self.save_state()
 
