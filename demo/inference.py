@@ -377,11 +377,6 @@ class DemoService:
             raise DemoError(f"The {what} is not available: {info.message}.")
         return model, tokenizer
 
-    @staticmethod
-    def _token_text(tokenizer: BPETokenizer, token_id: int) -> str:
-        """Display text of one id; see `token_label`."""
-        return token_label(tokenizer, token_id)
-
     def warmup(self) -> None:
         """One tiny forward pass per model, so the first visitor does not pay for lazy set-up."""
         with torch.inference_mode():
@@ -478,8 +473,8 @@ class DemoService:
                 break
             generated.append(step.token_id)
             steps.append(TokenView(
-                token=self._token_text(tok, step.token_id), prob=step.prob,
-                alternatives=[(self._token_text(tok, i), p) for i, p in step.alternatives]))
+                token=token_label(tok, step.token_id), prob=step.prob,
+                alternatives=[(token_label(tok, i), p) for i, p in step.alternatives]))
             # a character split across tokens decodes to U+FFFD until its last byte arrives
             text_so_far = tok.decode(generated).rstrip("\ufffd")
             yield ChatUpdate(text_so_far, list(steps), list(notices), False, config.seed)
@@ -601,8 +596,8 @@ class DemoService:
 
         return AttentionResult(
             kind=kind, title=title, layer=layer_i, n_layers=n_layers, n_heads=n_heads,
-            query_tokens=[visible(self._token_text(tok, i), show_spaces=True) for i in query_ids],
-            key_tokens=[visible(self._token_text(tok, i), show_spaces=True) for i in key_ids],
+            query_tokens=[visible(token_label(tok, i), show_spaces=True) for i in query_ids],
+            key_tokens=[visible(token_label(tok, i), show_spaces=True) for i in key_ids],
             weights=weights, causal=kind in CAUSAL_KINDS, notices=notices)
 
     # -- tokenizer ----------------------------------------------------------------------------

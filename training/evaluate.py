@@ -54,23 +54,25 @@ def label_candidates(model: EncoderDecoder, tokenizer: BPETokenizer) -> list[lis
 def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int], tokenizer: BPETokenizer,
                         batch_size: int = 32, limit: int | None = None) -> dict:
     """Accuracy of text-to-text classification: each review gets the label whose word sequence the
-    decoder finds most likely. Also the mean target loss and the confusion matrix."""
+    decoder finds most likely. Also the confusion matrix and the target loss (cross-entropy per
+    target token, label words and end token), read off the true label's score so that the
+    encoder runs once per batch."""
     model.eval()
     device = next(model.parameters()).device
     candidates = label_candidates(model, tokenizer)
     k = len(candidates)
     confusion = [[0] * k for _ in range(k)]  # rows: true label, columns: predicted
-    loss_sum, n = 0.0, 0
+    nll, n_tokens, n = 0.0, 0, 0
     ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
     for idx, batch in pairs.batches(batch_size, limit, **ids):
-        batch = {name: t.to(device) for name, t in batch.items()}
-        scores = model.score_candidates(batch["src_ids"], candidates, batch["src_mask"])
-        loss_sum += model(**batch).loss.item() * len(idx)
-        for i, pred in zip(idx, scores.argmax(-1).tolist(), strict=True):
+        scores = model.score_candidates(batch["src_ids"].to(device), candidates, batch["src_mask"].to(device))
+        for i, row, pred in zip(idx, scores.tolist(), scores.argmax(-1).tolist(), strict=True):
             confusion[labels[i]][pred] += 1
+            nll -= row[labels[i]]
+            n_tokens += len(candidates[labels[i]]) + 1  # + the end token
         n += len(idx)
     correct = sum(confusion[i][i] for i in range(k))
-    return {"accuracy": correct / n, "loss": loss_sum / n, "examples": n, "confusion": confusion}
+    return {"accuracy": correct / n, "loss": nll / n_tokens, "examples": n, "confusion": confusion}
 
 
 def _texts(path: Path, column: str = "text") -> list[str]:

@@ -74,10 +74,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _model_overrides(task: str, preset: dict, pairs: list[str]) -> dict:
+def parse_sets(task: str, pairs: list[str]) -> dict:
+    """`--set KEY=VALUE` pairs -> model config fields, typed like the config dataclass."""
     config_class = DecoderOnlyConfig if task == "lm" else EncoderDecoderConfig
     types = {f.name: f.type for f in fields(config_class)}
-    overrides = dict(preset)
+    overrides = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or key not in types or key in ("vocab_size", "labels"):
@@ -114,7 +115,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         if getattr(args, name) is not None:
             train_kwargs[name] = getattr(args, name)
     cfg = TrainConfig(**train_kwargs)
-    overrides = _model_overrides(args.task, preset["model"], args.overrides)
+    explicit = parse_sets(args.task, args.overrides)
+    overrides = {**preset["model"], **explicit}
     if args.val_size < 1:
         raise DataError(f"--val-size must be >= 1, got {args.val_size}")
     if args.vocab_size < 260:
@@ -158,8 +160,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         if not isinstance(lm, DecoderOnlyLM) or lm.config.vocab_size != tokenizer.vocab_size:
             raise DataError(f"--init-from {args.init_from}: needs a language model using {tokenizer_path}")
         shape = ("d_model", "n_head", "d_ff", "norm_first")
-        overrides.update({k: getattr(lm.config, k) for k in shape}, n_encoder_layer=lm.config.n_layer)
-        overrides.update(_model_overrides(args.task, {}, args.overrides))  # explicit --set still wins
+        lm_shape = {k: getattr(lm.config, k) for k in shape} | {"n_encoder_layer": lm.config.n_layer}
+        overrides = {**preset["model"], **lm_shape, **explicit}  # an explicit --set still wins
 
     torch.manual_seed(args.seed)
     model = task.build(tokenizer, overrides, cfg)

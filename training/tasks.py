@@ -142,13 +142,14 @@ class Seq2SeqTask:
             for idx, batch in pairs.batches(self.batch_size, limit, **self.ids):
                 loss_sum += model(**{k: v.to(device) for k, v in batch.items()}).loss.item() * len(idx)
                 n += len(idx)
-            for i in range(min(n, 200 if full else 32)):
+            n_generated = min(n, 200 if full else 32)
+            for i in range(n_generated):
                 src = torch.tensor([pairs.sources[i]], device=device)
                 cfg = GenerationConfig(max_new_tokens=model.config.max_tgt_len, temperature=0,
                                        eos_token_id=self.ids["eos_id"])
                 out = model.generate(torch.tensor([[self.ids["bos_id"]]], device=device), cfg, src_ids=src)
                 exact += [t for t in out if t != self.ids["eos_id"]] == pairs.targets[i]
-        return {"loss": loss_sum / n, "exact_match": exact / min(n, 200 if full else 32)}
+        return {"loss": loss_sum / n, "exact_match": exact / n_generated}
 
     def test(self, model, tokenizer) -> dict | None:
         return self.evaluate(model, True, self.test_pairs) if self.test_pairs else None
@@ -169,7 +170,6 @@ class SentimentTask(Seq2SeqTask):
         bad = sorted(set(train["label"]) - {0, 1})
         if bad:
             raise DataError(f"the train split has labels {bad}; sentiment needs 0 (negative) and 1 (positive)")
-        # balanced labels in a fixed order keep the split's class ratio; a shuffled table is fine too
         rows = {name: _with_label_words(ds) for name, ds in splits.items() if name in ("train", "test")}
         super().__init__(rows, val_size, seed, max_examples, "text", "target")
         self.val_labels = [SENTIMENT_LABELS.index(t) for t in self.val_tgt]
