@@ -223,6 +223,11 @@ def metric_rows(metrics: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def _tail_note(config: dict) -> str:
+    tail = config.get("src_keep_tail") or 0
+    return f" (a longer review: its start and its last {tail})" if tail else ""
+
+
 def _data_line(info: CheckpointInfo) -> str:
     default = {LM: "IMDb movie reviews (Maas et al., 2011): next-token prediction on the review text.",
                SENTIMENT: "IMDb movie reviews (Maas et al., 2011) with their labels: the encoder reads a "
@@ -258,7 +263,7 @@ def about_markdown(service: DemoService) -> str:
         else:
             arch = (f"{c.get('n_encoder_layer')} encoder + {c.get('n_decoder_layer')} decoder layers, "
                     f"{c.get('n_head')} heads, d_model {c.get('d_model')}, reads up to {c.get('max_src_len')} "
-                    f"tokens, labels {', '.join(c.get('labels') or [])}")
+                    f"tokens{_tail_note(c)}, labels {', '.join(c.get('labels') or [])}")
         lines += [f"- **Checkpoint:** `{info.location}`",
                   f"- **Parameters:** {info.parameters:,}",
                   f"- **Architecture:** {arch}",

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from model import DecoderOnlyLM, EncoderDecoder, GenerationConfig, load_pretrained
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, truncate
 from tokenization import clean_text as model_text  # the clean-up training applied
 
 log = logging.getLogger(__name__)
@@ -252,12 +252,13 @@ def token_label(tokenizer: BPETokenizer, token_id: int) -> str:
     return text
 
 
-def merge_spans(text: str, pieces: list, scores: list[float]) -> list[tuple[str, float]]:
-    """Review segments with the summed score of their tokens.
+def merge_spans(text: str, pieces: list, scores: list[float]) -> list[tuple[str, float | None]]:
+    """Review segments with the summed score of their tokens; text no piece covers scores None.
 
     Byte-level BPE can split one character (an emoji, a CJK character) across tokens whose
-    character spans overlap; such tokens are merged into one segment so that the segments tile
-    the text exactly and nothing shows as U+FFFD.
+    character spans overlap; such tokens are merged into one segment. Text between pieces (the
+    middle that head + tail truncation skipped) and after the last piece (a cut end) becomes an
+    unscored segment, so the segments always tile the text exactly and nothing shows as U+FFFD.
     """
     groups: list[list] = []  # [start, end, score]
     for piece, score in zip(pieces, scores, strict=True):
@@ -265,9 +266,12 @@ def merge_spans(text: str, pieces: list, scores: list[float]) -> list[tuple[str,
             groups[-1][1] = max(groups[-1][1], piece.end)
             groups[-1][2] += score
         else:
-            if groups and piece.start > groups[-1][1]:  # should not happen: keep text anyway
-                groups[-1][1] = piece.start
+            if groups and piece.start > groups[-1][1]:
+                groups.append([groups[-1][1], piece.start, None])
             groups.append([piece.start, piece.end, score])
+    end = groups[-1][1] if groups else 0
+    if end < len(text):
+        groups.append([end, len(text), None])
     return [(text[start:end], score) for start, end, score in groups]
 
 
@@ -486,14 +490,17 @@ class DemoService:
 
     # -- sentiment ----------------------------------------------------------------------------
 
-    def _source(self, text: str, tok: BPETokenizer, max_len: int, what: str):
-        """Pieces and source ids `encode(text) + [eos]`, cut to `max_len` with eos kept last."""
+    def _source(self, text: str, tok: BPETokenizer, max_len: int, what: str, keep_tail: int = 0):
+        """Pieces and source ids `encode(text) + [eos]`, cut to `max_len` with eos kept last, the way
+        training cut them (`truncate`: the head, or the head and the last `keep_tail` tokens)."""
         pieces = tok.pieces(text)
         notices = []
         if len(pieces) + 1 > max_len:
-            notices.append(f"The {what} is {len(pieces)} tokens; only the first {max_len - 1} are read "
+            tail = min(keep_tail, max_len - 1)
+            read = f"the first {max_len - 1 - tail} and the last {tail}" if tail else f"the first {max_len - 1}"
+            notices.append(f"The {what} is {len(pieces)} tokens; only {read} are read "
                            f"(the model's limit is {max_len} including the end token).")
-            pieces = pieces[: max_len - 1]
+            pieces = truncate(pieces, max_len - 1, keep_tail)
         ids = torch.tensor([[*(p.id for p in pieces), tok.eos_id]], device=self.device)
         return pieces, ids, notices
 
@@ -516,7 +523,8 @@ class DemoService:
         text = model_text(text)  # the highlight shows this text, so it tiles what the model read
         if not text:
             raise DemoError(EMPTY_REVIEW)
-        pieces, src, cut_notices = self._source(text, tok, model.config.max_src_len, "review")
+        pieces, src, cut_notices = self._source(text, tok, model.config.max_src_len, "review",
+                                                model.config.src_keep_tail)
         notices += cut_notices
         labels, candidates = self._label_candidates(model, tok)
         with torch.inference_mode():
@@ -526,12 +534,9 @@ class DemoService:
             maps = model(src, tgt, output_attentions=True).attentions
             cross = torch.stack([m.weights[0, :, 0, :] for m in maps if m.kind == "cross"])  # (L, H, S)
             weights = cross.float().mean(dim=(0, 1)).cpu().tolist()  # (S,)
-        highlights: list[tuple[str, float | None]] = list(merge_spans(text, pieces, weights[: len(pieces)]))
-        top = max((w for _, w in highlights), default=0.0)
-        highlights = [(segment, round(w / top, 4) if top > 0 else 0.0) for segment, w in highlights]
-        end = pieces[-1].end if pieces else 0
-        if end < len(text):
-            highlights.append((text[end:], None))  # the part the model did not read, unhighlighted
+        highlights = merge_spans(text, pieces, weights[: len(pieces)])  # unread text scores None
+        top = max((w for _, w in highlights if w is not None), default=0.0)
+        highlights = [(segment, w if w is None or top == 0 else round(w / top, 4)) for segment, w in highlights]
         return SentimentResult(dict(zip(labels, probs.tolist(), strict=True)), labels[best], highlights, notices)
 
     # -- attention ----------------------------------------------------------------------------

@@ -29,6 +29,7 @@ class EncoderDecoderConfig:
     bos_token_id: int = 1
     eos_token_id: int = 2
     labels: list[str] | None = None  # for a classifier trained text-to-text: its label words
+    src_keep_tail: int = 0  # a source over max_src_len keeps this many of its last tokens (data and app read it)
 
 
 class EncoderDecoder(PreTrainedModel, GenerationMixin):

@@ -51,7 +51,16 @@ def test_about_shows_models_metrics_and_retraining(service: DemoService) -> None
     assert "| val_ppl | 365 |" in about and "| val_accuracy | 0.5 |" in about
     assert "`python -m demo.tiny (random init)`" in about  # the command, as code
     assert "Retraining" in about and "python -m training.run --help" in about
-    assert "labels negative, positive" in about
+    assert "labels negative, positive" in about and "its last" not in about  # head-only truncation
+
+
+def test_about_says_when_the_classifier_reads_the_end_of_long_reviews(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpts"
+    shutil.copytree(shared_tiny_checkpoints(), ckpt)
+    config = json.loads((ckpt / "sentiment" / "config.json").read_text())
+    (ckpt / "sentiment" / "config.json").write_text(json.dumps({**config, "src_keep_tail": 40}))
+    about = about_markdown(DemoService(ckpt, device="cpu"))
+    assert f"reads up to {config['max_src_len']} tokens (a longer review: its start and its last 40)" in about
 
 
 def test_about_reads_a_full_training_metrics_file(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from demo.inference import (
 )
 from demo.tiny import shared_tiny_checkpoints
 from tokenization import Piece
+from training.data import PairSet
 
 UNICODE = [
     "Rated 10/10 👍🏽🎬🍿 would watch again",
@@ -166,6 +167,13 @@ def test_merge_spans_tiles_text_with_split_characters() -> None:
     merged = merge_spans(text, pieces, [0.1, 0.2, 0.3, 0.1, 0.1])
     assert [s for s, _ in merged] == ["a", " ", "日本"]
     assert merged[2][1] == pytest.approx(0.5)
+
+
+def test_merge_spans_leaves_skipped_and_cut_text_unscored() -> None:
+    text = "good film, dull middle, great end!"
+    pieces = [Piece(1, "good", 0, 4), Piece(2, " film", 4, 9), Piece(3, " great", 23, 29)]
+    merged = merge_spans(text, pieces, [0.5, 0.25, 1.0])
+    assert merged == [("good", 0.5), (" film", 0.25), (", dull middle,", None), (" great", 1.0), (" end!", None)]
 
 
 # -- chat -------------------------------------------------------------------------------------
@@ -304,6 +312,22 @@ def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
     assert any("only the first" in n for n in result.notices)
     assert "".join(s for s, _ in result.highlights) == text
     assert result.highlights[-1][1] is None  # the unread rest, unhighlighted
+
+
+def test_head_and_tail_truncation_reads_what_training_read(service: DemoService, monkeypatch) -> None:
+    model, tok = service.sentiment, service.sentiment_tokenizer
+    monkeypatch.setattr(model.config, "src_keep_tail", 8)
+    text = "great acting and a boring plot. " * 30 + "In the end I loved it."
+    result = service.classify(text)
+    assert any(f"only the first {model.config.max_src_len - 9} and the last 8 are read" in n for n in result.notices)
+    assert "".join(s for s, _ in result.highlights) == text
+    scored = [w is not None for _, w in result.highlights]
+    assert scored[-1] and scored.count(False) == 1  # one unread middle; the ending is read
+    src = PairSet.from_texts([text], [model.config.labels[0]], tok, model.config).sources[0]
+    assert src[-9:] == [*tok.encode(text)[-8:], tok.eos_id]
+    candidates = [tok.encode(label) for label in model.config.labels]
+    expected = model.score_candidates(torch.tensor([src]), candidates).softmax(-1)[0].tolist()
+    assert list(result.probabilities.values()) == pytest.approx(expected, abs=1e-5)
 
 
 # -- attention --------------------------------------------------------------------------------

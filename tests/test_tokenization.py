@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tokenization import SPECIAL_TOKENS, BatchEncoding, BPETokenizer, Piece
+from tokenization import SPECIAL_TOKENS, BatchEncoding, BPETokenizer, Piece, truncate
 
 VOCAB_SIZE = 400
 
@@ -120,6 +120,27 @@ def test_truncation_counts_specials_and_keeps_them(tok: BPETokenizer) -> None:
     assert exact.truncated == [False]
     with pytest.raises(ValueError):
         tok.encode_batch(texts, max_length=1, add_bos=True, add_eos=True)
+
+
+def test_truncate_keeps_head_or_head_and_tail() -> None:
+    seq = list(range(10))
+    assert truncate(seq, 4) == [0, 1, 2, 3]
+    assert truncate(seq, 4, keep_tail=3) == [0, 7, 8, 9]
+    assert truncate(seq, 4, keep_tail=9) == [6, 7, 8, 9]  # a tail longer than the budget is cut to it
+    assert truncate(seq, 10, keep_tail=3) == seq and truncate(seq[:2], 4, keep_tail=3) == [0, 1]
+    with pytest.raises(ValueError, match="keep_tail"):
+        truncate(seq, 4, keep_tail=-1)
+
+
+def test_head_and_tail_truncation_keeps_the_ending(tok: BPETokenizer) -> None:
+    text = "the opening scene was slow " * 5 + "but the ending is brilliant"
+    full = tok.encode(text)
+    batch = tok.encode_batch([text, "a short one"], max_length=12, add_bos=True, add_eos=True, keep_tail=4,
+                             padding=False, return_tensors=False)
+    row = batch.input_ids[0]
+    assert batch.truncated == [True, False] and len(row) == 12
+    assert row == [tok.bos_id, *full[:6], *full[-4:], tok.eos_id]
+    assert batch.input_ids[1] == tok.encode("a short one", add_bos=True, add_eos=True)
 
 
 def test_save_and_load_give_identical_ids(tok: BPETokenizer, tmp_path: Path) -> None:

@@ -74,11 +74,13 @@ def _val_bytes(metrics, tokenizer_path) -> float:
 
 
 def test_sentiment_end_to_end_and_evaluate_cli(tmp_path, tokenizer_path, capsys):
-    metrics = train("sentiment", tmp_path / "s", tokenizer_path, "--max-steps", "30", "--eval-every", "15")
+    metrics = train("sentiment", tmp_path / "s", tokenizer_path, "--max-steps", "30", "--eval-every", "15",
+                    "--set", "src_keep_tail=32")
     assert REQUIRED_METRICS <= set(metrics) and 0.0 <= metrics["val_accuracy"] <= 1.0
     assert metrics["val_examples"] == 40 and sum(map(sum, metrics["val_confusion"])) == 40
     model = load_pretrained(tmp_path / "s")
     assert isinstance(model, EncoderDecoder) and model.config.labels == ["negative", "positive"]
+    assert model.config.src_keep_tail == 32  # saved, so evaluation and the app cut reviews the same way
     assert metrics["history"][-1]["train_loss"] < metrics["history"][0]["train_loss"] or \
         metrics["history"][0]["train_loss"] < 1.0
 
@@ -149,6 +151,13 @@ def test_resume_gives_the_same_run_as_never_stopping(tmp_path, tokenizer_path, m
     wa = torch.load(tmp_path / "a" / STATE_NAME, weights_only=True)["model"]
     wb = torch.load(tmp_path / "b" / STATE_NAME, weights_only=True)["model"]
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    # the interrupted run and its --resume are one segment: its command alone reproduces the run
+    assert resumed["command"] == straight["command"].replace(str(tmp_path / "a"), str(tmp_path / "b"))
+
+    extended = train("lm", tmp_path / "b", tokenizer_path, *args, "--max-steps", "40", "--resume")
+    first, second = extended["command"].split(" && ")
+    assert first == resumed["command"] and second.endswith("--max-steps 40 --resume")
+    assert [h["step"] for h in extended["history"]] == [10, 20, 30, 40] and extended["steps"] == 40
 
 
 def test_a_crash_while_saving_leaves_the_last_checkpoint_loadable(tmp_path, tokenizer_path, monkeypatch):

@@ -28,9 +28,12 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+T = TypeVar("T")
 
 SPECIAL_TOKENS: dict[str, str] = {"pad": "<pad>", "bos": "<s>", "eos": "</s>", "sep": "<sep>"}
 
@@ -66,6 +69,21 @@ class Piece:
     text: str
     start: int
     end: int
+
+
+def truncate(seq: Sequence[T], budget: int, keep_tail: int = 0) -> list[T]:
+    """At most `budget` items of `seq`: its head, or with `keep_tail` its head and its last `keep_tail`.
+
+    Head + tail is the truncation that classifies long reviews best (Sun et al., 2019, "How to
+    Fine-Tune BERT for Text Classification"): a review often states its verdict in its last lines.
+    Works on token ids and on display `Piece`s alike, so the app cuts a text as training did.
+    """
+    if keep_tail < 0:
+        raise ValueError(f"keep_tail must be >= 0, got {keep_tail}")
+    if len(seq) <= budget:
+        return list(seq)
+    tail = min(keep_tail, budget)
+    return [*seq[: budget - tail], *seq[len(seq) - tail :]]
 
 
 def _resolve(path: str | os.PathLike[str]) -> Path:
@@ -195,13 +213,15 @@ class BPETokenizer:
         add_eos: bool = False,
         padding: bool = True,
         return_tensors: bool = True,
+        keep_tail: int = 0,
     ) -> BatchEncoding:
         """Encode many texts at once (in parallel, in Rust) and pad them into a rectangle.
 
         `max_length` bounds the *total* length, bos/eos included: when a text is too long its
-        content is cut at the end, while bos stays first and eos stays last, so the model still
-        sees a well-formed sequence. Rows are padded on the right with `pad_id` to the longest row.
-        Tensors need a rectangle, so `return_tensors=True` requires `padding=True`.
+        content is cut at the end (or, with `keep_tail`, in the middle: see `truncate`), while bos
+        stays first and eos stays last, so the model still sees a well-formed sequence. Rows are
+        padded on the right with `pad_id` to the longest row. Tensors need a rectangle, so
+        `return_tensors=True` requires `padding=True`.
         """
         if isinstance(texts, str):
             raise TypeError("encode_batch takes a list of strings; use encode for a single one")
@@ -216,7 +236,7 @@ class BPETokenizer:
         for encoding in self.tokenizer.encode_batch(texts):
             ids = encoding.ids
             truncated.append(budget is not None and len(ids) > budget)
-            rows.append(self._wrap(ids[:budget], add_bos, add_eos))
+            rows.append(self._wrap(ids if budget is None else truncate(ids, budget, keep_tail), add_bos, add_eos))
         lengths = [len(row) for row in rows]
         width = max(lengths, default=0)
 

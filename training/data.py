@@ -146,12 +146,13 @@ class PairSet:
     targets: list[list[int]]
 
     @classmethod
-    def from_texts(cls, sources: list[str], targets: list[str], tokenizer, max_src_len: int,
-                   max_tgt_len: int) -> "PairSet":
-        src = tokenizer.encode_batch(sources, max_length=max_src_len, add_eos=True, padding=False,
-                                     return_tensors=False).input_ids
+    def from_texts(cls, sources: list[str], targets: list[str], tokenizer, config) -> "PairSet":
+        """Encode as the model `config` reads them: sources to `max_src_len` (head, or head + tail
+        with `src_keep_tail`), targets to `max_tgt_len`."""
+        src = tokenizer.encode_batch(sources, max_length=config.max_src_len, add_eos=True, padding=False,
+                                     return_tensors=False, keep_tail=config.src_keep_tail).input_ids
         # the decoder input gets <s> in front and the target </s> at the end: one slot each
-        tgt = tokenizer.encode_batch(targets, max_length=max_tgt_len - 1, padding=False,
+        tgt = tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
                                      return_tensors=False).input_ids
         return cls(src, tgt)
 

@@ -107,8 +107,7 @@ def main(argv: list[str] | None = None) -> dict:
             bad = sorted({y for y in labels if not 0 <= y < len(model.config.labels or [])})
             if bad:
                 raise DataError(f"{data}: labels {bad} are outside 0..{len(model.config.labels or []) - 1}")
-            pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer,
-                                       model.config.max_src_len, model.config.max_tgt_len)
+            pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer, model.config)
             result = evaluate_classifier(model, pairs, labels, tokenizer, args.batch_size)
     except (DataError, FileNotFoundError, ValueError) as e:
         sys.exit(f"error: {e}")

@@ -105,6 +105,15 @@ def main(argv: list[str] | None = None) -> dict | None:
         sys.exit(f"error: {e}")
 
 
+def record_command(commands: list[str], argv: list[str]) -> None:
+    """Append this invocation to the commands that trained the state, so `metrics.json` can say how to
+    reproduce a run that was continued with other arguments (e.g. a raised --max-steps). A plain
+    restart of the last command (with or without --resume) is the same segment and is not repeated."""
+    command = "python -m training.run " + shlex.join(argv)
+    if not commands or commands[-1].replace(" --resume", "") != command.replace(" --resume", ""):
+        commands.append(command)
+
+
 def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     start = time.time()
     if args.preset not in PRESETS[args.task]:
@@ -174,6 +183,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     if resuming:
         trainer.load_state(out / STATE_NAME)
         print(f"resumed from {out / STATE_NAME} at step {trainer.step}")
+    record_command(trainer.commands, argv)
     if info.is_main:
         print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size}, "
               f"{task.corpus.description}")
@@ -194,7 +204,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         "tokens_seen": trainer.tokens_seen, "train_time_s": round(trainer.elapsed, 1),
         "wall_time_s": round(time.time() - start, 1), "device": _device_name(device), "world_size": info.world_size,
         "ddp_weights_in_sync": in_sync,
-        "command": "python -m training.run " + shlex.join(argv),
+        "command": " && ".join(trainer.commands),
         "data": {"source": args.data_dir or args.dataset, **task.corpus.description},
         "tokenizer": {"path": str(tokenizer_path), "vocab_size": tokenizer.vocab_size},
         "model_config": asdict(best.config), "train_config": asdict(cfg),

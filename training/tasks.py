@@ -116,7 +116,7 @@ class Seq2SeqTask:
         config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id,
                                       bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id,
                                       labels=self.labels, **model_overrides)
-        pairs = lambda src, tgt: PairSet.from_texts(src, tgt, tokenizer, config.max_src_len, config.max_tgt_len)
+        pairs = lambda src, tgt: PairSet.from_texts(src, tgt, tokenizer, config)
         self.train_pairs, self.val_pairs = pairs(*self.train_rows), pairs(self.val_src, self.val_tgt)
         self.test_pairs = pairs(*self.test_rows) if self.test_rows else None
         self.tokenizer, self.batch_size, self.seed = tokenizer, train_cfg.batch_size, train_cfg.seed

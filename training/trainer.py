@@ -108,6 +108,7 @@ class Trainer:
         self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0
         self.history: list[dict] = []
         self.best: dict | None = None
+        self.commands: list[str] = []  # every invocation that trained this state, in order
         self.ddp = (torch.nn.parallel.DistributedDataParallel(self.model) if dist_info.world_size > 1
                     else self.model)
         self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda")
@@ -117,7 +118,8 @@ class Trainer:
     def state_dict(self) -> dict:
         state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
                  "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "history": self.history,
-                 "best": self.best, "rng_cpu": torch.get_rng_state(), "train_config": asdict(self.cfg)}
+                 "best": self.best, "commands": self.commands, "rng_cpu": torch.get_rng_state(),
+                 "train_config": asdict(self.cfg)}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state()
         return state
@@ -133,6 +135,7 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.step, self.tokens_seen, self.elapsed = state["step"], state["tokens_seen"], state["elapsed"]
         self.history, self.best = state["history"], state["best"]
+        self.commands = state.get("commands", [])
         torch.set_rng_state(state["rng_cpu"])
         if "rng_cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["rng_cuda"])
