@@ -1,0 +1,88 @@
+"""How much storing a classifier in float16 changes its answers.
+
+    python -m benchmarks.storage_dtype [--checkpoint checkpoints/sentiment] [--data-dir ../shared/data/imdb]
+                                       [--limit N] [--json out.json]
+
+Run from the repository root, after `python -m training.run ... --save-dtype float16`: it compares
+the shipped half-precision checkpoint (loaded back to float32, as the app loads it) with the
+float32 weights of the same step in that run's `trainer_state.pt` (not committed: it exists where
+the run trained). Both score the same validation reviews (the fixed-seed split of training.run);
+printed are each one's accuracy, how often they predict the same label, and the largest change in
+a class probability.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+from model import load_pretrained
+from tokenization import BPETokenizer, clean_text
+from training.data import PairSet, load_splits, validation_split
+from training.evaluate import label_candidates
+from training.trainer import STATE_NAME
+
+
+@torch.inference_mode()
+def probabilities(model, pairs: PairSet, candidates: list[list[int]], tokenizer: BPETokenizer) -> torch.Tensor:
+    """Class probabilities in the split's order, (N, K)."""
+    ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
+    out = torch.empty(len(pairs), len(candidates))
+    for idx, batch in pairs.batches(64, **ids):
+        out[idx] = model.score_candidates(batch["src_ids"], candidates, batch["src_mask"]).softmax(-1)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", default="checkpoints/sentiment")
+    parser.add_argument("--data-dir", default="../shared/data/imdb")
+    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
+    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+    parser.add_argument("--limit", type=int, help="score only the first N validation reviews")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+
+    ckpt = Path(args.checkpoint)
+    state_path = ckpt / STATE_NAME
+    if not state_path.is_file():
+        sys.exit(f"error: {state_path} is missing: run this where the checkpoint was trained")
+    stored = load_pretrained(ckpt)
+    state = torch.load(state_path, map_location="cpu", weights_only=True)
+    best_step = json.loads((ckpt / "metrics.json").read_text())["best_step"]
+    if state["step"] != best_step:
+        sys.exit(f"error: {STATE_NAME} holds step {state['step']} and the checkpoint step {best_step}: "
+                 "not the same weights")
+    full = load_pretrained(ckpt)
+    full.load_state_dict(state["model"])
+    with safe_open(ckpt / "model.safetensors", "pt") as f:
+        stored_dtypes = sorted({str(f.get_slice(k).get_dtype()) for k in f.keys()})
+
+    tokenizer = BPETokenizer.from_file(ckpt / "tokenizer.json")
+    train = load_splits(args.data_dir)["train"]
+    _, val = validation_split(len(train), args.val_size, args.seed)
+    val = val[: args.limit] if args.limit else val
+    rows = train.select(val)
+    texts, labels = [clean_text(t) for t in rows["text"]], torch.tensor(rows["label"])
+    words = [stored.config.labels[y] for y in labels.tolist()]
+    pairs = PairSet.from_texts(texts, words, tokenizer, stored.config)
+    candidates = label_candidates(stored, tokenizer)
+
+    p16, p32 = (probabilities(m, pairs, candidates, tokenizer) for m in (stored, full))
+    result = {
+        "checkpoint": str(ckpt), "stored_dtype": stored_dtypes, "step": best_step, "examples": len(val),
+        "accuracy_stored": (p16.argmax(-1) == labels).float().mean().item(),
+        "accuracy_float32": (p32.argmax(-1) == labels).float().mean().item(),
+        "same_prediction": (p16.argmax(-1) == p32.argmax(-1)).float().mean().item(),
+        "max_abs_prob_change": (p16 - p32).abs().max().item(),
+    }
+    print(json.dumps(result, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
