@@ -22,7 +22,7 @@ from safetensors import safe_open
 
 from model import load_pretrained
 from tokenization import BPETokenizer, clean_text
-from training.data import PairSet, load_splits, validation_split
+from training.data import PairSet, validation_rows
 from training.evaluate import label_candidates
 from training.trainer import STATE_NAME
 
@@ -61,10 +61,8 @@ def main() -> None:
         p.data = p.data.to(stored_dtype).float()
 
     tokenizer = BPETokenizer.from_file(ckpt / "tokenizer.json")
-    train = load_splits(args.data_dir)["train"]
-    _, val = validation_split(len(train), args.val_size, args.seed)
-    val = val[: args.limit] if args.limit else val
-    rows = train.select(val)
+    rows = validation_rows(args.data_dir, args.val_size, args.seed)
+    rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
     texts, labels = [clean_text(t) for t in rows["text"]], torch.tensor(rows["label"])
     words = [stored.config.labels[y] for y in labels.tolist()]
     pairs = PairSet.from_texts(texts, words, tokenizer, stored.config)
@@ -72,7 +70,7 @@ def main() -> None:
 
     p16, p32 = (probabilities(m, pairs, candidates, tokenizer) for m in (stored, full))
     result = {
-        "checkpoint": str(ckpt), "stored_dtype": str(stored_dtype), "step": state["step"], "examples": len(val),
+        "checkpoint": str(ckpt), "stored_dtype": str(stored_dtype), "step": state["step"], "examples": len(rows),
         "accuracy_stored": (p16.argmax(-1) == labels).float().mean().item(),
         "accuracy_float32": (p32.argmax(-1) == labels).float().mean().item(),
         "same_prediction": (p16.argmax(-1) == p32.argmax(-1)).float().mean().item(),

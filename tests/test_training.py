@@ -109,6 +109,20 @@ def test_evaluate_cli_on_lm_text_file_and_half_precision_storage(tmp_path, token
     assert '"bpb"' in capsys.readouterr().out
 
 
+def test_evaluate_cli_rescores_a_run_on_its_own_validation_split(tmp_path, tokenizer_path):
+    """`--data-dir` gives the reviews training.run held out, in its order: the figures match the run's."""
+    data = tmp_path / "data"
+    data.mkdir()
+    pd.read_parquet(IMDB / "train.parquet").sample(200, random_state=3).to_parquet(data / "train.parquet")
+    for task, key in (("lm", "bpb"), ("sentiment", "accuracy")):
+        metrics = run.main(["--task", task, "--preset", "tiny", "--data-dir", str(data), "--out", str(tmp_path / task),
+                            "--tokenizer", str(tokenizer_path), "--val-size", "30", "--max-steps", "4",
+                            "--eval-every", "4"])
+        result = evaluate.main(["--checkpoint", str(tmp_path / task), "--data-dir", str(data), "--val-size", "30"])
+        assert result[key] == pytest.approx(metrics[f"val_{key}"], rel=1e-6)
+    assert result["confusion"] == metrics["val_confusion"] and result["examples"] == 30
+
+
 def test_seq2seq_learns_to_copy(tmp_path):
     rng = random.Random(0)
     rows = []

@@ -2,6 +2,7 @@
 
     python -m training.evaluate --checkpoint checkpoints/sentiment --data reviews.parquet
     python -m training.evaluate --checkpoint checkpoints/lm --data some_reviews.txt
+    python -m training.evaluate --checkpoint checkpoints/lm --data-dir ../shared/data/imdb  # its validation split
 
 A sentiment checkpoint needs `text` and `label` columns (0 = negative, 1 = positive) and prints
 accuracy and a confusion matrix; a language-model checkpoint reads a `text` column or a plain
@@ -19,7 +20,7 @@ import torch
 from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
 from tokenization import BPETokenizer, clean_text
 
-from .data import DataError, PairSet, TokenStream, load_table, require_columns
+from .data import DataError, PairSet, TokenStream, load_table, require_columns, validation_rows
 
 
 @torch.inference_mode()
@@ -87,7 +88,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, help="checkpoint directory (config.json, model.safetensors)")
-    parser.add_argument("--data", required=True, help="a .parquet/.csv/.jsonl file (or .txt for a language model)")
+    data = parser.add_mutually_exclusive_group(required=True)
+    data.add_argument("--data", help="a .parquet/.csv/.jsonl file (or .txt for a language model)")
+    data.add_argument("--data-dir", help="the validation split that training.run carves out of this folder's "
+                                         "train split (with the same --val-size and --seed)")
+    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
+    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N rows/windows")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--device", default="cpu")
@@ -96,17 +102,19 @@ def main(argv: list[str] | None = None) -> dict:
         ckpt = Path(args.checkpoint)
         model = load_pretrained(ckpt, args.device)
         tokenizer = BPETokenizer.from_file(ckpt / "tokenizer.json")
-        data = Path(args.data)
+        rows = validation_rows(args.data_dir, args.val_size, args.seed) if args.data_dir else None
+        what = f"the validation split of {args.data_dir}" if args.data_dir else args.data
         if isinstance(model, DecoderOnlyLM):
-            result = evaluate_lm(model, TokenStream.from_texts(_texts(data), tokenizer), args.limit)
+            texts = [clean_text(t) for t in rows["text"]] if rows is not None else _texts(Path(args.data))
+            result = evaluate_lm(model, TokenStream.from_texts(texts, tokenizer), args.limit)
         else:
-            ds = load_table(data)
-            require_columns(ds, ["text", "label"], str(data))
+            ds = rows if rows is not None else load_table(args.data)
+            require_columns(ds, ["text", "label"], what)
             rows = ds.select(range(min(args.limit, len(ds)))) if args.limit else ds
             texts, labels = [clean_text(t) for t in rows["text"]], list(rows["label"])
             bad = sorted({y for y in labels if not 0 <= y < len(model.config.labels or [])})
             if bad:
-                raise DataError(f"{data}: labels {bad} are outside 0..{len(model.config.labels or []) - 1}")
+                raise DataError(f"{what}: labels {bad} are outside 0..{len(model.config.labels or []) - 1}")
             pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer, model.config)
             result = evaluate_classifier(model, pairs, labels, tokenizer, args.batch_size)
     except (DataError, FileNotFoundError, ValueError) as e:

@@ -25,8 +25,9 @@ def table(runs: dict[str, dict]) -> str:
     lines = ["| model | metric | value | split | parameters | trained | command |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, m in runs.items():
+        minutes = m["train_time_s"] / 60
         trained = (f"{m['steps']} steps, {m['tokens_seen'] / 1e6:.1f} M tokens, "
-                   f"{m['train_time_s'] / 60:.0f} min, {m['device']}")
+                   f"{minutes:.{1 if minutes < 10 else 0}f} min, {m['device']}")
         for key, label, split, fmt in ROWS:
             if key in m and not (key == "val_loss" and "val_accuracy" in m):
                 lines.append(f"| `{name}` | {label} | {fmt.format(m[key])} | {split} | "
