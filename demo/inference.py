@@ -369,7 +369,8 @@ class DemoService:
     def device_description(self) -> str:
         if self.device == "cuda":
             return f"CUDA ({torch.cuda.get_device_name(0)})"
-        return f"CPU ({torch.get_num_threads()} threads)"
+        n = torch.get_num_threads()
+        return f"CPU ({n} thread{'s' if n > 1 else ''})"
 
     def _require(self, name: str):
         model, tokenizer, info = {

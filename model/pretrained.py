@@ -21,11 +21,19 @@ MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedMo
 
 
 def atomic_write(path: str | os.PathLike, write) -> None:
-    """Call `write(tmp_path)`, then rename the result over `path` (atomic on POSIX)."""
+    """Call `write(tmp_path)`, then rename the result over `path` (atomic on POSIX).
+
+    The file gets the permissions a plain `open()` would give (0666 less the umask): some
+    writers, safetensors' among them, create theirs 0600, which hides a shared checkpoint from
+    other users.
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

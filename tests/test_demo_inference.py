@@ -67,6 +67,16 @@ def test_loads_both_checkpoints(service: DemoService, ckpt: Path) -> None:
     assert not service.lm.training and not service.sentiment.training
 
 
+@pytest.mark.parametrize(("threads", "shown"), [(1, "CPU (1 thread)"), (2, "CPU (2 threads)")])
+def test_device_description_counts_threads(service: DemoService, threads: int, shown: str) -> None:
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads)
+        assert service.device_description() == shown
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_missing_checkpoints_give_friendly_errors(tmp_path: Path) -> None:
     service = DemoService(tmp_path / "nowhere", device="cpu")
     assert [info.status for info in service.checkpoints] == ["missing", "missing"]

@@ -136,3 +136,12 @@ def test_saving_again_overwrites_atomically(saved):
     model.save_pretrained(path)
     assert sorted(p.name for p in path.iterdir()) == ["config.json", "model.safetensors"]
     assert torch.equal(logits(type(model).from_pretrained(path)), logits(model))
+
+
+def test_files_get_the_permissions_of_a_plain_open(saved, tmp_path):
+    """safetensors' writer creates 0600 files; a checkpoint shared between users must stay readable."""
+    _, path = saved
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    mode = plain.stat().st_mode & 0o777
+    assert {(path / name).stat().st_mode & 0o777 for name in ("config.json", "model.safetensors")} == {mode}

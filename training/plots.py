@@ -20,6 +20,9 @@ def plot_curve(history: list[dict], path: Path, title: str) -> None:
     ax.plot(steps, [h["val_loss"] for h in history], "o-", label="validation loss", color="tab:orange", ms=3)
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats/token)")
+    losses = [v for _, v in train] + [h["val_loss"] for h in history]
+    if min(losses) > 0 and max(losses) / min(losses) > 10:  # a classifier's loss falls 100-fold
+        ax.set_yscale("log")
     ax.grid(alpha=0.3)
     lines, labels = ax.get_legend_handles_labels()
     if any("val_accuracy" in h for h in history):
