@@ -17,6 +17,7 @@ import torch
 from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
 from tokenization import BPETokenizer, clean_text
 from training import evaluate, report, run
+from training.presets import PRESETS
 from training.trainer import STATE_NAME, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,6 +122,14 @@ def test_evaluate_cli_rescores_a_run_on_its_own_validation_split(tmp_path, token
         result = evaluate.main(["--checkpoint", str(tmp_path / task), "--data-dir", str(data), "--val-size", "30"])
         assert result[key] == pytest.approx(metrics[f"val_{key}"], rel=1e-6)
     assert result["confusion"] == metrics["val_confusion"] and result["examples"] == 30
+
+
+@pytest.mark.parametrize("task", ["lm", "sentiment"])
+def test_base_preset_holds_the_settings_the_shipped_checkpoint_was_trained_with(task):
+    shipped = json.loads((ROOT / "checkpoints" / task / "metrics.json").read_text())
+    preset = PRESETS[task]["base"]
+    assert {k: shipped["model_config"][k] for k in preset["model"]} == preset["model"]
+    assert {k: shipped["train_config"][k] for k in preset["train"]} == preset["train"]
 
 
 def test_seq2seq_learns_to_copy(tmp_path):

@@ -43,7 +43,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--task", required=True, choices=sorted(TASKS),
                    help="lm: decoder-only language model; sentiment: encoder-decoder writing "
                         "'positive'/'negative'; seq2seq: encoder-decoder on any (source, target) columns")
-    p.add_argument("--preset", default="small", help="model + optimisation settings: tiny (seconds) or small")
+    p.add_argument("--preset", default="small",
+                   help="model + optimisation settings: tiny (seconds), small (the first, CPU-trained models) "
+                        "or base (the shipped models; minutes on a GPU)")
     p.add_argument("--data-dir", help="local folder of <split>.parquet/.csv/.jsonl files (default: the Hub)")
     p.add_argument("--dataset", default=HUB_IMDB, help="Hub dataset name when --data-dir is not given")
     p.add_argument("--source-column", default="source", help="seq2seq: source text column")
