@@ -102,13 +102,13 @@ def main(argv: list[str] | None = None) -> dict:
         ckpt = Path(args.checkpoint)
         model = load_pretrained(ckpt, args.device)
         tokenizer = BPETokenizer.from_file(ckpt / "tokenizer.json")
-        rows = validation_rows(args.data_dir, args.val_size, args.seed) if args.data_dir else None
+        held_out = validation_rows(args.data_dir, args.val_size, args.seed) if args.data_dir else None
         what = f"the validation split of {args.data_dir}" if args.data_dir else args.data
         if isinstance(model, DecoderOnlyLM):
-            texts = [clean_text(t) for t in rows["text"]] if rows is not None else _texts(Path(args.data))
+            texts = [clean_text(t) for t in held_out["text"]] if held_out is not None else _texts(Path(args.data))
             result = evaluate_lm(model, TokenStream.from_texts(texts, tokenizer), args.limit)
         else:
-            ds = rows if rows is not None else load_table(args.data)
+            ds = held_out if held_out is not None else load_table(args.data)
             require_columns(ds, ["text", "label"], what)
             rows = ds.select(range(min(args.limit, len(ds)))) if args.limit else ds
             texts, labels = [clean_text(t) for t in rows["text"]], list(rows["label"])
