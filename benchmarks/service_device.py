@@ -15,21 +15,24 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from demo.inference import DemoError, DemoService
 
+T = TypeVar("T")
 REVIEW = ("I went in expecting a dull remake, but the cast is wonderful and the last act is moving. "
           "The score is a little loud at times, yet I would happily watch it again.") * 6
 
 
-def median_ms(request: Callable[[], object], runs: int = 5) -> float:
-    request()  # warm: the first call of a shape pays for lazy set-up
+def timed(request: Callable[[], T], runs: int = 5) -> tuple[T, float]:
+    """The answer, and the median milliseconds of `runs` warm calls."""
+    answer = request()  # warm: the first call of a shape pays for lazy set-up
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        request()  # every answer is read back to Python, which waits for the device
+        answer = request()  # every answer is read back to Python, which waits for the device
         times.append(time.perf_counter() - start)
-    return round(statistics.median(times) * 1000, 1)
+    return answer, round(statistics.median(times) * 1000, 1)
 
 
 def check(device: str, checkpoints: Path) -> dict:
@@ -38,12 +41,12 @@ def check(device: str, checkpoints: Path) -> dict:
     service.warmup()
     result = {"device": service.device_description(), "load_s": round(time.perf_counter() - start, 2),
               "notices": service.notices}
-    result["chat_64_tokens_ms"] = median_ms(
+    _, result["chat_64_tokens_ms"] = timed(
         lambda: service.continue_text("This movie was", max_new_tokens=64, seed=0))
-    result["classify_ms"] = median_ms(lambda: service.classify(REVIEW))
-    text = "The plot was thin but the acting was great."
-    result["attention_ms"] = median_ms(lambda: service.attention(text, "lm_self", 0))
-    weights = service.attention(text, "lm_self", 0).weights  # (H, T, T)
+    _, result["classify_ms"] = timed(lambda: service.classify(REVIEW))
+    attention, result["attention_ms"] = timed(
+        lambda: service.attention("The plot was thin but the acting was great.", "lm_self", 0))
+    weights = attention.weights  # (H, T, T)
     result["attention_shape"] = list(weights.shape)
     result["attention_rows_sum_to_1"] = bool(abs(weights.sum(-1) - 1).max() < 1e-4)
     result["tokenize_count"] = service.tokenize("Tokenizers split words into pieces.").count

@@ -20,6 +20,10 @@ WEIGHTS_NAME = "model.safetensors"
 MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedModel subclasses
 
 
+_UMASK = os.umask(0)  # reading the umask means setting it: once, at import, not per write
+os.umask(_UMASK)
+
+
 def atomic_write(path: str | os.PathLike, write) -> None:
     """Call `write(tmp_path)`, then rename the result over `path` (atomic on POSIX).
 
@@ -31,9 +35,7 @@ def atomic_write(path: str | os.PathLike, write) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -99,11 +99,11 @@ def validation_split(n: int, n_val: int, seed: int) -> tuple[np.ndarray, np.ndar
     return np.sort(order[n_val:]), order[:n_val]
 
 
-def validation_rows(data_dir: str | None, val_size: int, seed: int, hub_name: str = HUB_IMDB):
+def validation_rows(data_dir: str, val_size: int, seed: int):
     """The train-split rows that `training.run --task lm|sentiment` holds out for validation (same
     --val-size and --seed give the same rows in the same order), so a checkpoint can be re-scored
     on exactly its validation set, on any device."""
-    splits = load_splits(data_dir, hub_name)
+    splits = load_splits(data_dir)
     if "train" not in splits:
         raise DataError(f"the data has no 'train' split (it has {sorted(splits)})")
     _, val = validation_split(len(splits["train"]), val_size, seed)

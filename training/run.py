@@ -126,8 +126,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         if getattr(args, name) is not None:
             train_kwargs[name] = getattr(args, name)
     cfg = TrainConfig(**train_kwargs)
-    explicit = parse_sets(args.task, args.overrides)
-    overrides = {**preset["model"], **explicit}
+    explicit = parse_sets(args.task, args.overrides)  # parsed now: a bad --set fails before data loading
     if args.val_size < 1:
         raise DataError(f"--val-size must be >= 1, got {args.val_size}")
     if args.vocab_size < 260:
@@ -163,7 +162,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         tokenizer = BPETokenizer.train(task.corpus.train_texts, vocab_size=args.vocab_size)
         tokenizer.save(tokenizer_path)
 
-    lm = None
+    lm, lm_shape = None, {}
     if args.init_from:
         if args.task == "lm":
             raise DataError("--init-from applies to the encoder-decoder tasks (sentiment, seq2seq)")
@@ -172,10 +171,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
             raise DataError(f"--init-from {args.init_from}: needs a language model using {tokenizer_path}")
         shape = ("d_model", "n_head", "d_ff", "norm_first")
         lm_shape = {k: getattr(lm.config, k) for k in shape} | {"n_encoder_layer": lm.config.n_layer}
-        overrides = {**preset["model"], **lm_shape, **explicit}  # an explicit --set still wins
 
     torch.manual_seed(args.seed)
-    model = task.build(tokenizer, overrides, cfg)
+    model = task.build(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
     if lm is not None:
         model.init_encoder_from(lm)
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
