@@ -1,6 +1,9 @@
-"""Text <-> token ids: a byte-level BPE tokenizer (see `bpe.py`) and the shared text clean-up."""
+"""Text <-> token ids: a byte-level BPE tokenizer (see `bpe.py`) the shared text clean-up, and readable token labels."""
 
 from tokenization.bpe import SPECIAL_TOKENS, BatchEncoding, BPETokenizer, Piece, truncate
+from tokenization.display import token_label, visible
 from tokenization.text import clean_text
 
-__all__ = ["SPECIAL_TOKENS", "BPETokenizer", "BatchEncoding", "Piece", "clean_text", "truncate"]
+__all__ = [
+    "SPECIAL_TOKENS", "BPETokenizer", "BatchEncoding", "Piece", "clean_text", "token_label", "truncate", "visible",
+]
