@@ -63,10 +63,15 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
             mine.load_state_dict(theirs.state_dict())
         self.encoder.norm.load_state_dict(lm.decoder.norm.state_dict())
 
-    def encode(self, src_ids: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = False):
-        """src_ids: (B, S), src_mask: (B, S) 1 = real -> memory (B, S, C), attention maps."""
+    def encode(self, src_ids: torch.Tensor | None, src_mask: torch.Tensor | None = None, need_weights: bool = False,
+               src_embeds: torch.Tensor | None = None):
+        """src_ids: (B, S), src_mask: (B, S) 1 = real -> memory (B, S, C), attention maps.
+
+        `src_embeds` (B, S, C), the scaled token embeddings `self.embed(src_ids)`, replaces the ids:
+        gradient attributions differentiate with respect to them (see `model/attribution.py`)."""
         mask = padding_mask(src_mask) if src_mask is not None else None
-        return self.encoder(self.pos(self.embed(src_ids)), mask, need_weights)
+        x = self.embed(src_ids) if src_embeds is None else src_embeds
+        return self.encoder(self.pos(x), mask, need_weights)
 
     def decode(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
         """tgt_ids: (B, T) -> logits (B, T, vocab), attention maps. Right-padded targets need no
@@ -96,12 +101,15 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         This is how a text-to-text model classifies: the label whose words the decoder finds most
         likely wins, and a softmax over these scores gives the class probabilities.
         """
+        return self.candidate_scores(self.encode(src_ids, src_mask)[0], candidates, src_mask)
+
+    def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
+        """`score_candidates` from an encoded source (B, S, C) -> (B, K); differentiable, for attributions."""
         c = self.config
-        memory, _ = self.encode(src_ids, src_mask)
-        B, scores = src_ids.size(0), []
+        B, scores = memory.size(0), []
         for cand in candidates:
-            tgt_in = src_ids.new_tensor([c.bos_token_id, *cand]).expand(B, -1)  # (B, L+1)
-            tgt_out = src_ids.new_tensor([*cand, c.eos_token_id]).expand(B, -1)  # (B, L+1)
+            tgt_in = torch.tensor([c.bos_token_id, *cand], device=memory.device).expand(B, -1)  # (B, L+1)
+            tgt_out = torch.tensor([*cand, c.eos_token_id], device=memory.device).expand(B, -1)  # (B, L+1)
             logits, _ = self.decode(tgt_in, memory, src_mask)
             log_probs = logits.float().log_softmax(-1).gather(-1, tgt_out[..., None]).squeeze(-1)
             scores.append(log_probs.sum(-1))
