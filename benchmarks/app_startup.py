@@ -36,10 +36,12 @@ def free_port() -> int:
 
 def pick_checkpoints(requested: str | None, scratch: Path) -> tuple[Path, str]:
     """The checkpoints to serve, and a label saying which kind they are."""
+    from storage import CONFIG_NAME
+
     if requested:
         return Path(requested), "given"
     shipped = REPO_ROOT / "checkpoints"
-    if all((shipped / name / "config.json").is_file() for name in ("lm", "sentiment")):
+    if all((shipped / name / CONFIG_NAME).is_file() for name in ("lm", "sentiment")):
         return shipped, "shipped"
     from demo.tiny import make_tiny_checkpoints
 

@@ -21,10 +21,10 @@ import torch
 from safetensors import safe_open
 
 from model import load_pretrained
+from storage import STATE_NAME, WEIGHTS_NAME
 from tokenization import BPETokenizer, clean_text
 from training.data import PairSet, validation_rows
 from training.evaluate import label_candidates
-from training.trainer import STATE_NAME
 
 
 @torch.inference_mode()
@@ -51,7 +51,7 @@ def main() -> None:
     state_path = ckpt / STATE_NAME
     if not state_path.is_file():
         sys.exit(f"error: {state_path} is missing: run this where the checkpoint was trained")
-    with safe_open(ckpt / "model.safetensors", "pt") as f:
+    with safe_open(ckpt / WEIGHTS_NAME, "pt") as f:
         (stored_dtype,) = {f.get_tensor(k).dtype for k in f.keys()}
     state = torch.load(state_path, map_location="cpu", weights_only=True)
     full = load_pretrained(ckpt)
@@ -60,7 +60,7 @@ def main() -> None:
     for p in stored.parameters():
         p.data = p.data.to(stored_dtype).float()
 
-    tokenizer = BPETokenizer.from_file(ckpt / "tokenizer.json")
+    tokenizer = BPETokenizer.from_file(ckpt)
     rows = validation_rows(args.data_dir, args.val_size, args.seed)
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
     texts, labels = [clean_text(t) for t in rows["text"]], torch.tensor(rows["label"])

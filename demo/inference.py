@@ -27,15 +27,13 @@ import numpy as np
 import torch
 
 from model import DecoderOnlyLM, EncoderDecoder, GenerationConfig, load_pretrained
+from storage import CONFIG_NAME, CURVE_NAME, METRICS_NAME, TOKENIZER_NAME
 from tokenization import BPETokenizer, truncate
 from tokenization import clean_text as model_text  # the clean-up training applied
 
 log = logging.getLogger(__name__)
 
 LM, SENTIMENT = "lm", "sentiment"  # sub-directories of the checkpoints directory
-TOKENIZER_FILE = "tokenizer.json"
-METRICS_FILE = "metrics.json"
-CURVE_FILE = "training_curve.png"
 
 MAX_INPUT_CHARS = 20_000  # far beyond any context; only stops a visitor from pasting a book
 MAX_NEW_TOKENS = 512
@@ -307,22 +305,22 @@ class DemoService:
         return scrub_paths(message)
 
     def _load_tokenizer(self, directory: Path) -> tuple[BPETokenizer | None, str]:
-        if not (directory / TOKENIZER_FILE).is_file():
-            return None, f"no {TOKENIZER_FILE}"
+        if not (directory / TOKENIZER_NAME).is_file():
+            return None, f"no {TOKENIZER_NAME}"
         try:
-            return BPETokenizer.from_file(directory / TOKENIZER_FILE), ""
+            return BPETokenizer.from_file(directory / TOKENIZER_NAME), ""
         except Exception as e:  # a broken file must not stop the app from starting
-            log.exception("could not load %s", directory / TOKENIZER_FILE)
-            return None, self._scrub(f"{TOKENIZER_FILE} could not be read: {e}")
+            log.exception("could not load %s", directory / TOKENIZER_NAME)
+            return None, self._scrub(f"{TOKENIZER_NAME} could not be read: {e}")
 
     def _load_checkpoint(self, name: str, cls: type, shared_tokenizer: BPETokenizer | None):
         directory = self.root / name
         info = CheckpointInfo(name=name, location=f"{self.root.name}/{name}", status="missing")
-        if not (directory / "config.json").is_file():
+        if not (directory / CONFIG_NAME).is_file():
             info.message = f"no checkpoint in `{info.location}/` (train one, see About)"
             return None, None, info
         info.metrics = self._read_metrics(directory)
-        curve = directory / CURVE_FILE
+        curve = directory / CURVE_NAME
         if curve.is_file() and curve.stat().st_size <= MAX_CURVE_BYTES:
             info.training_curve_png = curve.read_bytes()
         tokenizer, why = self._load_tokenizer(directory)
@@ -346,11 +344,11 @@ class DemoService:
         info.parameters = model.num_parameters()
         info.config = {k: v for k, v in vars(model.config).items()}
         if not info.trained:
-            info.message = f"no {METRICS_FILE}: probably untrained (random weights), expect gibberish"
+            info.message = f"no {METRICS_NAME}: probably untrained (random weights), expect gibberish"
         return model, tokenizer, info
 
     def _read_metrics(self, directory: Path) -> dict:
-        path = directory / METRICS_FILE
+        path = directory / METRICS_NAME
         if not path.is_file():
             return {}
         try:

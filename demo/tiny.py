@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
+from storage import METRICS_NAME
 from tokenization import BPETokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +55,7 @@ def make_tiny_checkpoints(out: str | Path, vocab_size: int = 384, block_size: in
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = BPETokenizer.train(sample_texts(), vocab_size=vocab_size)
-    tokenizer.save(out / "tokenizer.json")
+    tokenizer.save(out)  # out/tokenizer.json
     torch.manual_seed(seed)
     lm = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=tokenizer.vocab_size, block_size=block_size, n_layer=2,
                                          n_head=2, d_model=32, d_ff=64, dropout=0.0))
@@ -68,10 +69,10 @@ def make_tiny_checkpoints(out: str | Path, vocab_size: int = 384, block_size: in
                                   "command": "python -m demo.tiny (random init)"}),
     ]:
         model.save_pretrained(out / name)
-        tokenizer.save(out / name / "tokenizer.json")
+        tokenizer.save(out / name)
         if with_metrics:
             metrics["parameters"] = model.num_parameters()
-            (out / name / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+            (out / name / METRICS_NAME).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     return out
 
 

@@ -17,13 +17,13 @@ from .layers import (
     sinusoidal_table,
 )
 from .masks import causal_padding_mask, padding_mask, subsequent_mask
-from .pretrained import PreTrainedModel, atomic_write, atomic_write_text, load_pretrained, read_config
+from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
     "GenerationConfig", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
-    "PreTrainedModel", "SublayerConnection", "TokenStep", "atomic_write", "atomic_write_text",
+    "PreTrainedModel", "SublayerConnection", "TokenStep",
     "causal_padding_mask", "filter_logits", "load_pretrained", "padding_mask", "read_config",
     "scaled_dot_product_attention", "sinusoidal_table", "subsequent_mask",
 ]

@@ -1,8 +1,9 @@
 """Checkpoint I/O in the Hugging Face layout: `config.json` + `model.safetensors` in a directory.
 
 Weights are read with `safetensors` only, never with pickle, so a checkpoint downloaded from
-anywhere cannot run code on load. Every file is written to a temporary name and renamed into
-place, so a process killed mid-save leaves the previous checkpoint intact.
+anywhere cannot run code on load. Every file is written with `storage.atomic_write`, so a process
+killed mid-save leaves the previous checkpoint intact. A checkpoint is a local folder or a Hugging
+Face Hub repo id (`storage.resolve_checkpoint`).
 """
 
 import json
@@ -14,35 +15,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
+from storage import CONFIG_NAME, WEIGHTS_NAME, atomic_write, atomic_write_text, resolve_checkpoint
 
 MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedModel subclasses
-
-
-_UMASK = os.umask(0)  # reading the umask means setting it: once, at import, not per write
-os.umask(_UMASK)
-
-
-def atomic_write(path: str | os.PathLike, write) -> None:
-    """Call `write(tmp_path)`, then rename the result over `path` (atomic on POSIX).
-
-    The file gets the permissions a plain `open()` would give (0666 less the umask): some
-    writers, safetensors' among them, create theirs 0600, which hides a shared checkpoint from
-    other users.
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def read_config(directory: str | os.PathLike) -> dict:
@@ -82,8 +57,9 @@ class PreTrainedModel(torch.nn.Module):
         atomic_write(directory / WEIGHTS_NAME, lambda tmp: save_file(state, tmp, metadata={"format": "pt"}))
 
     @classmethod
-    def from_pretrained(cls, directory: str | os.PathLike, device: str | torch.device = "cpu"):
-        """Load a checkpoint directory; the model comes back in eval mode, in float32."""
+    def from_pretrained(cls, name_or_path: str | os.PathLike, device: str | torch.device = "cpu"):
+        """Load a checkpoint folder or Hub repo id; the model comes back in eval mode, in float32."""
+        directory = resolve_checkpoint(name_or_path)
         raw = read_config(directory)
         model_type = raw.pop("model_type", None)
         if model_type != cls.model_type:
@@ -113,8 +89,9 @@ class PreTrainedModel(torch.nn.Module):
         return model.to(device).eval()
 
 
-def load_pretrained(directory: str | os.PathLike, device: str | torch.device = "cpu") -> PreTrainedModel:
+def load_pretrained(name_or_path: str | os.PathLike, device: str | torch.device = "cpu") -> PreTrainedModel:
     """Load any checkpoint of this library, choosing the class from config.json's model_type."""
+    directory = resolve_checkpoint(name_or_path)
     model_type = read_config(directory).get("model_type")
     if model_type not in MODEL_TYPES:
         raise ValueError(f"{Path(directory) / CONFIG_NAME}: unknown model_type {model_type!r} "

@@ -24,7 +24,6 @@ for "<", "s", ">", never the `bos` id. Special ids enter a sequence only through
 
 import itertools
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +32,11 @@ from typing import TypeVar
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
+from storage import TOKENIZER_NAME, atomic_write_text, resolve_checkpoint
+
 T = TypeVar("T")
 
 SPECIAL_TOKENS: dict[str, str] = {"pad": "<pad>", "bos": "<s>", "eos": "</s>", "sep": "<sep>"}
-
-TOKENIZER_FILE = "tokenizer.json"
-
 
 @dataclass
 class BatchEncoding:
@@ -89,7 +87,7 @@ def truncate(seq: Sequence[T], budget: int, keep_tail: int = 0) -> list[T]:
 def _resolve(path: str | os.PathLike[str]) -> Path:
     """`x.json` is the file itself; any other path is a directory holding `tokenizer.json`."""
     path = Path(path)
-    return path if path.suffix == ".json" and not path.is_dir() else path / TOKENIZER_FILE
+    return path if path.suffix == ".json" and not path.is_dir() else path / TOKENIZER_NAME
 
 
 class BPETokenizer:
@@ -150,21 +148,15 @@ class BPETokenizer:
         """
         file = _resolve(path)
         file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.tokenizer.to_str(pretty=True))
-            os.chmod(tmp, 0o644)  # mkstemp creates owner-only files; a tokenizer is shareable
-            os.replace(tmp, file)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        atomic_write_text(file, self.tokenizer.to_str(pretty=True))
         return file
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> "BPETokenizer":
-        """Load a `tokenizer.json` written by `save` (a file path, or the directory holding it)."""
+        """Load a `tokenizer.json` written by `save`: a file path, the folder holding it, or a Hub repo id."""
         file = _resolve(path)
+        if not file.parent.exists() and Path(path).suffix != ".json":
+            file = resolve_checkpoint(path) / TOKENIZER_NAME
         if not file.is_file():
             raise FileNotFoundError(f"no tokenizer file at {file}")
         return cls(Tokenizer.from_file(str(file)))

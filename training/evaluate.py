@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
+from storage import resolve_checkpoint
 from tokenization import BPETokenizer, clean_text
 
 from .data import DataError, PairSet, TokenStream, load_table, require_columns, validation_rows
@@ -99,9 +100,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     try:
-        ckpt = Path(args.checkpoint)
+        ckpt = resolve_checkpoint(args.checkpoint)  # a local folder or a Hub repo id
         model = load_pretrained(ckpt, args.device)
-        tokenizer = BPETokenizer.from_file(ckpt / "tokenizer.json")
+        tokenizer = BPETokenizer.from_file(ckpt)
         held_out = validation_rows(args.data_dir, args.val_size, args.seed) if args.data_dir else None
         what = f"the validation split of {args.data_dir}" if args.data_dir else args.data
         if isinstance(model, DecoderOnlyLM):

@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on servers and CI
 import matplotlib.pyplot as plt  # noqa: E402
 
-from model import atomic_write  # noqa: E402
+from storage import atomic_write  # noqa: E402
 
 
 def plot_curve(history: list[dict], path: Path, title: str) -> None:

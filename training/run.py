@@ -24,17 +24,17 @@ from model import (
     DecoderOnlyConfig,
     DecoderOnlyLM,
     EncoderDecoderConfig,
-    atomic_write_text,
     load_pretrained,
     read_config,
 )
+from storage import CONFIG_NAME, CURVE_NAME, METRICS_NAME, STATE_NAME, TOKENIZER_NAME, atomic_write_text
 from tokenization import BPETokenizer
 
 from .data import HUB_IMDB, DataError, load_splits
 from .plots import plot_curve
 from .presets import PRESETS
 from .tasks import TASKS
-from .trainer import STATE_NAME, TrainConfig, Trainer, init_distributed, weights_in_sync
+from .trainer import TrainConfig, Trainer, init_distributed, weights_in_sync
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     resuming = args.resume and (out / STATE_NAME).is_file()
     if args.resume and not resuming:
         raise DataError(f"--resume: no {STATE_NAME} in {out}")
-    if (out / "config.json").is_file():  # never overwrite a checkpoint of another kind
+    if (out / CONFIG_NAME).is_file():  # never overwrite a checkpoint of another kind
         found = read_config(out).get("model_type")
         if found != task_class.model_class.model_type:
             raise DataError(f"{out} holds a {found!r} checkpoint; --task {args.task} trains a "
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     out.mkdir(parents=True, exist_ok=True)
     trainer = Trainer(model, task, cfg, out, device, info, getattr(torch, args.save_dtype),
-                      on_save=lambda directory: tokenizer.save(directory / "tokenizer.json"))
+                      on_save=lambda directory: tokenizer.save(directory / TOKENIZER_NAME))
     if resuming:
         trainer.load_state(out / STATE_NAME)
         print(f"resumed from {out / STATE_NAME} at step {trainer.step}")
@@ -213,8 +213,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     }
     if hasattr(task, "samples"):
         metrics["samples"] = task.samples(best, tokenizer)
-    atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
-    plot_curve(trainer.history, out / "training_curve.png", title=f"{args.task} ({args.preset})")
+    atomic_write_text(out / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
+    plot_curve(trainer.history, out / CURVE_NAME, title=f"{args.task} ({args.preset})")
     summary = {k: v for k, v in metrics.items() if k.startswith(("val_", "test_")) and not isinstance(v, list)}
     print(f"done ({reason}): step {trainer.step}, {trainer.tokens_seen:,} tokens, "
           f"{metrics['train_time_s']:.0f} s -> {out}\n{json.dumps(summary, indent=2)}")

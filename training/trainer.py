@@ -18,9 +18,8 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from model import PreTrainedModel, atomic_write
-
-STATE_NAME = "trainer_state.pt"
+from model import PreTrainedModel
+from storage import STATE_NAME, atomic_write
 
 
 @dataclass

@@ -1,0 +1,83 @@
+"""storage: the one atomic writer and its permission rule, and where a checkpoint comes from."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import storage
+from storage import atomic_write, atomic_write_text, resolve_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def plain_mode(tmp_path: Path) -> int:
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    return plain.stat().st_mode & 0o777
+
+
+def test_atomic_write_text_writes_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "a.txt"
+    atomic_write_text(target, "first")
+    atomic_write_text(target, "second é")
+    assert target.read_text(encoding="utf-8") == "second é"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+
+
+def test_owner_only_writers_get_the_permissions_of_a_plain_open(tmp_path):
+    """A writer that creates its file 0600 (safetensors, mkstemp) must not hide a shared checkpoint."""
+    def private(tmp: Path) -> None:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, b"data")
+        os.close(fd)
+
+    atomic_write(tmp_path / "w.bin", private)
+    assert (tmp_path / "w.bin").stat().st_mode & 0o777 == plain_mode(tmp_path)
+    assert (tmp_path / "w.bin").read_bytes() == b"data"
+
+
+def test_a_failed_write_keeps_the_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "keep.txt"
+    atomic_write_text(target, "good")
+
+    def crash(tmp: Path) -> None:
+        tmp.write_text("half")
+        raise RuntimeError("killed mid-write")
+
+    with pytest.raises(RuntimeError, match="killed mid-write"):
+        atomic_write(target, crash)
+    assert target.read_text() == "good"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_layout_names():
+    assert (storage.CONFIG_NAME, storage.WEIGHTS_NAME, storage.TOKENIZER_NAME, storage.METRICS_NAME) == (
+        "config.json", "model.safetensors", "tokenizer.json", "metrics.json")
+    assert (storage.CURVE_NAME, storage.STATE_NAME, storage.CARD_NAME, storage.IN_PROGRESS_NAME) == (
+        "training_curve.png", "trainer_state.pt", "README.md", "RUN_IN_PROGRESS")
+
+
+def test_storage_imports_nothing_of_this_project():
+    code = "import sys, storage; print(sorted({m.split('.')[0] for m in sys.modules} & {'model', 'tokenization', " \
+           "'training', 'demo', 'benchmarks', 'huggingface_hub'}))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"  # huggingface_hub too: only a Hub id pays for its import
+
+
+def test_a_local_folder_resolves_to_itself(tmp_path):
+    assert resolve_checkpoint(tmp_path) == tmp_path
+    assert resolve_checkpoint(str(tmp_path)) == tmp_path
+
+
+def test_a_file_is_not_a_checkpoint(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(NotADirectoryError, match="holds config.json"):
+        resolve_checkpoint(tmp_path / "config.json")
+
+
+def test_a_missing_path_that_is_no_repo_id_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no checkpoint folder at .*nowhere"):
+        resolve_checkpoint(tmp_path / "nowhere")
