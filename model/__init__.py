@@ -1,6 +1,7 @@
 """Every Transformer part written from scratch in PyTorch, and two models built from them."""
 
 from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_attention
+from .attribution import METHODS, Attribution, attribute, erase, faithfulness, rank_correlation, word_ids
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM, ModelOutput
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
 from .generation import GenerationConfig, KVCache, TokenStep, filter_logits
@@ -20,6 +21,7 @@ from .masks import causal_padding_mask, padding_mask, subsequent_mask
 from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
+    "METHODS", "Attribution", "attribute", "erase", "faithfulness", "rank_correlation", "word_ids",
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
     "GenerationConfig", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
