@@ -2,7 +2,8 @@
 
 from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_attention
 from .attribution import METHODS, Attribution, attribute, erase, faithfulness, rank_correlation, word_ids
-from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM, ModelOutput
+from .config import TransformerConfig
+from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
 from .generation import GenerationConfig, KVCache, TokenStep, filter_logits
 from .layers import (
@@ -18,6 +19,7 @@ from .layers import (
     sinusoidal_table,
 )
 from .masks import causal_padding_mask, padding_mask, subsequent_mask
+from .outputs import ModelOutput
 from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
@@ -25,7 +27,7 @@ __all__ = [
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
     "GenerationConfig", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
-    "PreTrainedModel", "SublayerConnection", "TokenStep",
+    "PreTrainedModel", "SublayerConnection", "TokenStep", "TransformerConfig",
     "causal_padding_mask", "filter_logits", "load_pretrained", "padding_mask", "read_config",
     "scaled_dot_product_attention", "sinusoidal_table", "subsequent_mask",
 ]

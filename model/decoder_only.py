@@ -4,43 +4,24 @@ masked self-attention blocks, and an output projection tied to the input embeddi
 from dataclasses import dataclass
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
+from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
 from .generation import GenerationMixin, KVCache
-from .layers import AttentionMap, Decoder, Embeddings, PositionalEncoding
+from .layers import Decoder, Embeddings, PositionalEncoding
 from .masks import padding_mask
+from .outputs import ModelOutput, token_loss
 from .pretrained import PreTrainedModel
 
 
 @dataclass
-class DecoderOnlyConfig:
-    vocab_size: int = 8192
-    block_size: int = 256  # context length: the most positions the model attends over
-    n_layer: int = 4
-    n_head: int = 4
-    d_model: int = 256
-    d_ff: int = 1024
-    dropout: float = 0.1
-    norm_first: bool = True  # pre-norm (GPT-2); False gives the paper's post-norm
-    pad_token_id: int = 0
-    bos_token_id: int = 1
-    eos_token_id: int = 2
+class DecoderOnlyConfig(TransformerConfig):
+    block_size: int = bounded(256, 1, MAX_POSITIONS)  # context length: the most positions the model attends over
+    n_layer: int = bounded(4, 1, MAX_LAYERS)
 
-
-@dataclass
-class ModelOutput:
-    logits: torch.Tensor  # (B, T, vocab)
-    loss: torch.Tensor | None = None
-    attentions: list[AttentionMap] | None = None
-
-
-def init_weights(module: nn.Module) -> None:
-    """GPT-2 style: N(0, 0.02) for linear and embedding weights, zero biases."""
-    if isinstance(module, (nn.Linear, nn.Embedding)):
-        nn.init.normal_(module.weight, mean=0.0, std=0.02)
-    if isinstance(module, nn.Linear) and module.bias is not None:
-        nn.init.zeros_(module.bias)
+    @property
+    def n_decoder_layer(self) -> int:
+        """The decoder stack is the whole model."""
+        return self.n_layer
 
 
 class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
@@ -52,9 +33,8 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         self.config = c = config
         self.embed = Embeddings(c.vocab_size, c.d_model)
         self.pos = PositionalEncoding(c.d_model, c.block_size, c.dropout)
-        self.decoder = Decoder(c.n_layer, c.d_model, c.n_head, c.d_ff, c.dropout, c.norm_first,
-                               cross_attention=False)
-        self.apply(init_weights)
+        self.decoder = Decoder(c)
+        self.post_init()
 
     def forward(
         self,
@@ -74,9 +54,7 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         if cache is not None:
             cache.length += input_ids.size(1)
         logits = self.embed.logits(x)  # (B, T, vocab)
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
+        loss = token_loss(logits, targets) if targets is not None else None
         return ModelOutput(logits, loss, maps if output_attentions else None)
 
     def new_cache(self) -> KVCache:

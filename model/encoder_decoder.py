@@ -4,32 +4,36 @@ at a time while cross-attending to the encoder output (the "memory")."""
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
-from .decoder_only import DecoderOnlyLM, ModelOutput, init_weights
+from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
+from .decoder_only import DecoderOnlyLM
 from .generation import GenerationMixin, KVCache
 from .layers import Decoder, Embeddings, Encoder, PositionalEncoding
 from .masks import padding_mask
+from .outputs import ModelOutput, token_loss
 from .pretrained import PreTrainedModel
 
 
 @dataclass
-class EncoderDecoderConfig:
-    vocab_size: int = 8192  # source and target share one vocabulary and one embedding matrix
-    max_src_len: int = 512
-    max_tgt_len: int = 64
-    n_encoder_layer: int = 4
-    n_decoder_layer: int = 2
-    n_head: int = 4
-    d_model: int = 256
-    d_ff: int = 1024
-    dropout: float = 0.1
+class EncoderDecoderConfig(TransformerConfig):
+    """Source and target share one vocabulary and one embedding matrix."""
+
+    is_encoder_decoder = True
+
     norm_first: bool = False  # the paper's post-norm; True gives pre-norm
-    pad_token_id: int = 0
-    bos_token_id: int = 1
-    eos_token_id: int = 2
+    max_src_len: int = bounded(512, 1, MAX_POSITIONS)
+    max_tgt_len: int = bounded(64, 1, MAX_POSITIONS)
+    n_encoder_layer: int = bounded(4, 1, MAX_LAYERS)
+    n_decoder_layer: int = bounded(2, 1, MAX_LAYERS)
     labels: list[str] | None = None  # for a classifier trained text-to-text: its label words
-    src_keep_tail: int = 0  # a source over max_src_len keeps this many of its last tokens (data and app read it)
+    src_keep_tail: int = bounded(0, 0)  # a source over max_src_len keeps this many of its last tokens (data and app)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.src_keep_tail > self.max_src_len:
+            raise ValueError(f"src_keep_tail ({self.src_keep_tail}) must be at most max_src_len ({self.max_src_len})")
+        if self.labels is not None and (len(set(self.labels)) != len(self.labels) or not all(self.labels)):
+            raise ValueError(f"labels must be distinct non-empty words, got {self.labels!r}")
 
 
 class EncoderDecoder(PreTrainedModel, GenerationMixin):
@@ -41,9 +45,9 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         self.config = c = config
         self.embed = Embeddings(c.vocab_size, c.d_model)
         self.pos = PositionalEncoding(c.d_model, max(c.max_src_len, c.max_tgt_len), c.dropout)
-        self.encoder = Encoder(c.n_encoder_layer, c.d_model, c.n_head, c.d_ff, c.dropout, c.norm_first)
-        self.decoder = Decoder(c.n_decoder_layer, c.d_model, c.n_head, c.d_ff, c.dropout, c.norm_first)
-        self.apply(init_weights)
+        self.encoder = Encoder(c)
+        self.decoder = Decoder(c)
+        self.post_init()
 
     @torch.no_grad()
     def init_encoder_from(self, lm: DecoderOnlyLM) -> None:
@@ -89,9 +93,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """targets: (B, T) aligned with tgt_ids (tgt shifted left), -100 = ignore."""
         memory, enc_maps = self.encode(src_ids, src_mask, output_attentions)
         logits, dec_maps = self.decode(tgt_ids, memory, src_mask, need_weights=output_attentions)
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
+        loss = token_loss(logits, targets) if targets is not None else None
         return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None)
 
     @torch.inference_mode()

@@ -1,5 +1,10 @@
 """The building blocks of both models: embeddings, positional encoding, feed-forward, residual +
-LayerNorm, and the encoder and decoder layers and stacks (Vaswani et al., 2017, section 3)."""
+LayerNorm, and the encoder and decoder layers and stacks (Vaswani et al., 2017, section 3).
+
+Layers are built from the model's config (`FeedForward(config)`, `EncoderLayer(config)`, ...), as
+nanoGPT's `Block(config)` and Hugging Face's `GPT2Block(config)` are: a new option is a config field
+read where it is used, not one more positional argument threaded through every constructor.
+"""
 
 import math
 from dataclasses import dataclass, field
@@ -9,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .attention import AttentionCache, MultiHeadAttention
+from .config import TransformerConfig
 
 
 @dataclass
@@ -72,14 +78,19 @@ class PositionalEncoding(nn.Module):
         return self.dropout(x + self.pe[offset : offset + T])  # (B, T, C)
 
 
+def build_norm(config: TransformerConfig) -> nn.Module:
+    """The one place a normalisation layer is chosen (an RMSNorm variant would be added here)."""
+    return nn.LayerNorm(config.d_model)
+
+
 class FeedForward(nn.Module):
     """FFN(x) = W₂ GELU(W₁ x + b₁) + b₂, applied to each position alone."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.w_1 = nn.Linear(d_model, d_ff)
-        self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.w_1 = nn.Linear(config.d_model, config.d_ff)
+        self.w_2 = nn.Linear(config.d_ff, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w_2(self.dropout(F.gelu(self.w_1(x))))
@@ -93,11 +104,11 @@ class SublayerConnection(nn.Module):
     The sublayer returns `(output, attention weights or None)` so the weights can be kept.
     """
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
-        self.norm_first = norm_first
+        self.norm = build_norm(config)
+        self.dropout = nn.Dropout(config.dropout)
+        self.norm_first = config.norm_first
 
     def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, torch.Tensor | None]:
         if self.norm_first:
@@ -110,11 +121,11 @@ class SublayerConnection(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention over the whole source, then the feed-forward network."""
 
-    def __init__(self, d_model: int, n_head: int, d_ff: int, dropout: float, norm_first: bool):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_head, dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
-        self.sublayer = nn.ModuleList(SublayerConnection(d_model, dropout, norm_first) for _ in range(2))
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_head, config.dropout)
+        self.feed_forward = FeedForward(config)
+        self.sublayer = nn.ModuleList(SublayerConnection(config) for _ in range(2))
 
     def forward(self, x, mask=None, need_weights=False):
         x, weights = self.sublayer[0](x, lambda h: self.self_attn(h, mask=mask, need_weights=need_weights))
@@ -128,13 +139,13 @@ class DecoderLayer(nn.Module):
     With `cross_attention=False` it is a GPT block (masked self-attention -> feed-forward).
     """
 
-    def __init__(self, d_model, n_head, d_ff, dropout, norm_first, cross_attention: bool = True):
+    def __init__(self, config: TransformerConfig, cross_attention: bool = True):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_head, dropout)
-        self.src_attn = MultiHeadAttention(d_model, n_head, dropout) if cross_attention else None
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
-        n_sub = 3 if cross_attention else 2
-        self.sublayer = nn.ModuleList(SublayerConnection(d_model, dropout, norm_first) for _ in range(n_sub))
+        c = config
+        self.self_attn = MultiHeadAttention(c.d_model, c.n_head, c.dropout)
+        self.src_attn = MultiHeadAttention(c.d_model, c.n_head, c.dropout) if cross_attention else None
+        self.feed_forward = FeedForward(c)
+        self.sublayer = nn.ModuleList(SublayerConnection(c) for _ in range(3 if cross_attention else 2))
 
     def forward(self, x, tgt_mask=None, memory=None, src_mask=None, cache: LayerCache | None = None,
                 need_weights=False):
@@ -154,13 +165,12 @@ class DecoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """N encoder layers; with pre-norm a final LayerNorm normalises the last residual stream."""
+    """`config.n_encoder_layer` encoder layers; with pre-norm a final norm normalises the last residual stream."""
 
-    def __init__(self, n_layer, d_model, n_head, d_ff, dropout, norm_first):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_head, d_ff, dropout, norm_first) for _ in range(n_layer))
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layer))
+        self.norm = build_norm(config) if config.norm_first else nn.Identity()
 
     def forward(self, x, mask=None, need_weights=False):
         maps = []
@@ -172,14 +182,15 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """N decoder layers (with or without cross-attention), then a final LayerNorm for pre-norm."""
+    """`config.n_decoder_layer` decoder layers, then a final norm for pre-norm. The layers
+    cross-attend to an encoder when the config is an encoder-decoder's; a decoder-only config
+    gives a GPT stack."""
 
-    def __init__(self, n_layer, d_model, n_head, d_ff, dropout, norm_first, cross_attention=True):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_head, d_ff, dropout, norm_first, cross_attention)
-            for _ in range(n_layer))
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.layers = nn.ModuleList(DecoderLayer(config, config.is_encoder_decoder)
+                                    for _ in range(config.n_decoder_layer))
+        self.norm = build_norm(config) if config.norm_first else nn.Identity()
 
     def forward(self, x, tgt_mask=None, memory=None, src_mask=None,
                 cache: list[LayerCache] | None = None, need_weights=False):

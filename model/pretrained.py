@@ -25,16 +25,20 @@ def read_config(directory: str | os.PathLike) -> dict:
     if not path.is_file():
         raise FileNotFoundError(f"no {CONFIG_NAME} in {directory!s} (expected {path})")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not valid JSON: {e}") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path} must hold a JSON object, not {type(raw).__name__}")
+    return raw
 
 
 class PreTrainedModel(torch.nn.Module):
-    """Base class giving a model `save_pretrained` / `from_pretrained`.
+    """Base class giving a model its weight init and `save_pretrained` / `from_pretrained`.
 
     Subclasses set `model_type` (written into config.json, checked on load) and `config_class`
-    (a dataclass whose fields are the whole architecture).
+    (a dataclass whose fields are the whole architecture), and call `post_init()` once their
+    modules exist.
     """
 
     model_type: str
@@ -43,6 +47,15 @@ class PreTrainedModel(torch.nn.Module):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         MODEL_TYPES[cls.model_type] = cls
+
+    def post_init(self) -> None:
+        """GPT-2's init for every submodule: N(0, 0.02) for linear and embedding weights, zero biases
+        (LayerNorm keeps its ones and zeros)."""
+        for module in self.modules():
+            if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
+                torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if isinstance(module, torch.nn.Linear) and module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -69,7 +82,11 @@ class PreTrainedModel(torch.nn.Module):
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ValueError(f"{Path(directory) / CONFIG_NAME} has unknown fields {unknown}")
-        model = cls(cls.config_class(**raw))
+        try:
+            config = cls.config_class(**raw)  # every field type- and range-checked, before any allocation
+        except ValueError as e:
+            raise ValueError(f"{Path(directory) / CONFIG_NAME}: {e}") from None
+        model = cls(config)
         path = Path(directory) / WEIGHTS_NAME
         if not path.is_file():
             raise FileNotFoundError(f"no {WEIGHTS_NAME} in {directory!s} (expected {path})")

@@ -2,27 +2,40 @@
 layers with `nn.TransformerEncoderLayer` / `nn.TransformerDecoderLayer` holding the same weights."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import model.layers
 from model import (
     Decoder,
     DecoderLayer,
+    DecoderOnlyConfig,
+    DecoderOnlyLM,
     Embeddings,
     Encoder,
+    EncoderDecoder,
+    EncoderDecoderConfig,
     EncoderLayer,
     FeedForward,
     PositionalEncoding,
     SublayerConnection,
+    TransformerConfig,
     padding_mask,
     sinusoidal_table,
     subsequent_mask,
 )
 
 B, S, T, C, N_HEAD, D_FF, VOCAB = 2, 7, 5, 16, 4, 32, 20
+SHAPE = dict(vocab_size=VOCAB, d_model=C, n_head=N_HEAD, d_ff=D_FF, dropout=0.0)
+
+
+def config(norm_first: bool = False) -> TransformerConfig:
+    """The shape every layer reads; layer counts come from a model's config (see the stack tests)."""
+    return TransformerConfig(**SHAPE, norm_first=norm_first)
 
 
 def randomize_(module: nn.Module) -> nn.Module:
@@ -72,7 +85,7 @@ def test_positional_encoding_adds_table_at_offset():
 
 
 def test_feed_forward_formula():
-    ff = randomize_(FeedForward(C, D_FF))
+    ff = randomize_(FeedForward(config()))
     x = torch.randn(B, T, C)
     out = ff(x)
     assert out.shape == (B, T, C)
@@ -84,7 +97,7 @@ def test_feed_forward_formula():
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_sublayer_connection_placements(norm_first):
-    sub = randomize_(SublayerConnection(C, dropout=0.0, norm_first=norm_first))
+    sub = randomize_(SublayerConnection(config(norm_first)))
     x = torch.randn(B, T, C)
     f = lambda h: (2 * h + 1, "weights")
     out, weights = sub(x, f)
@@ -96,7 +109,7 @@ def test_sublayer_connection_placements(norm_first):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_shapes(norm_first):
-    layer = EncoderLayer(C, N_HEAD, D_FF, 0.0, norm_first).eval()
+    layer = EncoderLayer(config(norm_first)).eval()
     x = torch.randn(B, S, C)
     out, weights = layer(x)
     assert out.shape == (B, S, C) and weights is None
@@ -106,13 +119,13 @@ def test_encoder_layer_shapes(norm_first):
 
 def test_decoder_layer_shapes_with_and_without_cross_attention():
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
-    layer = DecoderLayer(C, N_HEAD, D_FF, 0.0, False).eval()
+    layer = DecoderLayer(config()).eval()
     assert len(layer.sublayer) == 3
     out, self_w, cross_w = layer(x, memory=memory, need_weights=True)
     assert out.shape == (B, T, C) and self_w.shape == (B, N_HEAD, T, T) and cross_w.shape == (B, N_HEAD, T, S)
     assert (self_w.triu(1) == 0).all()  # causal even without a tgt_mask
 
-    gpt_block = DecoderLayer(C, N_HEAD, D_FF, 0.0, True, cross_attention=False).eval()
+    gpt_block = DecoderLayer(config(norm_first=True), cross_attention=False).eval()
     assert gpt_block.src_attn is None and len(gpt_block.sublayer) == 2
     out, self_w, cross_w = gpt_block(x, need_weights=True)
     assert out.shape == (B, T, C) and self_w.shape == (B, N_HEAD, T, T) and cross_w is None
@@ -122,7 +135,8 @@ def test_decoder_layer_shapes_with_and_without_cross_attention():
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_stack_shapes_and_maps(norm_first):
-    enc = Encoder(3, C, N_HEAD, D_FF, 0.0, norm_first).eval()
+    enc = Encoder(EncoderDecoderConfig(**SHAPE, norm_first=norm_first, n_encoder_layer=3)).eval()
+    assert len(enc.layers) == 3
     assert isinstance(enc.norm, nn.LayerNorm if norm_first else nn.Identity)
     out, maps = enc(torch.randn(B, S, C), need_weights=True)
     assert out.shape == (B, S, C)
@@ -132,17 +146,37 @@ def test_encoder_stack_shapes_and_maps(norm_first):
 
 
 def test_decoder_stack_shapes_and_maps():
-    dec = Decoder(2, C, N_HEAD, D_FF, 0.0, norm_first=True).eval()
+    dec = Decoder(EncoderDecoderConfig(**SHAPE, norm_first=True, n_encoder_layer=5, n_decoder_layer=2)).eval()
     out, maps = dec(torch.randn(B, T, C), memory=torch.randn(B, S, C), need_weights=True)
     assert out.shape == (B, T, C)
     assert [(m.kind, m.layer) for m in maps] == [("decoder_self", 0), ("cross", 0), ("decoder_self", 1), ("cross", 1)]
     assert [m.weights.shape for m in maps] == [(B, N_HEAD, T, T), (B, N_HEAD, T, S)] * 2
 
-    gpt = Decoder(2, C, N_HEAD, D_FF, 0.0, norm_first=True, cross_attention=False).eval()
+    gpt = Decoder(DecoderOnlyConfig(**SHAPE, norm_first=True, n_layer=2)).eval()
+    assert all(layer.src_attn is None for layer in gpt.layers)  # a decoder-only config: GPT blocks
     out, maps = gpt(torch.randn(B, T, C), need_weights=True)
     assert out.shape == (B, T, C)
     assert [(m.kind, m.layer, m.weights.shape) for m in maps] == [
         ("decoder_self", 0, (B, N_HEAD, T, T)), ("decoder_self", 1, (B, N_HEAD, T, T))]
+
+
+def test_layers_read_every_field_from_the_config():
+    c = replace(config(norm_first=True), dropout=0.25)
+    layer = DecoderLayer(c)
+    assert (layer.self_attn.d_model, layer.self_attn.n_head) == (C, N_HEAD)
+    assert (layer.feed_forward.w_1.in_features, layer.feed_forward.w_1.out_features) == (C, D_FF)
+    assert all(sub.norm_first and sub.dropout.p == 0.25 and sub.norm.normalized_shape == (C,)
+               for sub in layer.sublayer)
+
+
+def test_a_norm_variant_is_chosen_in_one_place(monkeypatch):
+    """Every norm of both models comes from `build_norm`: swapping it swaps them all."""
+    monkeypatch.setattr(model.layers, "build_norm", lambda c: nn.RMSNorm(c.d_model))
+    lm = DecoderOnlyLM(DecoderOnlyConfig(**SHAPE, n_layer=2, block_size=8))
+    s2s = EncoderDecoder(EncoderDecoderConfig(**SHAPE, norm_first=True, n_encoder_layer=2, n_decoder_layer=1))
+    for m, expected in ((lm, 2 * 2 + 1), (s2s, 2 * 2 + 1 + 1 * 3 + 1)):  # sublayers + the final norm per stack
+        assert not any(isinstance(x, nn.LayerNorm) for x in m.modules())
+        assert sum(isinstance(x, nn.RMSNorm) for x in m.modules()) == expected
 
 
 # --- parity with PyTorch's own layers ----------------------------------------------------------
@@ -169,7 +203,7 @@ SRC_KEEP = torch.tensor([[1] * S, [1] * (S - 3) + [0] * 3])  # batch 1 has 3 pad
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_matches_torch(norm_first):
-    ours = randomize_(EncoderLayer(C, N_HEAD, D_FF, 0.0, norm_first))
+    ours = randomize_(EncoderLayer(config(norm_first)))
     ref = nn.TransformerEncoderLayer(C, N_HEAD, D_FF, dropout=0.0, activation="gelu", batch_first=True,
                                      norm_first=norm_first).eval()
     with torch.no_grad():
@@ -183,7 +217,7 @@ def test_encoder_layer_matches_torch(norm_first):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_layer_matches_torch(norm_first):
-    ours = randomize_(DecoderLayer(C, N_HEAD, D_FF, 0.0, norm_first))
+    ours = randomize_(DecoderLayer(config(norm_first)))
     ref = nn.TransformerDecoderLayer(C, N_HEAD, D_FF, dropout=0.0, activation="gelu", batch_first=True,
                                      norm_first=norm_first).eval()
     with torch.no_grad():

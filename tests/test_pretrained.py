@@ -2,6 +2,7 @@
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 import torch
@@ -145,3 +146,85 @@ def test_files_get_the_permissions_of_a_plain_open(saved, tmp_path):
     plain.write_text("x")
     mode = plain.stat().st_mode & 0o777
     assert {(path / name).stat().st_mode & 0o777 for name in ("config.json", "model.safetensors")} == {mode}
+
+
+# --- the shipped checkpoints -------------------------------------------------------------------
+
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints"
+PROBE = torch.tensor([[1, 10, 200, 3000, 8000, 42, 7, 2]])
+# Recorded with the code of commit 0f1b70a, before layers were built from the config; a refactor
+# of the model code must keep the shipped checkpoints' outputs.
+RECORDED = {
+    "lm": {"sum": -209665.9193387907, "last": [-10.943017959594727, 19.87844467163086, 7.912228107452393,
+                                                -10.852669715881348, 2.2007501125335693, 3.402068614959717],
+           "argmax": [764, 506, 10, 3388, 261, 88, 7, 1]},
+    "sentiment": {"sum": -84274.3850752227, "last": [-9.208677291870117, -0.16055840253829956, 6.398001670837402,
+                                                      -9.060867309570312, 2.353665828704834, -0.8936023712158203],
+                  "argmax": [83, 83, 490], "scores": [-29.998931884765625, -36.07403564453125]},
+}
+
+
+@pytest.mark.parametrize("name", ["lm", "sentiment"])
+@torch.no_grad()
+def test_shipped_checkpoints_give_the_recorded_logits(name):
+    model = lib.load_pretrained(SHIPPED / name)
+    expected = RECORDED[name]
+    if name == "lm":
+        logits = model(PROBE).logits
+    else:
+        logits = model(PROBE, torch.tensor([[1, 5, 9]])).logits
+        scores = model.score_candidates(PROBE, [[300], [301, 302]])
+        torch.testing.assert_close(scores[0], torch.tensor(expected["scores"]), atol=1e-4, rtol=0)
+    assert logits[0].argmax(-1).tolist() == expected["argmax"]
+    torch.testing.assert_close(logits[0, -1, :6], torch.tensor(expected["last"]), atol=1e-4, rtol=0)
+    assert logits.double().sum().item() == pytest.approx(expected["sum"], rel=1e-6)
+
+
+# --- config.json validation --------------------------------------------------------------------
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("vocab_size", 300_000, "vocab_size must be between 1 and 65536, got 300000"),
+    ("n_layer", -1, "n_layer must be between 1 and 128, got -1"),
+    ("n_encoder_layer", -1, "n_encoder_layer must be between 1 and 128, got -1"),
+    ("d_model", "16", "d_model must be int, got '16'"),
+    ("d_model", 16.0, "d_model must be int, got 16.0"),
+    ("n_head", True, "n_head must be int, got True"),
+    ("n_head", 3, r"d_model \(16\) must be a multiple of n_head \(3\)"),
+    ("d_ff", None, "d_ff must be int, got None"),
+    ("dropout", 1.5, "dropout must be between 0.0 and 0.99, got 1.5"),
+    ("dropout", float("nan"), "dropout must be a finite float, got nan"),
+    ("norm_first", "yes", "norm_first must be bool, got 'yes'"),
+    ("block_size", 10**9, "block_size must be between 1 and 16384"),
+    ("max_src_len", 0, "max_src_len must be between 1 and 16384, got 0"),
+    ("eos_token_id", 30, r"eos_token_id \(30\) must be below vocab_size \(30\)"),
+    ("pad_token_id", -1, "pad_token_id must be >= 0, got -1"),
+    ("labels", ["negative", 1], r"labels must be a list of str, got \['negative', 1\]"),
+    ("labels", ["yes", "yes"], "labels must be distinct non-empty words"),
+    ("src_keep_tail", 17, r"src_keep_tail \(17\) must be at most max_src_len \(16\)"),
+])
+def test_config_json_is_checked_before_any_allocation(tmp_path, monkeypatch, field, value, message):
+    cls = EncoderDecoder if field in ("n_encoder_layer", "max_src_len", "labels", "src_keep_tail") else DecoderOnlyLM
+    make(cls).save_pretrained(tmp_path)
+    raw = json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "config.json").write_text(json.dumps({**raw, field: value}), encoding="utf-8")
+
+    def allocate(*args, **kwargs):
+        raise AssertionError("the model was allocated before its config was checked")
+
+    monkeypatch.setattr(cls, "__init__", allocate)
+    for load in (cls.from_pretrained, lib.load_pretrained):
+        with pytest.raises(ValueError, match=rf"config\.json: {message}") as info:
+            load(tmp_path)
+        assert str(tmp_path) in str(info.value)
+
+
+def test_a_config_json_that_is_not_an_object_is_named(tmp_path):
+    (tmp_path / "config.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ValueError, match="config.json must hold a JSON object, not list"):
+        lib.load_pretrained(tmp_path)
+
+
+def test_configs_are_checked_when_built_in_code_too():
+    with pytest.raises(ValueError, match="n_layer must be between 1 and 128, got 0"):
+        DecoderOnlyConfig(n_layer=0)
+    assert lib.TransformerConfig().d_model == 256 and EncoderDecoderConfig().norm_first is False

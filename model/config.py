@@ -1,0 +1,86 @@
+"""The configuration every layer is built from, and its validation.
+
+`TransformerConfig` holds what every layer reads (width, heads, feed-forward size, dropout, norm
+placement) and what both models share (the vocabulary and the special ids). Each model's config
+subclasses it with its context lengths and layer counts, so `EncoderLayer(config)`,
+`Decoder(config)`, ... are built from either one, as nanoGPT's `Block(config)` is.
+
+A config is checked field by field when it is constructed, before any weight is allocated: a
+`config.json` with `vocab_size=300000`, a negative `n_layer` or a string `d_model` fails with a
+`ValueError` that names the field (and, through `from_pretrained`, the file), instead of taking
+gigabytes or failing deep inside `torch`. The bounds are generous for this library's models (the
+shipped ones are 8,192 tokens wide, 320 wide, 6 layers) and live next to each field.
+"""
+
+import math
+import types
+import typing
+from dataclasses import dataclass, field, fields
+from typing import ClassVar
+
+MAX_VOCAB = 65_536
+MAX_WIDTH = 8_192  # d_model
+MAX_FF = 32_768  # d_ff
+MAX_HEADS = 128
+MAX_LAYERS = 128
+MAX_POSITIONS = 16_384  # block_size, max_src_len, max_tgt_len
+
+
+def bounded(default, low, high=None):
+    """A dataclass field with an inclusive range (`high=None`: no upper bound), checked on construction."""
+    return field(default=default, metadata={"range": (low, high)})
+
+
+def _check_type(name: str, value, expected) -> None:
+    """`expected` is a field's annotation: int, float, bool, or `list[str] | None`."""
+    if isinstance(expected, types.UnionType):
+        if value is None and type(None) in typing.get_args(expected):
+            return
+        (expected,) = [t for t in typing.get_args(expected) if t is not type(None)]
+    if typing.get_origin(expected) is list:
+        (item,) = typing.get_args(expected)
+        if not isinstance(value, list) or not all(isinstance(v, item) for v in value):
+            raise ValueError(f"{name} must be a list of {item.__name__}, got {value!r}")
+        return
+    if expected is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    elif expected is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)  # True is an int to Python, not to a config
+    else:
+        ok = isinstance(value, expected)
+    if not ok:
+        raise ValueError(f"{name} must be {'a finite float' if expected is float else expected.__name__}, "
+                         f"got {value!r}")
+
+
+@dataclass
+class TransformerConfig:
+    """What every layer reads; a model's config adds its lengths and layer counts."""
+
+    is_encoder_decoder: ClassVar[bool] = False  # whether decoder layers cross-attend to an encoder
+
+    vocab_size: int = bounded(8192, 1, MAX_VOCAB)
+    n_head: int = bounded(4, 1, MAX_HEADS)
+    d_model: int = bounded(256, 2, MAX_WIDTH)
+    d_ff: int = bounded(1024, 1, MAX_FF)
+    dropout: float = bounded(0.1, 0.0, 0.99)
+    norm_first: bool = True  # pre-norm (GPT-2); False gives the paper's post-norm
+    pad_token_id: int = bounded(0, 0)
+    bos_token_id: int = bounded(1, 0)
+    eos_token_id: int = bounded(2, 0)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            _check_type(f.name, value, f.type)
+            low, high = f.metadata.get("range", (None, None))
+            if low is not None and value < low or high is not None and value > high:
+                bounds = f">= {low}" if high is None else f"between {low} and {high}"
+                raise ValueError(f"{f.name} must be {bounds}, got {value!r}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model ({self.d_model}) must be a multiple of n_head ({self.n_head})")
+        if self.d_model % 2:
+            raise ValueError(f"d_model must be even (sine/cosine pairs of the positional encoding), got {self.d_model}")
+        for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+            if getattr(self, name) >= self.vocab_size:
+                raise ValueError(f"{name} ({getattr(self, name)}) must be below vocab_size ({self.vocab_size})")
