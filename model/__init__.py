@@ -18,12 +18,14 @@ from .layers import (
     SublayerConnection,
     sinusoidal_table,
 )
+from .logit_lens import LogitLens, layer_log_probs, logit_lens
 from .masks import causal_padding_mask, padding_mask, subsequent_mask
 from .outputs import ModelOutput
 from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
     "METHODS", "Attribution", "attribute", "erase", "faithfulness", "rank_correlation", "word_ids",
+    "LogitLens", "layer_log_probs", "logit_lens",
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
     "GenerationConfig", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
