@@ -15,10 +15,11 @@ import pytest
 import torch
 
 from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
+from storage import STATE_NAME
 from tokenization import BPETokenizer, clean_text
 from training import evaluate, report, run
 from training.presets import PRESETS
-from training.trainer import STATE_NAME, Trainer
+from training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 IMDB = ROOT.parent / "shared" / "data" / "imdb"
@@ -204,23 +205,31 @@ def test_a_crash_while_saving_leaves_the_last_checkpoint_loadable(tmp_path, toke
     load_pretrained(tmp_path / "lm")
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--data-dir", "/nonexistent/imdb"], "--data-dir /nonexistent/imdb: no such directory"),
-    (["--max-steps", "0"], "--max-steps must be >= 1"),
-    (["--lr", "-1"], "--lr must be > 0"),
-    (["--preset", "huge"], "--preset huge: choose one of"),
-    (["--set", "colour=blue"], "--set colour=blue: expected KEY=VALUE"),
+@pytest.mark.parametrize("extra, status, message", [
+    (["--data-dir", "/nonexistent/imdb"], 1, "--data-dir /nonexistent/imdb: no such directory"),
+    (["--max-steps", "0"], 2, "--max-steps must be >= 1"),
+    (["--lr", "-1"], 2, "--lr must be > 0"),
+    (["--max-minutes", "nan"], 2, "--max-minutes must be > 0"),
+    (["--preset", "huge"], 2, "--preset huge: choose one of"),
+    (["--set", "colour=blue"], 2, "--set colour=blue: expected KEY=VALUE"),
+    (["--set", "n_layer=two"], 2, "--set n_layer=two: n_layer takes an integer"),
+    (["--resume", "--overwrite"], 2, "--resume and --overwrite exclude each other"),
+    (["--init-from", "checkpoints/lm"], 2, "--init-from applies to the encoder-decoder tasks"),
+    *([] if torch.cuda.is_available() else [(["--device", "cuda"], 2, "--device cuda: no CUDA device")]),
 ])
-def test_bad_options_fail_early_with_one_line(tmp_path, tokenizer_path, extra, message):
+def test_bad_options_fail_early_with_one_line(tmp_path, tokenizer_path, capsys, extra, status, message):
+    """Usage errors exit with status 2 (as argparse's own), data errors with 1: one line each."""
     base = ["--task", "lm", "--preset", "tiny", "--data-dir", str(IMDB), "--out", str(tmp_path / "o"),
             "--tokenizer", str(tokenizer_path)]
     with pytest.raises(SystemExit) as exc:
         run.main(base + extra)
-    text = str(exc.value.code)
-    assert message in text and "\n" not in text
+    err = capsys.readouterr().err
+    assert exc.value.code == status
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()  # nothing was written
 
 
-def test_bad_data_fails_early(tmp_path, tokenizer_path):
+def test_bad_data_fails_early(tmp_path, tokenizer_path, capsys):
     empty, wrong = tmp_path / "empty", tmp_path / "wrong"
     empty.mkdir()
     wrong.mkdir()
@@ -234,7 +243,7 @@ def test_bad_data_fails_early(tmp_path, tokenizer_path):
         with pytest.raises(SystemExit) as exc:
             run.main(["--task", "sentiment", "--preset", "tiny", "--out", str(tmp_path / "o"),
                       "--tokenizer", str(tokenizer_path), *extra])
-        assert message in str(exc.value.code)
+        assert exc.value.code == 1 and message in capsys.readouterr().err
 
 
 def test_unknown_task_is_refused(capsys):
@@ -243,14 +252,14 @@ def test_unknown_task_is_refused(capsys):
     assert exc.value.code == 2 and "invalid choice: 'translate'" in capsys.readouterr().err
 
 
-def test_checkpoint_of_another_model_type_is_refused(tmp_path, tokenizer_path):
+def test_checkpoint_of_another_model_type_is_not_resumed(tmp_path, tokenizer_path, capsys):
     train("lm", tmp_path / "ckpt", tokenizer_path, "--max-steps", "2", "--eval-every", "2")
     with pytest.raises(SystemExit) as exc:
-        train("sentiment", tmp_path / "ckpt", tokenizer_path, "--max-steps", "2")
-    assert "holds a 'decoder_only_lm' checkpoint" in str(exc.value.code)
+        train("sentiment", tmp_path / "ckpt", tokenizer_path, "--max-steps", "2", "--resume")
+    assert exc.value.code == 2 and "holds a 'decoder_only_lm' checkpoint" in capsys.readouterr().err
 
 
-def test_hub_default_fails_fast_without_network(tmp_path, tokenizer_path, monkeypatch):
+def test_hub_default_fails_fast_without_network(tmp_path, tokenizer_path, capsys):
     import training.data as data
     if data._hub_reachable(timeout=2):
         pytest.skip("the Hub is reachable from here")
@@ -258,7 +267,7 @@ def test_hub_default_fails_fast_without_network(tmp_path, tokenizer_path, monkey
     with pytest.raises(SystemExit) as exc:
         run.main(["--task", "lm", "--preset", "tiny", "--out", str(tmp_path / "o"), "--tokenizer", str(tokenizer_path)])
     assert time.monotonic() - start < 10
-    assert "--data-dir" in str(exc.value.code)
+    assert exc.value.code == 1 and "--data-dir" in capsys.readouterr().err
 
 
 def _free_port() -> int:

@@ -14,12 +14,10 @@ from urllib.parse import urlparse
 import numpy as np
 import torch
 
+from .errors import DataError
+
 HUB_IMDB = "stanfordnlp/imdb"
 DATA_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json"}
-
-
-class DataError(ValueError):
-    """Bad data input; `training.run` prints its message as one line and exits."""
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -84,6 +82,32 @@ def require_columns(ds, columns: list[str], what: str) -> None:
         raise DataError(f"{what} has no column(s) {missing}; it has {ds.column_names}")
     if len(ds) == 0:
         raise DataError(f"{what} is empty")
+
+
+def text_column(ds, column: str, split: str) -> list[str]:
+    """The `column` of one split as strings; a missing value is an error naming its row (a None
+    review would otherwise fail deep inside the tokenizer, or become the text "None")."""
+    values = list(ds[column])
+    missing = [i for i, v in enumerate(values) if v is None]
+    if missing:
+        raise DataError(f"the {split} split, row {missing[0]} (0-based): no {column!r} value"
+                        + (f" (and {len(missing) - 1} more rows)" if len(missing) > 1 else ""))
+    return [v if isinstance(v, str) else str(v) for v in values]
+
+
+def label_column(ds, column: str, split: str, names: list[str]) -> list[int]:
+    """The `column` of one split as class indices 0 .. len(names) - 1. Anything else (-1, 2, 1.0,
+    True, None, "1") is an error naming the split and the first bad row: a label outside the
+    classes must never be read as one of them."""
+    values = list(ds[column])
+    bad = [i for i, v in enumerate(values) if type(v) is not int or not 0 <= v < len(names)]
+    if bad:
+        v = values[bad[0]]
+        found = "missing" if v is None else f"{v!r}" + ("" if type(v) is int else f" (a {type(v).__name__})")
+        expected = ", ".join(f"{i} ({name})" for i, name in enumerate(names))
+        raise DataError(f"the {split} split, row {bad[0]} (0-based): {column} {found}; expected {expected}"
+                        + (f" (and {len(bad) - 1} more bad rows)" if len(bad) > 1 else ""))
+    return values
 
 
 def validation_split(n: int, n_val: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -155,9 +179,11 @@ class PairSet:
 
     sources: list[list[int]]
     targets: list[list[int]]
+    labels: list[int] | None = None  # classification: the class index of each target
 
     @classmethod
-    def from_texts(cls, sources: list[str], targets: list[str], tokenizer, config) -> "PairSet":
+    def from_texts(cls, sources: list[str], targets: list[str], tokenizer, config,
+                   labels: list[int] | None = None) -> "PairSet":
         """Encode as the model `config` reads them: sources to `max_src_len` (head, or head + tail
         with `src_keep_tail`), targets to `max_tgt_len`."""
         src = tokenizer.encode_batch(sources, max_length=config.max_src_len, add_eos=True, padding=False,
@@ -165,7 +191,7 @@ class PairSet:
         # the decoder input gets <s> in front and the target </s> at the end: one slot each
         tgt = tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
                                      return_tensors=False).input_ids
-        return cls(src, tgt)
+        return cls(src, tgt, labels)
 
     def __len__(self) -> int:
         return len(self.sources)

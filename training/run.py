@@ -1,17 +1,25 @@
 """Train a model of this repo on IMDB (or any text table) and write a checkpoint directory.
 
-    python -m training.run --task lm --data-dir ../shared/data/imdb --out checkpoints/lm
-    python -m training.run --task sentiment --data-dir ../shared/data/imdb --out checkpoints/sentiment
+    python -m training.run --task lm --data-dir ../shared/data/imdb
+    python -m training.run --task sentiment --data-dir ../shared/data/imdb --out runs/my-sentiment
     python -m training.run --task seq2seq --data-dir my_pairs/ --source-column src --target-column tgt
+
+A run writes into a fresh `runs/<task>-<timestamp>/` unless --out names another folder; a folder
+that holds another run is refused unless --resume (continue it) or --overwrite (replace it) is given,
+so shipping a model is an explicit step: `--out checkpoints/lm --overwrite`. While a run writes,
+its folder holds a RUN_IN_PROGRESS marker, removed once metrics.json is written.
 
 Without --data-dir the data comes from the Hugging Face Hub (stanfordnlp/imdb). The checkpoint
 directory gets config.json + model.safetensors (the best model on validation), tokenizer.json,
 metrics.json, training_curve.png and trainer_state.pt (for --resume). Multi-GPU / multi-node:
     torchrun --nproc_per_node=N -m training.run ...
+
+Bad options exit with status 2, bad data with status 1, each with one line on stderr.
 """
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -19,22 +27,29 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 
-from model import (
-    DecoderOnlyConfig,
-    DecoderOnlyLM,
-    EncoderDecoderConfig,
-    load_pretrained,
-    read_config,
+from model import DecoderOnlyLM, load_pretrained, read_config, resolve_device
+from storage import (
+    CONFIG_NAME,
+    CURVE_NAME,
+    IN_PROGRESS_NAME,
+    METRICS_NAME,
+    STATE_NAME,
+    WEIGHTS_NAME,
+    atomic_write_text,
 )
-from storage import CONFIG_NAME, CURVE_NAME, METRICS_NAME, STATE_NAME, TOKENIZER_NAME, atomic_write_text
 from tokenization import BPETokenizer
 
-from .data import HUB_IMDB, DataError, load_splits
+from .data import HUB_IMDB, load_splits
+from .errors import UsageError
 from .plots import plot_curve
 from .presets import PRESETS
-from .tasks import TASKS
-from .trainer import TrainConfig, Trainer, init_distributed, weights_in_sync
+from .tasks import TASKS, TaskOptions
+from .trainer import DistInfo, TrainConfig, Trainer, init_distributed, resume_mismatches, weights_in_sync
+
+RUN_FILES = (IN_PROGRESS_NAME, STATE_NAME, METRICS_NAME, CONFIG_NAME, WEIGHTS_NAME)  # a folder with one holds a run
+REPLACED_FILES = (STATE_NAME, METRICS_NAME, CURVE_NAME, CONFIG_NAME, WEIGHTS_NAME)  # removed by --overwrite
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -50,13 +65,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dataset", default=HUB_IMDB, help="Hub dataset name when --data-dir is not given")
     p.add_argument("--source-column", default="source", help="seq2seq: source text column")
     p.add_argument("--target-column", default="target", help="seq2seq: target text column")
-    p.add_argument("--out", help="checkpoint directory (default: checkpoints/<task>)")
+    p.add_argument("--out", help="checkpoint directory (default: a new runs/<task>-<timestamp>/)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run in --out (e.g. --out checkpoints/lm --overwrite ships a model)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its trainer_state.pt")
     p.add_argument("--tokenizer", default="checkpoints/tokenizer.json",
                    help="tokenizer.json to use; trained on the training text and saved there if missing")
     p.add_argument("--vocab-size", type=int, default=8192, help="vocabulary size when training a tokenizer")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto = CUDA when present")
     p.add_argument("--max-steps", type=int, help="optimizer steps (the LR schedule spans them)")
-    p.add_argument("--max-minutes", type=float, help="stop (checkpointed, resumable) after this much training time")
+    p.add_argument("--max-minutes", type=float,
+                   help="stop this invocation (checkpointed; --resume trains on) after this many minutes")
     p.add_argument("--batch-size", type=int, help="sequences per step and per process")
     p.add_argument("--lr", type=float, help="peak learning rate")
     p.add_argument("--warmup-steps", type=int, help="linear warmup steps")
@@ -71,40 +90,38 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--init-from", metavar="LM_DIR",
                    help="sentiment/seq2seq: start the encoder from a trained language-model checkpoint "
                         "(its width, heads and layers are taken over)")
-    p.add_argument("--resume", action="store_true", help="continue from <out>/trainer_state.pt")
     p.add_argument("--seed", type=int, default=1337)
     return p.parse_args(argv)
 
 
 def parse_sets(task: str, pairs: list[str]) -> dict:
     """`--set KEY=VALUE` pairs -> model config fields, typed like the config dataclass."""
-    config_class = DecoderOnlyConfig if task == "lm" else EncoderDecoderConfig
-    types = {f.name: f.type for f in fields(config_class)}
+    types = {f.name: f.type for f in fields(TASKS[task].model_class.config_class)}
+    allowed = sorted(set(types) - {"vocab_size", "labels"})
     overrides = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or key not in types or key in ("vocab_size", "labels"):
-            raise DataError(f"--set {pair}: expected KEY=VALUE with KEY one of "
-                            f"{sorted(set(types) - {'vocab_size', 'labels'})}")
-        overrides[key] = value.lower() in ("1", "true", "yes") if types[key] in (bool, "bool") else (
-            float(value) if types[key] in (float, "float") else int(value))
+        if not sep or key not in allowed:
+            raise UsageError(f"--set {pair}: expected KEY=VALUE with KEY one of {allowed}")
+        kind = types[key] if isinstance(types[key], str) else types[key].__name__
+        try:
+            overrides[key] = value.lower() in ("1", "true", "yes") if kind == "bool" else (
+                float(value) if kind == "float" else int(value))
+        except ValueError:
+            raise UsageError(f"--set {pair}: {key} takes {'an integer' if kind == 'int' else 'a number'}") from None
     return overrides
-
-
-def resolve_device(name: str) -> str:
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise DataError("--device cuda: no CUDA device is available")
-    return name
 
 
 def main(argv: list[str] | None = None) -> dict | None:
     args = parse_args(argv)
     try:
         return run(args, argv if argv is not None else sys.argv[1:])
-    except (DataError, ValueError, FileNotFoundError) as e:
-        sys.exit(f"error: {e}")
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except (ValueError, FileNotFoundError) as e:  # DataError, and a config that rejects its values
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 def record_command(commands: list[str], argv: list[str]) -> None:
@@ -116,10 +133,47 @@ def record_command(commands: list[str], argv: list[str]) -> None:
         commands.append(command)
 
 
+def default_out(task: str, info: DistInfo) -> Path:
+    """A new `runs/<task>-<timestamp>` folder; under DDP rank 0's name, so all ranks agree."""
+    name = [f"runs/{task}-{time.strftime('%Y%m%d-%H%M%S')}"]
+    if info.world_size > 1:
+        dist.broadcast_object_list(name, src=0)
+    return Path(name[0])
+
+
+def check_out(out: Path, task: str, resume: bool, overwrite: bool) -> None:
+    """Refuse to touch a folder that holds another run, unless asked to continue or replace it."""
+    if resume and overwrite:
+        raise UsageError("--resume and --overwrite exclude each other: continue the run in --out, or replace it")
+    if resume:
+        if not (out / STATE_NAME).is_file():
+            raise UsageError(f"--resume: no {STATE_NAME} in {out}")
+        found = read_config(out).get("model_type") if (out / CONFIG_NAME).is_file() else None
+        expected = TASKS[task].model_class.model_type
+        if found not in (None, expected):
+            raise UsageError(f"--resume: {out} holds a {found!r} checkpoint; --task {task} trains a {expected!r}")
+        return
+    held = [name for name in RUN_FILES if (out / name).exists()]
+    if held and not overwrite:
+        raise UsageError(f"--out {out} already holds a run ({', '.join(held)}): pass --resume to continue it, "
+                         "--overwrite to replace it, or choose another --out")
+
+
+def start_marker(out: Path, argv: list[str], overwrite: bool) -> None:
+    """Mark `out` as being written (the app refuses to serve it), after clearing a replaced run."""
+    out.mkdir(parents=True, exist_ok=True)
+    if overwrite:
+        for name in REPLACED_FILES:
+            (out / name).unlink(missing_ok=True)
+    marker = {"command": "python -m training.run " + shlex.join(argv), "pid": os.getpid(),
+              "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    atomic_write_text(out / IN_PROGRESS_NAME, json.dumps(marker, indent=2) + "\n")
+
+
 def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     start = time.time()
     if args.preset not in PRESETS[args.task]:
-        raise DataError(f"--preset {args.preset}: choose one of {sorted(PRESETS[args.task])}")
+        raise UsageError(f"--preset {args.preset}: choose one of {sorted(PRESETS[args.task])}")
     preset = PRESETS[args.task][args.preset]
     train_kwargs = {**preset["train"], "seed": args.seed, "max_minutes": args.max_minutes}
     for name in ("max_steps", "batch_size", "lr", "warmup_steps", "eval_every", "eval_batches"):
@@ -128,97 +182,120 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     cfg = TrainConfig(**train_kwargs)
     explicit = parse_sets(args.task, args.overrides)  # parsed now: a bad --set fails before data loading
     if args.val_size < 1:
-        raise DataError(f"--val-size must be >= 1, got {args.val_size}")
+        raise UsageError(f"--val-size must be >= 1, got {args.val_size}")
     if args.vocab_size < 260:
-        raise DataError(f"--vocab-size must be >= 260 (256 bytes + 4 special tokens), got {args.vocab_size}")
-    out = Path(args.out or f"checkpoints/{args.task}")
-    device = resolve_device(args.device)
+        raise UsageError(f"--vocab-size must be >= 260 (256 bytes + 4 special tokens), got {args.vocab_size}")
+    if args.init_from and args.task == "lm":
+        raise UsageError("--init-from applies to the encoder-decoder tasks (sentiment, seq2seq)")
+    if args.out:
+        check_out(Path(args.out), args.task, args.resume, args.overwrite)
+    elif args.resume or args.overwrite:
+        raise UsageError(f"--{'resume' if args.resume else 'overwrite'} needs --out: the run folder to continue "
+                         "or replace")
+    try:
+        device = resolve_device(args.device)
+    except ValueError as e:
+        raise UsageError(f"--device: {e}") from None
     info = init_distributed(device)
+    try:
+        return train(args, argv, cfg, preset, explicit, device, info, start)
+    finally:
+        if info.world_size > 1:
+            dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: dict, explicit: dict,
+          device: str, info: DistInfo, start: float) -> dict | None:
     if device == "cuda" and info.world_size > 1:
         device = f"cuda:{info.local_rank}"
         torch.cuda.set_device(device)
-
-    task_class = TASKS[args.task]
-    resuming = args.resume and (out / STATE_NAME).is_file()
-    if args.resume and not resuming:
-        raise DataError(f"--resume: no {STATE_NAME} in {out}")
-    if (out / CONFIG_NAME).is_file():  # never overwrite a checkpoint of another kind
-        found = read_config(out).get("model_type")
-        if found != task_class.model_class.model_type:
-            raise DataError(f"{out} holds a {found!r} checkpoint; --task {args.task} trains a "
-                            f"{task_class.model_class.model_type!r}. Choose another --out")
+    out = Path(args.out) if args.out else default_out(args.task, info)
+    state = Trainer.read_state(out / STATE_NAME) if args.resume else None
+    if state is not None:
+        _check_resumable(state, cfg, {}, info, out)  # the cheap checks before the data is read
 
     splits = load_splits(args.data_dir, args.dataset)
-    extra = {"source_column": args.source_column, "target_column": args.target_column} if args.task == "seq2seq" else {}
-    task = task_class(splits, args.val_size, args.seed, args.max_examples, **extra)
+    options = TaskOptions(args.val_size, args.seed, args.max_examples, args.source_column, args.target_column)
+    task = TASKS[args.task](splits, options)
 
     tokenizer_path = Path(args.tokenizer)
     if tokenizer_path.is_file():
         tokenizer = BPETokenizer.from_file(tokenizer_path)
     else:
         if info.world_size > 1:
-            raise DataError(f"train the tokenizer first (single process): {tokenizer_path} is missing")
+            raise UsageError(f"train the tokenizer first (single process): {tokenizer_path} is missing")
         print(f"training a {args.vocab_size}-token BPE tokenizer on {len(task.corpus.train_texts):,} texts ...")
         tokenizer = BPETokenizer.train(task.corpus.train_texts, vocab_size=args.vocab_size)
         tokenizer.save(tokenizer_path)
 
     lm, lm_shape = None, {}
     if args.init_from:
-        if args.task == "lm":
-            raise DataError("--init-from applies to the encoder-decoder tasks (sentiment, seq2seq)")
         lm = load_pretrained(args.init_from)
         if not isinstance(lm, DecoderOnlyLM) or lm.config.vocab_size != tokenizer.vocab_size:
-            raise DataError(f"--init-from {args.init_from}: needs a language model using {tokenizer_path}")
+            raise UsageError(f"--init-from {args.init_from}: needs a language model using {tokenizer_path}")
         shape = ("d_model", "n_head", "d_ff", "norm_first")
         lm_shape = {k: getattr(lm.config, k) for k in shape} | {"n_encoder_layer": lm.config.n_layer}
 
+    data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
+    if state is not None:
+        _check_resumable(state, cfg, asdict(data.config), info, out)
     torch.manual_seed(args.seed)
-    model = task.build(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
+    model = task.build(data)
     if lm is not None:
         model.init_encoder_from(lm)
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
-    out.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(model, task, cfg, out, device, info, getattr(torch, args.save_dtype),
-                      on_save=lambda directory: tokenizer.save(directory / TOKENIZER_NAME))
-    if resuming:
-        trainer.load_state(out / STATE_NAME)
+    if info.is_main:
+        start_marker(out, argv, args.overwrite)
+    trainer = Trainer(model, task, data, out, device, info, getattr(torch, args.save_dtype))
+    if state is not None:
+        trainer.load_state(state)
         print(f"resumed from {out / STATE_NAME} at step {trainer.step}")
+    del state
     record_command(trainer.commands, argv)
     if info.is_main:
         print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size}, "
-              f"{task.corpus.description}")
+              f"{task.corpus.description} -> {out}")
     reason = trainer.train()
     in_sync = weights_in_sync(trainer.model, info)
     if not info.is_main:
         return None
 
     best = load_pretrained(out, device)  # final figures are those of the checkpoint that ships
-    val = task.evaluate(best, full=True)
-    test = task.test(best, tokenizer)
+    val = task.evaluate(best, data, "val", full=True)
+    test = task.evaluate(best, data, "test", full=True) if "test" in data.splits else {}
     metrics = {
         "task": args.task, "model_type": best.model_type, "preset": args.preset,
         "parameters": best.num_parameters(),
         **{f"val_{k}": v for k, v in val.items()},
-        **({f"test_{k}": v for k, v in test.items()} if test else {}),
+        **{f"test_{k}": v for k, v in test.items()},
         "best_step": trainer.best["step"], "steps": trainer.step, "max_steps": cfg.max_steps, "stopped_by": reason,
         "tokens_seen": trainer.tokens_seen, "train_time_s": round(trainer.elapsed, 1),
         "wall_time_s": round(time.time() - start, 1), "device": _device_name(device), "world_size": info.world_size,
         "ddp_weights_in_sync": in_sync,
         "command": " && ".join(trainer.commands),
-        "data": {"source": args.data_dir or args.dataset, **task.corpus.description},
+        "data": {"source": args.data_dir or args.dataset, **task.corpus.description, **data.description},
         "tokenizer": {"path": str(tokenizer_path), "vocab_size": tokenizer.vocab_size},
         "model_config": asdict(best.config), "train_config": asdict(cfg),
         "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "history": trainer.history,
     }
-    if hasattr(task, "samples"):
-        metrics["samples"] = task.samples(best, tokenizer)
+    samples = task.samples(best, data)
+    if samples:
+        metrics["samples"] = samples
     atomic_write_text(out / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
     plot_curve(trainer.history, out / CURVE_NAME, title=f"{args.task} ({args.preset})")
+    (out / IN_PROGRESS_NAME).unlink(missing_ok=True)
     summary = {k: v for k, v in metrics.items() if k.startswith(("val_", "test_")) and not isinstance(v, list)}
     print(f"done ({reason}): step {trainer.step}, {trainer.tokens_seen:,} tokens, "
           f"{metrics['train_time_s']:.0f} s -> {out}\n{json.dumps(summary, indent=2)}")
     return metrics
+
+
+def _check_resumable(state: dict, cfg: TrainConfig, model_config: dict, info: DistInfo, out: Path) -> None:
+    changed = resume_mismatches(state, cfg, model_config, info.world_size)
+    if changed:
+        raise UsageError(f"--resume: {out} was trained with {'; '.join(changed)}. Resume with the same settings, "
+                         "or start a new run (another --out, or --overwrite)")
 
 
 def _device_name(device: str) -> str:

@@ -1,18 +1,60 @@
-"""The three tasks `training.run` knows: what data each reads, what model it builds, how it draws a
-batch and how it is evaluated."""
+"""The task contract, and the three tasks `training.run` knows: what data each reads, what model it
+builds, how it draws a batch and how it is evaluated.
+
+A task runs in three explicit steps, each taking what the step before returned, so none of them can
+silently depend on another having run:
+
+    task = LMTask(splits, TaskOptions(val_size=2500))   # read + validate the rows; task.corpus trains a tokenizer
+    data = task.prepare(tokenizer, overrides, train_cfg)  # the model config and the tokenized splits: TaskData
+    model = task.build(data)                              # a fresh model of data.config
+    task.batch(data, step, rank, world_size)              # training batches, a pure function of the step
+    task.evaluate(model, data, "val", full=True)          # {"loss": ..., ...}
+
+A new task is one subclass of `Task` registered in `TASKS`.
+"""
 
 import random
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import torch
 
-from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, GenerationConfig
+from model import (
+    DecoderOnlyConfig,
+    DecoderOnlyLM,
+    EncoderDecoder,
+    EncoderDecoderConfig,
+    GenerationConfig,
+    PreTrainedModel,
+)
 from tokenization import BPETokenizer, clean_text
 
-from .data import DataError, PairSet, TokenStream, require_columns, step_generator, validation_split
+from .data import (
+    DataError,
+    PairSet,
+    TokenStream,
+    label_column,
+    require_columns,
+    step_generator,
+    text_column,
+    validation_split,
+)
 from .evaluate import evaluate_classifier, evaluate_lm
+from .trainer import TrainConfig
 
 SENTIMENT_LABELS = ["negative", "positive"]  # label 0 and 1 of IMDB, written out as the decoder's target
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """How a task reads its rows (the `training.run` options of the same names)."""
+
+    val_size: int = 2500  # rows carved out of train for validation (fixed seed)
+    seed: int = 1337
+    max_examples: int | None = None  # use only this many rows of each split (quick runs, tests)
+    source_column: str = "source"  # seq2seq
+    target_column: str = "target"  # seq2seq
 
 
 @dataclass
@@ -23,59 +65,105 @@ class Corpus:
     description: dict  # goes into metrics.json
 
 
-class LMTask:
+@dataclass(frozen=True)
+class TaskData:
+    """What `Task.prepare` makes of the rows once the tokenizer exists; the input of every later step."""
+
+    config: Any  # the model config `Task.build` instantiates
+    tokenizer: BPETokenizer
+    train_cfg: TrainConfig  # batch size, seed and evaluation size the splits are drawn with
+    splits: dict[str, Any]  # "train" (what `batch` draws from), "val", and "test" when the data has one
+    description: dict = field(default_factory=dict)  # token counts, for metrics.json
+
+
+class Task(ABC):
+    """One thing `training.run` can train: the steps of the module docstring."""
+
+    name: ClassVar[str]
+    model_class: ClassVar[type[PreTrainedModel]]
+    corpus: Corpus  # set by __init__, which reads and validates the rows
+
+    @abstractmethod
+    def __init__(self, splits: dict, options: TaskOptions) -> None: ...
+
+    @abstractmethod
+    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
+        """The model config (vocabulary from the tokenizer, shape from `model_overrides`) and the
+        splits tokenized as that model reads them."""
+
+    def build(self, data: TaskData) -> PreTrainedModel:
+        """A freshly initialised model for the prepared data (seed torch first for a fixed init)."""
+        return self.model_class(data.config)
+
+    @abstractmethod
+    def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
+        """The model's keyword arguments for optimizer step `step` on process `rank`: a pure function
+        of (seed, step, rank), so a resumed run sees exactly the batches of an uninterrupted one."""
+
+    @staticmethod
+    @abstractmethod
+    def tokens(batch: dict) -> int:
+        """Tokens a batch trains on (for throughput and `tokens_seen`)."""
+
+    @abstractmethod
+    def evaluate(self, model: PreTrainedModel, data: TaskData, split: str = "val", full: bool = False) -> dict:
+        """Metrics on `data.splits[split]`, with a `loss`; on a sample of `eval_batches` when not full."""
+
+    def better(self, new: dict, old: dict) -> bool:
+        """Whether the checkpoint scoring `new` replaces the one scoring `old` (by default: lower loss)."""
+        return new["loss"] < old["loss"]
+
+    def samples(self, model: PreTrainedModel, data: TaskData) -> list[str]:
+        """A few generated texts for metrics.json, to read what the model does (none by default)."""
+        return []
+
+
+class LMTask(Task):
     """Next-token prediction on review text (IMDB train + unsupervised, minus validation)."""
 
     name = "lm"
     model_class = DecoderOnlyLM
 
-    def __init__(self, splits: dict, val_size: int, seed: int, max_examples: int | None):
-        train = _split(splits, "train")
-        require_columns(train, ["text"], "the train split")
-        texts = [clean_text(t) for t in _head(train, max_examples)["text"]]
-        train_idx, val_idx = validation_split(len(texts), val_size, seed)
+    def __init__(self, splits: dict, options: TaskOptions):
+        texts = _texts(_split(splits, "train"), "text", "train", options.max_examples)
+        train_idx, val_idx = validation_split(len(texts), options.val_size, options.seed)
         self.val_texts = [texts[i] for i in val_idx]
         self.train_texts = [texts[i] for i in train_idx]
         if "unsupervised" in splits:
-            self.train_texts += [clean_text(t) for t in _head(splits["unsupervised"], max_examples)["text"]]
-        self.test_texts = ([clean_text(t) for t in _head(splits["test"], max_examples)["text"]]
-                           if "test" in splits else None)
+            self.train_texts += _texts(splits["unsupervised"], "text", "unsupervised", options.max_examples)
+        self.test_texts = _texts(splits["test"], "text", "test", options.max_examples) if "test" in splits else None
         self.corpus = Corpus(self.train_texts, {"train_texts": len(self.train_texts),
                                                 "val_texts": len(self.val_texts)})
 
-    def build(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg) -> DecoderOnlyLM:
+    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         config = DecoderOnlyConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id,
                                    bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, **model_overrides)
-        self.train_stream = TokenStream.from_texts(self.train_texts, tokenizer)
-        self.val_stream = TokenStream.from_texts(self.val_texts, tokenizer)
-        self.block_size, self.batch_size, self.seed = config.block_size, train_cfg.batch_size, train_cfg.seed
-        self.eval_batches = train_cfg.eval_batches
-        if len(self.val_stream.ids) <= config.block_size:
-            raise DataError(f"validation text has {len(self.val_stream.ids)} tokens: fewer than one "
+        splits = {"train": TokenStream.from_texts(self.train_texts, tokenizer),
+                  "val": TokenStream.from_texts(self.val_texts, tokenizer)}
+        if len(splits["val"].ids) <= config.block_size:
+            raise DataError(f"validation text has {len(splits['val'].ids)} tokens: fewer than one "
                             f"context of {config.block_size}; use more data or a smaller block_size")
-        self.corpus.description.update(train_tokens=len(self.train_stream.ids), val_tokens=len(self.val_stream.ids))
-        return DecoderOnlyLM(config)
+        if self.test_texts:
+            splits["test"] = TokenStream.from_texts(self.test_texts, tokenizer)
+        return TaskData(config, tokenizer, train_cfg, splits,
+                        {"train_tokens": len(splits["train"].ids), "val_tokens": len(splits["val"].ids)})
 
-    def batch(self, step: int, rank: int) -> dict:
-        return self.train_stream.random_batch(self.batch_size, self.block_size, step_generator(self.seed, step, rank))
+    def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
+        cfg = data.train_cfg
+        return data.splits["train"].random_batch(cfg.batch_size, data.config.block_size,
+                                                 step_generator(cfg.seed, step, rank))
 
     @staticmethod
     def tokens(batch: dict) -> int:
         return batch["input_ids"].numel()
 
-    def evaluate(self, model, full: bool) -> dict:
-        return evaluate_lm(model, self.val_stream, None if full else self.eval_batches)
+    def evaluate(self, model: DecoderOnlyLM, data: TaskData, split: str = "val", full: bool = False) -> dict:
+        return evaluate_lm(model, data.splits[split], None if full else data.train_cfg.eval_batches)
 
-    def test(self, model, tokenizer) -> dict | None:
-        return evaluate_lm(model, TokenStream.from_texts(self.test_texts, tokenizer)) if self.test_texts else None
-
-    @staticmethod
-    def better(new: dict, old: dict) -> bool:
-        return new["loss"] < old["loss"]
-
-    def samples(self, model, tokenizer, prompts=("This movie was", "I have to say that")) -> list[str]:
-        """A few sampled continuations for metrics.json, to read whether they look like reviews."""
-        out = []
+    def samples(self, model: DecoderOnlyLM, data: TaskData,
+                prompts: tuple[str, ...] = ("This movie was", "I have to say that")) -> list[str]:
+        """A few sampled continuations, to read whether they look like reviews."""
+        tokenizer, out = data.tokenizer, []
         for i, prompt in enumerate(prompts):
             ids = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(prompt)]], device=next(model.parameters()).device)
             cfg = GenerationConfig(max_new_tokens=60, temperature=0.8, top_k=50, seed=i, eos_token_id=tokenizer.eos_id)
@@ -83,122 +171,122 @@ class LMTask:
         return out
 
 
-class Seq2SeqTask:
-    """(source text -> target text) with an encoder-decoder. Sentiment is the special case whose
-    targets are the label words; its evaluation is classification accuracy over those words."""
+class Seq2SeqTask(Task):
+    """(source text -> target text) with an encoder-decoder. A `validation` split in the data is used
+    as it is; without one, `val_size` train rows are held out."""
 
     name = "seq2seq"
     model_class = EncoderDecoder
+    labels: ClassVar[list[str] | None] = None  # classification tasks: the target words, in label order
+    validation_from_data: ClassVar[bool] = True
 
-    def __init__(self, splits: dict, val_size: int, seed: int, max_examples: int | None,
-                 source_column: str = "source", target_column: str = "target"):
-        train = _head(_split(splits, "train"), max_examples)
-        require_columns(train, [source_column, target_column], "the train split")
-        self.source_column, self.target_column = source_column, target_column
-        sources, targets = self._read(train)
-        if "validation" in splits:
-            val = _head(splits["validation"], max_examples)
-            require_columns(val, [source_column, target_column], "the validation split")
-            self.train_rows, (self.val_src, self.val_tgt) = (sources, targets), self._read(val)
+    def __init__(self, splits: dict, options: TaskOptions):
+        self.options = options
+        self.train_rows = self._rows(splits, "train")
+        if self.validation_from_data and "validation" in splits:
+            self.val_rows = self._rows(splits, "validation")
         else:
-            tr, va = validation_split(len(sources), val_size, seed)
-            self.train_rows = ([sources[i] for i in tr], [targets[i] for i in tr])
-            self.val_src, self.val_tgt = [sources[i] for i in va], [targets[i] for i in va]
-        self.test_rows = self._read(_head(splits["test"], max_examples)) if "test" in splits else None
-        self.corpus = Corpus(self.train_rows[0] + self.train_rows[1],
-                             {"train_pairs": len(self.train_rows[0]), "val_pairs": len(self.val_src)})
-        self.labels = None
+            tr, va = validation_split(len(self.train_rows[0]), options.val_size, options.seed)
+            self.val_rows = tuple([column[i] for i in va] for column in self.train_rows)
+            self.train_rows = tuple([column[i] for i in tr] for column in self.train_rows)
+        self.test_rows = self._rows(splits, "test") if "test" in splits else None
+        tokenizer_texts = self.train_rows[0] + ([] if self.labels else self.train_rows[1])  # not the label words
+        self.corpus = Corpus(tokenizer_texts, {"train_pairs": len(self.train_rows[0]),
+                                               "val_pairs": len(self.val_rows[0])})
 
-    def _read(self, ds) -> tuple[list, list]:
-        return [clean_text(str(t)) for t in ds[self.source_column]], [str(t) for t in ds[self.target_column]]
+    def _rows(self, splits: dict, split: str) -> tuple[list[str], list[str]]:
+        """(cleaned sources, targets) of one split: all of it validated (so an error names the row of
+        the file), then `max_examples` of it kept."""
+        sources, targets = self._read(_split(splits, split), split)
+        keep = _head(len(sources), self.options.max_examples)
+        return [clean_text(sources[i]) for i in keep], [targets[i] for i in keep]
 
-    def build(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg) -> EncoderDecoder:
+    def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
+        """(sources, targets) of one split, validated."""
+        source, target = self.options.source_column, self.options.target_column
+        require_columns(ds, [source, target], f"the {split} split")
+        return text_column(ds, source, split), text_column(ds, target, split)
+
+    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id,
                                       bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id,
                                       labels=self.labels, **model_overrides)
-        pairs = lambda src, tgt: PairSet.from_texts(src, tgt, tokenizer, config)
-        self.train_pairs, self.val_pairs = pairs(*self.train_rows), pairs(self.val_src, self.val_tgt)
-        self.test_pairs = pairs(*self.test_rows) if self.test_rows else None
-        self.tokenizer, self.batch_size, self.seed = tokenizer, train_cfg.batch_size, train_cfg.seed
-        self.eval_batches = train_cfg.eval_batches
-        self.ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
-        return EncoderDecoder(config)
+        rows = {"train": self.train_rows, "val": self.val_rows} | ({"test": self.test_rows} if self.test_rows else {})
+        splits = {name: PairSet.from_texts(sources, targets, tokenizer, config, self._label_ids(targets))
+                  for name, (sources, targets) in rows.items()}
+        return TaskData(config, tokenizer, train_cfg, splits)
 
-    def batch(self, step: int, rank: int) -> dict:
-        return self.train_pairs.random_batch(self.batch_size, step_generator(self.seed, step, rank), **self.ids)
+    def _label_ids(self, targets: list[str]) -> list[int] | None:
+        return [self.labels.index(t) for t in targets] if self.labels else None
+
+    def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
+        cfg = data.train_cfg
+        return data.splits["train"].random_batch(cfg.batch_size, step_generator(cfg.seed, step, rank),
+                                                 **_special_ids(data.tokenizer))
 
     @staticmethod
     def tokens(batch: dict) -> int:
         return int(batch["src_mask"].sum()) + int((batch["targets"] != -100).sum())
 
-    def evaluate(self, model, full: bool, pairs: PairSet | None = None) -> dict:
+    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", full: bool = False) -> dict:
         """Mean target loss, and exact-match accuracy of greedy decoding (on a sample when not full)."""
-        pairs = pairs or self.val_pairs
-        limit = None if full else self.eval_batches * self.batch_size
+        pairs, batch_size, ids = data.splits[split], data.train_cfg.batch_size, _special_ids(data.tokenizer)
+        limit = None if full else data.train_cfg.eval_batches * batch_size
         model.eval()
         loss_sum, n, exact = 0.0, 0, 0
         device = next(model.parameters()).device
         with torch.inference_mode():
-            for idx, batch in pairs.batches(self.batch_size, limit, **self.ids):
+            for idx, batch in pairs.batches(batch_size, limit, **ids):
                 loss_sum += model(**{k: v.to(device) for k, v in batch.items()}).loss.item() * len(idx)
                 n += len(idx)
             n_generated = min(n, 200 if full else 32)
             for i in range(n_generated):
                 src = torch.tensor([pairs.sources[i]], device=device)
                 cfg = GenerationConfig(max_new_tokens=model.config.max_tgt_len, temperature=0,
-                                       eos_token_id=self.ids["eos_id"])
-                out = model.generate(torch.tensor([[self.ids["bos_id"]]], device=device), cfg, src_ids=src)
-                exact += [t for t in out if t != self.ids["eos_id"]] == pairs.targets[i]
+                                       eos_token_id=ids["eos_id"])
+                out = model.generate(torch.tensor([[ids["bos_id"]]], device=device), cfg, src_ids=src)
+                exact += [t for t in out if t != ids["eos_id"]] == pairs.targets[i]
         return {"loss": loss_sum / n, "exact_match": exact / n_generated}
-
-    def test(self, model, tokenizer) -> dict | None:
-        return self.evaluate(model, True, self.test_pairs) if self.test_pairs else None
-
-    @staticmethod
-    def better(new: dict, old: dict) -> bool:
-        return new["loss"] < old["loss"]
 
 
 class SentimentTask(Seq2SeqTask):
-    """IMDB reviews -> "positive" / "negative", trained text-to-text (as T5 does)."""
+    """IMDB reviews -> "positive" / "negative", trained text-to-text (as T5 does). Validation is
+    always held out of train (as `training.evaluate --data-dir` re-creates it)."""
 
     name = "sentiment"
+    labels = SENTIMENT_LABELS
+    validation_from_data = False
 
-    def __init__(self, splits: dict, val_size: int, seed: int, max_examples: int | None):
-        train = _head(_split(splits, "train"), max_examples)
-        require_columns(train, ["text", "label"], "the train split")
-        bad = sorted(set(train["label"]) - {0, 1})
-        if bad:
-            raise DataError(f"the train split has labels {bad}; sentiment needs 0 (negative) and 1 (positive)")
-        rows = {name: _with_label_words(ds) for name, ds in splits.items() if name in ("train", "test")}
-        super().__init__(rows, val_size, seed, max_examples, "text", "target")
-        self.val_labels = [SENTIMENT_LABELS.index(t) for t in self.val_tgt]
-        self.test_labels = [SENTIMENT_LABELS.index(t) for t in self.test_rows[1]] if self.test_rows else None
-        self.labels = SENTIMENT_LABELS
-        self.corpus.train_texts = self.train_rows[0]
+    def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
+        require_columns(ds, ["text", "label"], f"the {split} split")
+        words = [SENTIMENT_LABELS[y] for y in label_column(ds, "label", split, SENTIMENT_LABELS)]
+        return text_column(ds, "text", split), words
 
-    def evaluate(self, model, full: bool, pairs=None, labels=None) -> dict:
-        limit = None if full else self.eval_batches * self.batch_size
-        return evaluate_classifier(model, pairs or self.val_pairs, labels or self.val_labels, self.tokenizer,
-                                   self.batch_size, limit)
+    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", full: bool = False) -> dict:
+        pairs, cfg = data.splits[split], data.train_cfg
+        return evaluate_classifier(model, pairs, pairs.labels, data.tokenizer, cfg.batch_size,
+                                   None if full else cfg.eval_batches * cfg.batch_size)
 
-    def test(self, model, tokenizer) -> dict | None:
-        return self.evaluate(model, True, self.test_pairs, self.test_labels) if self.test_pairs else None
-
-    @staticmethod
-    def better(new: dict, old: dict) -> bool:
+    def better(self, new: dict, old: dict) -> bool:
         return (new["accuracy"], -new["loss"]) > (old["accuracy"], -old["loss"])
 
 
-def _with_label_words(ds):
-    return ds.map(lambda row: {"target": SENTIMENT_LABELS[row["label"]]})
+def _special_ids(tokenizer: BPETokenizer) -> dict:
+    return {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
 
 
-def _head(ds, n: int | None):
-    """The first n rows, after a fixed shuffle when n is set (IMDB's files are sorted by label)."""
-    if n is None or n >= len(ds):
-        return ds
-    return ds.select(sorted(random.Random(0).sample(range(len(ds)), n)))
+def _texts(ds, column: str, split: str, max_examples: int | None) -> list[str]:
+    require_columns(ds, [column], f"the {split} split")
+    texts = text_column(ds, column, split)
+    return [clean_text(texts[i]) for i in _head(len(texts), max_examples)]
+
+
+def _head(n_rows: int, n: int | None) -> list[int] | range:
+    """The indices of the rows to use: all, or n of them at random (fixed seed; IMDB's files are
+    sorted by label, so the first n would hold one class), in file order."""
+    if n is None or n >= n_rows:
+        return range(n_rows)
+    return sorted(random.Random(0).sample(range(n_rows), n))
 
 
 def _split(splits: dict, name: str):
@@ -207,4 +295,4 @@ def _split(splits: dict, name: str):
     return splits[name]
 
 
-TASKS = {"lm": LMTask, "sentiment": SentimentTask, "seq2seq": Seq2SeqTask}
+TASKS: dict[str, type[Task]] = {"lm": LMTask, "sentiment": SentimentTask, "seq2seq": Seq2SeqTask}

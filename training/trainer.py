@@ -2,8 +2,12 @@
 best-on-validation checkpoints, resumable state, optional DistributedDataParallel.
 
 Everything a resumed run needs is in one file, `trainer_state.pt` (weights, optimizer, step,
-RNG state, history), written atomically; it is loaded with `weights_only=True`, so it cannot
-execute code. The learning rate and the data order are pure functions of the step number.
+RNG state, history, and the settings that must not change on resume), written atomically; it is
+loaded with `weights_only=True`, so it cannot execute code. The learning rate and the data order
+are pure functions of the step number.
+
+Under DDP every collective runs on the training device (NCCL has no CPU tensors), and whether to
+stop for time is decided by all ranks together, so that they all end at the same step.
 """
 
 import io
@@ -13,13 +17,19 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
 from model import PreTrainedModel
-from storage import STATE_NAME, atomic_write
+from storage import STATE_NAME, TOKENIZER_NAME, atomic_write
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .tasks import Task, TaskData
 
 
 @dataclass
@@ -33,19 +43,19 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_every: int = 100
     eval_batches: int = 20  # periodic evaluation uses this many batches/windows; the final one, all
-    max_minutes: float | None = None
+    max_minutes: float | None = None  # of this invocation: a resumed run gets the same budget again
     seed: int = 1337
 
     def __post_init__(self):
         for name in ("batch_size", "max_steps", "eval_every", "eval_batches"):
             if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if not self.lr > 0:
-            raise ValueError(f"--lr must be > 0, got {self.lr}")
+            raise UsageError(f"--lr must be > 0, got {self.lr}")
         if self.warmup_steps < 0:
-            raise ValueError(f"--warmup-steps must be >= 0, got {self.warmup_steps}")
-        if self.max_minutes is not None and self.max_minutes <= 0:
-            raise ValueError(f"--max-minutes must be > 0, got {self.max_minutes}")
+            raise UsageError(f"--warmup-steps must be >= 0, got {self.warmup_steps}")
+        if self.max_minutes is not None and not self.max_minutes > 0:
+            raise UsageError(f"--max-minutes must be > 0, got {self.max_minutes}")
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -57,9 +67,10 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """Weight decay on matrices only; biases, LayerNorm gains and embeddings are not decayed."""
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2 or "embed" in n]
+    """Weight decay on every matrix (linear weights and embedding tables, as in nanoGPT), none on
+    vectors (biases, norm gains): decided by shape, so a renamed or new layer cannot slip through."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95))
 
@@ -86,30 +97,60 @@ def init_distributed(device: str) -> DistInfo:
 
 
 def weights_in_sync(model: torch.nn.Module, info: DistInfo) -> bool:
-    """True when every rank holds bit-identical weights (what DDP promises)."""
+    """True when every rank holds bit-identical weights (what DDP promises). Gathered on the
+    weights' own device: NCCL cannot gather CPU tensors."""
     if info.world_size == 1:
         return True
-    flat = torch.cat([p.detach().float().flatten() for p in model.parameters()]).cpu()
+    flat = torch.cat([p.detach().float().flatten() for p in model.parameters()])
     gathered = [torch.empty_like(flat) for _ in range(info.world_size)]
     dist.all_gather(gathered, flat)
     return all(torch.equal(g, gathered[0]) for g in gathered)
 
 
-class Trainer:
-    """Runs one task. The task gives `batch(step, rank)` -> model kwargs, `evaluate(model, full)`
-    -> metrics with a `loss`, and `better(new, old)` to pick the checkpoint to keep."""
+def any_rank(flag: bool, device: str, info: DistInfo) -> bool:
+    """True on every rank when `flag` is true on at least one (an all-reduce MAX on `device`)."""
+    if info.world_size == 1:
+        return flag
+    t = torch.tensor([float(flag)], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
 
-    def __init__(self, model: PreTrainedModel, task, cfg: TrainConfig, out_dir: Path, device: str,
-                 dist_info: DistInfo, save_dtype: torch.dtype, on_save: Callable[[Path], None]):
-        self.model, self.task, self.cfg, self.out, self.device = model.to(device), task, cfg, out_dir, device
-        self.info, self.save_dtype, self.on_save = dist_info, save_dtype, on_save
-        self.optimizer = make_optimizer(self.model, cfg)
-        self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0
+
+def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_size: int) -> list[str]:
+    """What differs between a saved state and this run in the settings a resumed run must keep
+    (anything else, e.g. a raised --max-steps, is a new segment recorded in the run's commands):
+    the batch and seed fix the data order, the model config the weights' meaning."""
+    saved_cfg = state["train_config"]
+    found = [f"--{k.replace('_', '-')} {saved_cfg[k]} (now {getattr(cfg, k)})"
+             for k in ("batch_size", "seed") if saved_cfg[k] != getattr(cfg, k)]
+    if state.get("world_size", 1) != world_size:
+        found.append(f"{state.get('world_size', 1)} processes (now {world_size})")
+    saved_model = state.get("model_config")
+    if saved_model is not None:
+        found += [f"{k}={saved_model.get(k)!r} (now {v!r})" for k, v in model_config.items() if saved_model.get(k) != v]
+    return found
+
+
+class Trainer:
+    """Trains a model of a prepared task (`tasks.Task`): batches from `task.batch`, periodic
+    `task.evaluate` on validation, and `task.better` picks the checkpoint to keep in `out_dir`.
+
+    `clock` (seconds) decides --max-minutes; tests inject one to make a rank run out of time."""
+
+    def __init__(self, model: PreTrainedModel, task: "Task", data: "TaskData", out_dir: Path, device: str,
+                 dist_info: DistInfo, save_dtype: torch.dtype = torch.float32,
+                 clock: Callable[[], float] = time.monotonic):
+        self.model, self.task, self.data, self.cfg = model.to(device), task, data, data.train_cfg
+        self.out, self.device, self.info, self.save_dtype, self.clock = out_dir, device, dist_info, save_dtype, clock
+        self.optimizer = make_optimizer(self.model, self.cfg)
+        self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0  # elapsed: training time of all invocations
         self.history: list[dict] = []
         self.best: dict | None = None
         self.commands: list[str] = []  # every invocation that trained this state, in order
-        self.ddp = (torch.nn.parallel.DistributedDataParallel(self.model) if dist_info.world_size > 1
-                    else self.model)
+        self.ddp = self.model
+        if dist_info.world_size > 1:
+            device_ids = [torch.device(device).index] if device.startswith("cuda") else None
+            self.ddp = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=device_ids)
         self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda")
                          else torch.autocast("cpu", enabled=False))
 
@@ -118,7 +159,8 @@ class Trainer:
         state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
                  "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "history": self.history,
                  "best": self.best, "commands": self.commands, "rng_cpu": torch.get_rng_state(),
-                 "train_config": asdict(self.cfg)}
+                 "train_config": asdict(self.cfg), "model_config": asdict(self.model.config),
+                 "world_size": self.info.world_size}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state()
         return state
@@ -128,8 +170,12 @@ class Trainer:
         torch.save(self.state_dict(), buffer)
         atomic_write(self.out / STATE_NAME, lambda tmp: Path(tmp).write_bytes(buffer.getvalue()))
 
-    def load_state(self, path: Path) -> None:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+    @staticmethod
+    def read_state(path: Path) -> dict:
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+    def load_state(self, state: dict) -> None:
+        """Continue from `read_state`'s dict (check it with `resume_mismatches` first)."""
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.step, self.tokens_seen, self.elapsed = state["step"], state["tokens_seen"], state["elapsed"]
@@ -141,7 +187,7 @@ class Trainer:
 
     # --- the loop -------------------------------------------------------------------------------
     def evaluate(self, train_loss: float | None) -> None:
-        metrics = self.task.evaluate(self.model, full=False)
+        metrics = self.task.evaluate(self.model, self.data, "val", full=False)
         self.model.train()
         point = {"step": self.step, "train_loss": train_loss, "lr": lr_at(self.step - 1, self.cfg),
                  "time_s": round(self.elapsed, 1), **{f"val_{k}": v for k, v in metrics.items()}}
@@ -149,26 +195,35 @@ class Trainer:
         if self.best is None or self.task.better(metrics, self.best):
             self.best = {**metrics, "step": self.step}
             self.model.save_pretrained(self.out, dtype=self.save_dtype)
-            self.on_save(self.out)
+            self.data.tokenizer.save(self.out / TOKENIZER_NAME)
         self.save_state()
+
+    def out_of_time(self, started: float) -> bool:
+        """Whether this invocation's --max-minutes are spent, on any rank: all ranks then stop
+        before the same step (a rank that stopped alone would leave the others waiting forever)."""
+        if self.cfg.max_minutes is None:
+            return False
+        return any_rank(self.clock() - started >= self.cfg.max_minutes * 60, self.device, self.info)
 
     def train(self) -> str:
         """Train until max_steps or max_minutes; returns why it stopped."""
         cfg, info = self.cfg, self.info
+        started = self.clock()
         self.model.train()
         bar = tqdm(total=cfg.max_steps, initial=self.step, disable=not info.is_main, dynamic_ncols=True,
                    mininterval=1.0 if os.isatty(2) else 30.0, desc=self.task.name)
         losses: list[float] = []
         window_start, window_tokens, reason = time.perf_counter(), 0, "max_steps"
         while self.step < cfg.max_steps:
-            if cfg.max_minutes is not None and self.elapsed >= cfg.max_minutes * 60:
+            if self.out_of_time(started):
                 reason = "max_minutes"
                 break
             t0 = time.perf_counter()
             lr = lr_at(self.step, cfg)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
-            batch = {k: v.to(self.device) for k, v in self.task.batch(self.step, info.rank).items()}
+            batch = self.task.batch(self.data, self.step, info.rank, info.world_size)
+            batch = {k: v.to(self.device) for k, v in batch.items()}
             with self.autocast:
                 loss = self.ddp(**batch).loss
             self.optimizer.zero_grad(set_to_none=True)
@@ -191,8 +246,9 @@ class Trainer:
                     bar.write(f"step {self.step}: " + ", ".join(
                         f"{k} {v:.4f}" for k, v in self.history[-1].items() if isinstance(v, float)))
                 losses, window_start, window_tokens = [], time.perf_counter(), 0
-                if info.world_size > 1:
-                    dist.barrier()
+                if info.world_size > 1:  # the other ranks wait for rank 0's evaluation
+                    dist.barrier(device_ids=[torch.device(self.device).index] if self.device.startswith("cuda")
+                                 else None)
         bar.close()
         if info.is_main and (not self.history or self.history[-1]["step"] != self.step):
             self.evaluate(sum(losses) / len(losses) if losses else None)
