@@ -6,7 +6,6 @@ Masks are boolean and True where attention is allowed (see `model/masks.py`).
 """
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -52,16 +51,40 @@ def scaled_dot_product_attention(
     return out, weights
 
 
-@dataclass
 class AttentionCache:
-    """Keys and values one attention layer has already computed, (B, H, T_past, d_k) each.
+    """Keys and values one attention layer has already computed; `k`/`v` are (B, H, T_past, d_k).
 
-    Self-attention appends to them at every step; cross-attention fills them once from the
-    encoder output and reuses them, since the memory does not change while decoding.
+    Self-attention writes each step's keys/values in place into buffers of `capacity` positions
+    (doubled if a sequence outruns them): a step copies only its new positions, where `torch.cat`
+    would copy, and allocate anew, the whole past at every token. `k`/`v` are views of the
+    filled part. Cross-attention stores the memory's keys/values once and reuses them, since the
+    memory does not change while decoding.
     """
 
-    k: torch.Tensor | None = None
-    v: torch.Tensor | None = None
+    def __init__(self, capacity: int = 0):
+        self.capacity = capacity
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+        self._k_buf: torch.Tensor | None = None  # (B, H, capacity, d_k)
+        self._v_buf: torch.Tensor | None = None
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """k/v: (B, H, T_new, d_k) -> every key/value so far, (B, H, T_past + T_new, d_k)."""
+        start = 0 if self.k is None else self.k.size(2)
+        end = start + k.size(2)
+        if self._k_buf is None or end > self._k_buf.size(2):
+            size = max(end, self.capacity, 2 * (0 if self._k_buf is None else self._k_buf.size(2)))
+            k_buf, v_buf = k.new_empty(*k.shape[:2], size, k.size(3)), v.new_empty(*v.shape[:2], size, v.size(3))
+            if start:
+                k_buf[:, :, :start], v_buf[:, :, :start] = self.k, self.v
+            self._k_buf, self._v_buf = k_buf, v_buf
+        self._k_buf[:, :, start:end], self._v_buf[:, :, start:end] = k, v
+        self.k, self.v = self._k_buf[:, :, :end], self._v_buf[:, :, :end]
+        return self.k, self.v
+
+    def reset(self) -> None:
+        """Forget the keys/values; the buffers stay allocated for the next sequence."""
+        self.k = self.v = None
 
 
 class MultiHeadAttention(nn.Module):
@@ -98,9 +121,7 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self.in_proj(x).split(C, dim=-1)
             k, v = self._split_heads(k), self._split_heads(v)
             if cache is not None:
-                if cache.k is not None:
-                    k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
-                cache.k, cache.v = k, v
+                k, v = cache.append(k, v)
         else:  # cross-attention: keys/values come from the memory, computed once per cache
             w, b = self.in_proj.weight, self.in_proj.bias
             q = F.linear(x, w[:C], b[:C])

@@ -58,15 +58,13 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         return ModelOutput(logits, loss, maps if output_attentions else None)
 
     def new_cache(self) -> KVCache:
-        return KVCache.empty(self.config.n_layer)
+        return KVCache.empty(self.config.n_layer, capacity=self.config.block_size)
+
+    def generation_window(self) -> int:
+        return self.config.block_size
 
     def next_token_logits(self, tokens: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
-        """(1, T) tokens so far -> (1, vocab). Past the context, keep the last block_size tokens
-        (and rebuild the cache, whose positions would otherwise run off the end)."""
-        if tokens.size(1) > self.config.block_size:
-            tokens = tokens[:, -self.config.block_size:]
-            if cache is not None:
-                cache.reset()
+        """(1, T) tokens of the window so far (T <= block_size: `stream` slides it) -> (1, vocab)."""
         if cache is not None:
             tokens = tokens[:, cache.length:]
         return self(tokens, cache=cache).logits[:, -1]

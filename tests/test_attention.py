@@ -220,6 +220,29 @@ def test_mha_self_attention_cache_matches_full_pass():
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("capacity", [0, 3, 16])
+def test_attention_cache_writes_in_place_and_grows(capacity):
+    """Keys/values equal the concatenation of every append, whatever the preallocated capacity;
+    within the capacity they are written into one buffer (no copy of the past per step), and a
+    reset keeps that buffer for the next sequence."""
+    cache = AttentionCache(capacity)
+    chunks = [qkv(t, t, seed=t)[1:] for t in (4, 1, 1, 3, 1)]  # a prompt, then steps
+    for i, (k, v) in enumerate(chunks):
+        pointer = None if cache.k is None else cache.k.data_ptr()
+        all_k, all_v = cache.append(k, v)
+        torch.testing.assert_close(all_k, torch.cat([c[0] for c in chunks[: i + 1]], dim=2), atol=0, rtol=0)
+        torch.testing.assert_close(all_v, torch.cat([c[1] for c in chunks[: i + 1]], dim=2), atol=0, rtol=0)
+        assert cache.k is all_k and cache.k.shape == (B, H, sum(c[0].size(2) for c in chunks[: i + 1]), D_K)
+        if capacity == 16 and pointer is not None:
+            assert all_k.data_ptr() == pointer  # the same buffer: written in place
+    pointer = cache.k.data_ptr()
+    cache.reset()
+    assert cache.k is None and cache.v is None
+    k, v = chunks[1]
+    all_k, all_v = cache.append(k, v)
+    assert torch.equal(all_k, k) and torch.equal(all_v, v) and all_k.data_ptr() == pointer
+
+
 def test_mha_cross_attention_cache_is_filled_once():
     mha = MultiHeadAttention(C, N_HEAD).eval()
     x, memory = torch.randn(1, 3, C), torch.randn(1, 7, C)

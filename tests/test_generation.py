@@ -87,23 +87,51 @@ def assert_same_steps(cached, full):
         assert [p for _, p in a.alternatives] == pytest.approx([p for _, p in b.alternatives], abs=1e-5)
 
 
+# block_size 12, a 5-token prompt: the window is full at 12 tokens; the 13th drops the oldest half
+# once (the window restarts 6 tokens back) and it grows again up to 12: starts at 7, 14, 21, 28.
+WINDOW_STARTS = [0] * 8 + [7] * 7 + [14] * 7 + [21] * 7 + [28] * 1  # step i reads tokens[start : 5 + i]
+
+
 @torch.no_grad()
 def test_lm_cache_equals_full_recomputation_past_block_size(lm):
-    n = 20  # steps 8-19 see more than 12 tokens: the window slides
+    n = len(WINDOW_STARTS)
     cached = list(lm.stream(PROMPT, GenerationConfig(max_new_tokens=n, temperature=0)))
     full = list(lm.stream(PROMPT, GenerationConfig(max_new_tokens=n, temperature=0, use_cache=False)))
     assert [s.token_id for s in cached] == counting(1, n, start=torch.tensor([[26]]))[0].tolist()
     assert_same_steps(cached, full)
-    # both equal an independent full forward pass over the (windowed) sequence
+    # both equal an independent full forward pass over the window, at each window start and between
     tokens = PROMPT[0].tolist() + [s.token_id for s in cached]
-    for i, step in enumerate(cached):
-        probs = lm(torch.tensor([tokens[: 5 + i][-12:]])).logits[0, -1].softmax(-1)
-        assert step.token_id == int(probs.argmax())
-        assert step.prob == pytest.approx(float(probs.max()), abs=1e-5)
+    for i, (step, start) in enumerate(zip(cached, WINDOW_STARTS, strict=True)):
+        logits = lm(torch.tensor([tokens[start : 5 + i]])).logits[0, -1]
+        torch.testing.assert_close(step.logits, logits, atol=1e-5, rtol=0)
+        assert step.token_id == int(logits.argmax())
+        assert step.prob == pytest.approx(float(logits.softmax(-1).max()), abs=1e-5)
     # and sampling draws the same tokens from the same probabilities
     sample = lambda use_cache: list(lm.stream(PROMPT, GenerationConfig(max_new_tokens=n, temperature=3.0, seed=0,
                                                                        use_cache=use_cache)))
     assert_same_steps(sample(True), sample(False))
+
+
+@torch.no_grad()
+def test_sliding_window_re_encodes_once_per_slide(lm):
+    """With the cache, a step feeds one new token, except the prompt and each slide, which feed the
+    window once: the work per token stays bounded past the context."""
+    fed = []
+    hook = lm.embed.register_forward_hook(lambda module, args, out: fed.append(args[0].size(1)))
+    try:
+        lm.generate(PROMPT, GenerationConfig(max_new_tokens=len(WINDOW_STARTS), temperature=0))
+    finally:
+        hook.remove()
+    slides = {8, 15, 22, 29}  # the steps whose window start moved
+    assert fed == [5] + [6 if i in slides else 1 for i in range(1, len(WINDOW_STARTS))]
+
+
+@torch.no_grad()
+def test_prompt_longer_than_the_window_keeps_its_end(lm):
+    prompt = counting(1, 20, start=torch.tensor([[3]]))  # 3 .. 22: only 11 .. 22 fit in 12 positions
+    steps = list(lm.stream(prompt, GenerationConfig(max_new_tokens=3, temperature=0)))
+    torch.testing.assert_close(steps[0].logits, lm(prompt[:, -12:]).logits[0, -1], atol=1e-5, rtol=0)
+    assert [s.token_id for s in steps] == [23, 24, 25]
 
 
 @torch.no_grad()
@@ -140,6 +168,27 @@ def test_seeded_sampling_is_reproducible():
     assert sample(123) != sample(124)
     assert sample(7, use_cache=False) == sample(7)
     assert sample(5, top_k=5, top_p=0.9) == sample(5, top_k=5, top_p=0.9)
+
+
+@pytest.mark.parametrize("temperature", [0.0, -1.0, 1e-38, 1e-30, 9e-6])
+def test_tiny_temperatures_are_greedy(temperature):
+    """Dividing logits by t < 1e-5 could overflow float32 (t = 1e-38 turns them into inf and the
+    softmax into NaN); such a t puts all its mass on the argmax anyway, so it decodes greedily."""
+    model = random_lm()
+    greedy = model.generate(PROMPT, GenerationConfig(max_new_tokens=15, temperature=0))
+    assert model.generate(PROMPT, GenerationConfig(max_new_tokens=15, temperature=temperature, seed=1)) == greedy
+    assert GenerationConfig(temperature=temperature).greedy and not GenerationConfig(temperature=1e-5).greedy
+
+
+@torch.no_grad()
+def test_token_step_probabilities_are_computed_only_when_read():
+    model = random_lm()
+    step = next(model.stream(PROMPT, GenerationConfig(max_new_tokens=1, temperature=0, num_alternatives=4)))
+    assert "probs" not in vars(step) and "alternatives" not in vars(step)  # nothing computed yet
+    probs = model(PROMPT).logits[0, -1].softmax(-1)
+    assert step.prob == pytest.approx(float(probs.max()), abs=1e-6)
+    assert [i for i, _ in step.alternatives] == probs.topk(4).indices.tolist()
+    assert next(model.stream(PROMPT, GenerationConfig(max_new_tokens=1, num_alternatives=0))).alternatives == []
 
 
 def test_top_k_1_equals_greedy():
@@ -201,7 +250,9 @@ def test_filter_logits_keeps_expected_tokens(top_k, top_p, expected):
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"top_p": 0.0}, {"top_p": -0.1}, {"top_p": 1.5}, {"top_k": 0}, {"top_k": -3}, {"max_new_tokens": -1},
+    {"top_p": 0.0}, {"top_p": -0.1}, {"top_p": 1.5}, {"top_p": math.nan}, {"top_k": 0}, {"top_k": -3},
+    {"max_new_tokens": -1}, {"temperature": math.inf}, {"temperature": -math.inf}, {"temperature": math.nan},
+    {"num_alternatives": -1},
 ])
 def test_bad_generation_config_raises(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
