@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model import DecoderOnlyLM, EncoderDecoder, GenerationConfig, load_pretrained
+from model import DecoderOnlyLM, EncoderDecoder, GenerationConfig, load_pretrained, resolve_device
 from storage import CONFIG_NAME, CURVE_NAME, METRICS_NAME, TOKENIZER_NAME
 from tokenization import BPETokenizer, truncate
 from tokenization import clean_text as model_text  # the clean-up training applied
@@ -199,18 +199,13 @@ def _number(value: object, default: float) -> float:
     return default if math.isnan(x) else x
 
 
-def resolve_device(choice: str | None) -> tuple[str, str | None]:
-    """`auto` picks CUDA when available. Asking for CUDA without one falls back to CPU, with a
-    notice instead of a crash, so the same command works on a CPU Space and a GPU one."""
+def serving_device(choice: str | None) -> tuple[str, str | None]:
+    """`model.resolve_device`, except that CUDA asked for and missing falls back to CPU with a
+    notice instead of an error, so the same command works on a CPU Space and a GPU one."""
     choice = (choice or "auto").lower()
-    if choice not in {"auto", "cpu", "cuda"}:
-        raise ValueError(f"device must be auto, cpu or cuda, not {choice!r}")
-    cuda = torch.cuda.is_available()
-    if choice == "auto":
-        return ("cuda" if cuda else "cpu"), None
-    if choice == "cuda" and not cuda:
+    if choice.startswith("cuda") and not torch.cuda.is_available():
         return "cpu", "CUDA was requested but is not available: running on CPU."
-    return choice, None
+    return resolve_device(choice), None
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -283,7 +278,7 @@ class DemoService:
 
     def __init__(self, checkpoints: str | Path, device: str = "auto"):
         self.root = Path(checkpoints)
-        self.device, device_notice = resolve_device(device)
+        self.device, device_notice = serving_device(device)
         self.notices = [device_notice] if device_notice else []
         if not self.root.is_dir():
             self.notices.append(f"No checkpoints directory `{self.root.name}/` found.")

@@ -4,6 +4,7 @@ from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_at
 from .attribution import METHODS, Attribution, attribute, erase, faithfulness, rank_correlation, word_ids
 from .config import TransformerConfig
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
+from .device import resolve_device
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
 from .generation import GenerationConfig, KVCache, TokenStep, filter_logits
 from .layers import (
@@ -30,6 +31,6 @@ __all__ = [
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
     "GenerationConfig", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
     "PreTrainedModel", "SublayerConnection", "TokenStep", "TransformerConfig",
-    "causal_padding_mask", "filter_logits", "load_pretrained", "padding_mask", "read_config",
+    "causal_padding_mask", "filter_logits", "load_pretrained", "padding_mask", "read_config", "resolve_device",
     "scaled_dot_product_attention", "sinusoidal_table", "subsequent_mask",
 ]

@@ -24,8 +24,8 @@ from demo.inference import (
     clean_text,
     merge_spans,
     model_text,
-    resolve_device,
     scrub_paths,
+    serving_device,
     token_label,
     visible,
 )
@@ -117,14 +117,14 @@ def test_tokenizer_model_mismatch_is_reported(ckpt: Path, tmp_path: Path) -> Non
     assert service.sentiment_info.ready
 
 
-def test_resolve_device() -> None:
-    assert resolve_device("cpu") == ("cpu", None)
-    assert resolve_device("auto")[0] == ("cuda" if torch.cuda.is_available() else "cpu")
+def test_serving_device() -> None:
+    assert serving_device("cpu") == ("cpu", None)
+    assert serving_device("auto")[0] == ("cuda" if torch.cuda.is_available() else "cpu")
     if not torch.cuda.is_available():
-        device, notice = resolve_device("cuda")
+        device, notice = serving_device("cuda")
         assert device == "cpu" and "not available" in notice
     with pytest.raises(ValueError):
-        resolve_device("tpu")
+        serving_device("tpu")
 
 
 # -- helpers ----------------------------------------------------------------------------------
