@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
+from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, resolve_device
 
 VOCAB, PAD = 50, 0
 
@@ -156,3 +156,20 @@ def test_eval_mode_is_deterministic_with_dropout():
     assert not torch.equal(model(x).logits, model(x).logits)  # training: dropout is on
     model.eval()
     assert torch.equal(model(x).logits, model(x).logits)
+
+
+def test_resolve_device():
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device(" CPU ") == "cpu"
+    for bad in ("tpu", "cuda:x", "cuda:-1", ""):
+        with pytest.raises(ValueError, match=f"device must be auto, cpu, cuda or cuda:N, not '{bad}'"):
+            resolve_device(bad)
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        assert resolve_device("cuda") == "cuda" and resolve_device(f"cuda:{count - 1}") == f"cuda:{count - 1}"
+        with pytest.raises(ValueError, match=f"device cuda:{count}: there .* only {count} CUDA"):
+            resolve_device(f"cuda:{count}")
+    else:
+        for name in ("cuda", "cuda:0", "CUDA:1"):
+            with pytest.raises(ValueError, match=f"device {name.lower()}: no CUDA device is available"):
+                resolve_device(name)
