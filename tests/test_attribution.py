@@ -1,0 +1,250 @@
+"""Token attributions (`model.attribution`): each method checked against an independent
+computation, and all of them on a toy classifier whose answer depends on one marker token only."""
+
+import math
+
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+from model import (
+    METHODS,
+    EncoderDecoder,
+    EncoderDecoderConfig,
+    attribute,
+    erase,
+    faithfulness,
+    rank_correlation,
+    word_ids,
+)
+
+PAD, BOS, EOS, NEG, POS, MARKER = 0, 1, 2, 3, 4, 5
+CANDIDATES = [[NEG], [POS]]  # one-token label words
+FILLERS = (6, 16)  # the toy task's other tokens
+
+
+def log_p(model, ids: list[int], label: int) -> float:
+    """f, computed the plain way: log-softmax of `score_candidates` on an unpadded source."""
+    with torch.no_grad():
+        return float(model.score_candidates(torch.tensor([ids]), CANDIDATES).log_softmax(-1)[0, label])
+
+
+@pytest.fixture(scope="module")
+def random_model() -> EncoderDecoder:
+    torch.manual_seed(0)
+    config = EncoderDecoderConfig(vocab_size=16, max_src_len=32, max_tgt_len=4, n_encoder_layer=2,
+                                  n_decoder_layer=1, n_head=2, d_model=16, d_ff=32, dropout=0.0)
+    return EncoderDecoder(config).eval()
+
+
+def marker_batch(n: int, g: torch.Generator, marker: bool | None = None):
+    """Sources of 8 filler tokens + eos; `marker` (or a coin flip per row) puts the marker token at a
+    random position. The label is positive iff the marker is there -> src, tgt_in, targets, where."""
+    src = torch.randint(*FILLERS, (n, 9), generator=g)
+    src[:, -1] = EOS
+    has = torch.rand(n, generator=g) < 0.5 if marker is None else torch.full((n,), marker)
+    where = torch.randint(0, 8, (n,), generator=g)
+    src[has, where[has]] = MARKER
+    label = torch.where(has, POS, NEG)
+    tgt_in = torch.stack([torch.full((n,), BOS), label], 1)
+    return src, tgt_in, torch.stack([label, torch.full((n,), EOS)], 1), where
+
+
+@pytest.fixture(scope="module")
+def marker_model() -> EncoderDecoder:
+    """A tiny classifier trained (a few seconds on CPU) on a task where only the marker matters."""
+    torch.manual_seed(0)
+    config = EncoderDecoderConfig(vocab_size=16, max_src_len=16, max_tgt_len=4, n_encoder_layer=1,
+                                  n_decoder_layer=1, n_head=2, d_model=32, d_ff=64, dropout=0.0,
+                                  labels=["negative", "positive"])
+    model = EncoderDecoder(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        src, tgt_in, targets, _ = marker_batch(32, g)
+        loss = model(src, tgt_in, targets=targets).loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.05
+    return model.eval()
+
+
+def test_methods_are_the_benchmark_names():
+    assert METHODS == ("attention", "rollout", "grad_x_input", "integrated_gradients", "occlusion", "random")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_scores_each_token_for_the_written_label(random_model, method):
+    ids = [7, 9, 11, 6, 13, EOS]
+    result = attribute(random_model, torch.tensor(ids), CANDIDATES, method)
+    with torch.no_grad():
+        probs = random_model.score_candidates(torch.tensor([ids]), CANDIDATES).softmax(-1)[0]
+    assert result.method == method
+    assert result.scores.shape == (6,) and result.scores.dtype == torch.float32
+    assert result.label == int(probs.argmax())
+    torch.testing.assert_close(result.probabilities, probs, rtol=0, atol=1e-6)
+    assert result.target == pytest.approx(log_p(random_model, ids, result.label), abs=1e-6)
+    assert torch.isfinite(result.scores).all()
+
+
+def test_attention_is_the_label_steps_cross_attention(random_model):
+    ids = torch.tensor([[7, 9, 11, 6, 13, EOS]])
+    result = attribute(random_model, ids, CANDIDATES, "attention", label=1)
+    with torch.no_grad():
+        maps = random_model(ids, torch.tensor([[BOS, POS]]), output_attentions=True).attentions
+    cross = [m.weights[0, :, 0, :] for m in maps if m.kind == "cross"]  # 1 layer: (H, S)
+    torch.testing.assert_close(result.scores, cross[0].mean(0))
+    assert result.scores.sum().item() == pytest.approx(1.0, abs=1e-5)
+
+
+def test_rollout_multiplies_residual_attention_through_the_encoder(random_model):
+    ids = torch.tensor([[7, 9, 11, 6, 13, EOS]])
+    result = attribute(random_model, ids, CANDIDATES, "rollout", label=0)
+    with torch.no_grad():
+        maps = random_model(ids, torch.tensor([[BOS, NEG]]), output_attentions=True).attentions
+    enc = [m.weights[0].mean(0).double() for m in maps if m.kind == "encoder_self"]  # 2 x (S, S)
+    cross = next(m.weights[0, :, 0, :] for m in maps if m.kind == "cross").mean(0).double()
+    eye = torch.eye(6, dtype=torch.float64)
+    a1, a2 = (0.5 * (a + eye) for a in enc)  # rows already sum to 1
+    expected = cross @ a2 @ a1  # the label reads layer 2's output, which mixes layer 1's, which mixes the input
+    torch.testing.assert_close(result.scores.double(), expected, rtol=1e-5, atol=1e-6)
+    assert result.scores.sum().item() == pytest.approx(1.0, abs=1e-5)  # attention flow is conserved
+
+
+def test_grad_x_input_is_the_derivative_of_scaling_each_embedding(random_model):
+    """score_i = ∂f/∂x_i · x_i = d/dε f(x with x_i scaled by 1 + ε) at 0: a central difference."""
+    model = random_model
+    ids = torch.tensor([[7, 9, 11, 6, 13, EOS]])
+    result = attribute(model, ids, CANDIDATES, "grad_x_input", label=1)
+    eps = 1e-2
+    with torch.no_grad():
+        x = model.embed(ids)
+
+        def f(scale: torch.Tensor) -> float:
+            memory, _ = model.encode(None, src_embeds=x * scale[None, :, None])
+            return float(model.candidate_scores(memory, CANDIDATES).log_softmax(-1)[0, 1])
+
+        for i in range(6):
+            bump = torch.ones(6)
+            bump[i] = 1 + eps
+            down = torch.ones(6)
+            down[i] = 1 - eps
+            assert result.scores[i].item() == pytest.approx((f(bump) - f(down)) / (2 * eps), rel=2e-2, abs=1e-4)
+
+
+def test_integrated_gradients_is_complete_at_64_steps(marker_model):
+    src, _, _, _ = marker_batch(4, torch.Generator().manual_seed(1), marker=True)
+    for row in src:
+        result = attribute(marker_model, row, CANDIDATES, "integrated_gradients", steps=64)
+        pads = [PAD] * len(row)
+        assert result.baseline_target == pytest.approx(log_p(marker_model, pads, result.label), abs=1e-5)
+        gap = result.target - result.baseline_target
+        assert abs(gap) > 1.0  # the all-pad baseline does not predict "positive": a real test
+        assert result.scores.sum().item() == pytest.approx(gap, rel=0.05)
+
+
+def test_occlusion_equals_manual_deletion(random_model):
+    ids = [7, 9, 11, 6, 13, 8, EOS]
+    result = attribute(random_model, torch.tensor(ids), CANDIDATES, "occlusion", label=0)
+    full = log_p(random_model, ids, 0)
+    for i in range(6):
+        assert result.scores[i].item() == pytest.approx(full - log_p(random_model, ids[:i] + ids[i + 1:], 0), abs=1e-5)
+    assert result.scores[6].item() == 0.0  # the end token is never deleted
+
+
+def test_occlusion_of_long_sources_deletes_runs_of_words(random_model):
+    ids = [7, 9, 11, 6, 13, 8, 10, EOS]
+    words = [0, 0, 1, 2, 2, 3, 4, 5]  # 5 words + the end token; 3 units allowed -> 2 words per unit
+    result = attribute(random_model, torch.tensor(ids), CANDIDATES, "occlusion", label=1, word_ids=words, max_units=3)
+    full = log_p(random_model, ids, 1)
+    for unit in ([0, 1, 2], [3, 4, 5], [6]):
+        kept = [t for i, t in enumerate(ids) if i not in unit]
+        for i in unit:
+            assert result.scores[i].item() == pytest.approx(full - log_p(random_model, kept, 1), abs=1e-5)
+
+
+def test_padded_positions_score_zero(random_model):
+    ids = torch.tensor([[7, 9, 11, EOS, PAD, PAD]])
+    padded = attribute(random_model, ids, CANDIDATES, "grad_x_input", src_mask=torch.tensor([[1, 1, 1, 1, 0, 0]]))
+    plain = attribute(random_model, ids[:, :4], CANDIDATES, "grad_x_input")
+    torch.testing.assert_close(padded.scores[:4], plain.scores)
+    assert padded.scores[4:].tolist() == [0.0, 0.0]
+
+
+def test_random_is_seeded(random_model):
+    ids = torch.tensor([7, 9, 11, 6, 13, EOS])
+    a, b = (attribute(random_model, ids, CANDIDATES, "random", seed=s).scores for s in (0, 1))
+    torch.testing.assert_close(a, attribute(random_model, ids, CANDIDATES, "random", seed=0).scores)
+    assert not torch.equal(a, b)
+
+
+def test_every_gradient_method_and_occlusion_find_the_marker(marker_model):
+    src, _, _, where = marker_batch(8, torch.Generator().manual_seed(1), marker=True)
+    firsts = {}
+    for method in ("grad_x_input", "integrated_gradients", "occlusion", "random"):
+        firsts[method] = 0
+        for i, row in enumerate(src):
+            result = attribute(marker_model, row, CANDIDATES, method, seed=i)
+            assert result.label == 1  # "positive": the model saw the marker
+            firsts[method] += int(result.scores[:-1].argmax()) == int(where[i])  # the end token aside
+    assert firsts["grad_x_input"] == firsts["integrated_gradients"] == firsts["occlusion"] == 8
+    assert firsts["random"] <= 2  # chance is 1 in 8 per review
+
+
+def test_erase_equals_manual_deletion_and_keeping(random_model):
+    ids = [7, 9, 11, 6, 13, 8, 10, 12, 14, 15, EOS]
+    scores = torch.tensor([0.1, 0.9, 0.3, 0.8, 0.2, 0.7, 0.0, 0.4, 0.6, 0.5, 99.0])  # eos is never counted
+    deleted = erase(random_model, torch.tensor(ids), CANDIDATES, scores, 1, (0.1, 0.2, 0.5))
+    kept = erase(random_model, torch.tensor(ids), CANDIDATES, scores, 1, (0.1, 0.2, 0.5), keep=True)
+    by_score = [1, 3, 5, 8, 9]  # the top half of the 10 review tokens, best first
+    for j, k in enumerate((1, 2, 5)):  # ceil(10%, 20%, 50% of 10)
+        top = set(by_score[:k])
+        rest = [t for i, t in enumerate(ids) if i not in top]
+        only = [t for i, t in enumerate(ids) if i in top or t == EOS]
+        assert deleted[j].item() == pytest.approx(math.exp(log_p(random_model, rest, 1)), abs=1e-6)
+        assert kept[j].item() == pytest.approx(math.exp(log_p(random_model, only, 1)), abs=1e-6)
+
+
+def test_faithfulness_is_the_mean_probability_drop(random_model):
+    ids = torch.tensor([7, 9, 11, 6, 13, 8, 10, 12, 14, 15, EOS])
+    result = attribute(random_model, ids, CANDIDATES, "occlusion")
+    p = result.probabilities[result.label].item()
+    drops = faithfulness(random_model, ids, CANDIDATES, result, (0.1, 0.5))
+    deleted = erase(random_model, ids, CANDIDATES, result.scores, result.label, (0.1, 0.5))
+    kept = erase(random_model, ids, CANDIDATES, result.scores, result.label, (0.1, 0.5), keep=True)
+    assert drops["comprehensiveness"] == pytest.approx(p - deleted.mean().item(), abs=1e-6)
+    assert drops["sufficiency"] == pytest.approx(p - kept.mean().item(), abs=1e-6)
+
+
+def test_rank_correlation_is_spearman_with_ties():
+    a = torch.tensor([0.3, 0.1, 0.1, 0.9, 0.5, 0.5, 0.2])
+    b = torch.tensor([1.0, 2.0, 0.0, 5.0, 4.0, 3.0, 3.0])
+    assert rank_correlation(a, b) == pytest.approx(spearmanr(a.numpy(), b.numpy()).statistic, abs=1e-12)
+    assert rank_correlation(a, a) == pytest.approx(1.0)
+    assert rank_correlation(a, -a) == pytest.approx(-1.0)
+    assert math.isnan(rank_correlation(a, torch.ones(7)))
+
+
+def test_word_ids_split_on_spaces_and_punctuation():
+    assert word_ids(["This", " movie", " was", "n't", " great", "!", "!", " Lo", "ved", " it", "."]) == \
+        [0, 1, 2, 2, 3, 4, 5, 6, 6, 7, 8]
+
+
+def test_bad_requests_say_what_is_wrong(random_model):
+    ids = torch.tensor([7, 9, EOS])
+    with pytest.raises(ValueError, match="unknown attribution method"):
+        attribute(random_model, ids, CANDIDATES, "saliency")
+    with pytest.raises(ValueError, match="empty"):
+        attribute(random_model, torch.tensor([], dtype=torch.long), CANDIDATES, "random")
+    with pytest.raises(ValueError, match="label 5"):
+        attribute(random_model, ids, CANDIDATES, "random", label=5)
+
+
+def test_attribution_leaves_the_models_mode_alone(random_model):
+    random_model.train()
+    try:
+        attribute(random_model, torch.tensor([7, 9, EOS]), CANDIDATES, "occlusion")
+        assert random_model.training
+    finally:
+        random_model.eval()
