@@ -3,6 +3,13 @@
     python -m training.evaluate --checkpoint checkpoints/sentiment --data reviews.parquet
     python -m training.evaluate --checkpoint checkpoints/lm --data some_reviews.txt
     python -m training.evaluate --checkpoint checkpoints/lm --data-dir ../shared/data/imdb  # its validation split
+    python -m training.evaluate --checkpoint checkpoints/sentiment --data-dir ../shared/data/imdb --split report
+    python -m training.evaluate --checkpoint checkpoints/sentiment --data-dir ../shared/data/imdb --split report \
+        --short-text
+
+`--split` picks a part of the held-out reviews (`training.heldout`): all of them (validation), the
+selection rows checkpoints are chosen on, or the report rows nothing is tuned on. `--short-text`
+scores the first and last sentences of those reviews instead, labelled with the review's label.
 
 A sentiment checkpoint needs `text` and `label` columns (0 = negative, 1 = positive) and prints
 accuracy and a confusion matrix; a language-model checkpoint reads a `text` column or a plain
@@ -21,7 +28,9 @@ from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
 from storage import resolve_checkpoint
 from tokenization import BPETokenizer, clean_text
 
-from .data import DataError, PairSet, TokenStream, load_table, require_columns, validation_rows
+from .bucketing import length_batches
+from .data import DataError, PairSet, TokenStream, load_table, require_columns
+from .heldout import HELD_OUT_PARTS, held_out_rows, short_texts
 
 
 @torch.inference_mode()
@@ -53,28 +62,40 @@ def label_candidates(model: EncoderDecoder, tokenizer: BPETokenizer) -> list[lis
 
 
 @torch.inference_mode()
-def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int], tokenizer: BPETokenizer,
-                        batch_size: int = 32, limit: int | None = None) -> dict:
-    """Accuracy of text-to-text classification: each review gets the label whose word sequence the
-    decoder finds most likely. Also the confusion matrix and the target loss (cross-entropy per
-    target token, label words and end token), read off the true label's score so that the
-    encoder runs once per batch."""
+def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max_tokens: int,
+             limit: int | None = None) -> torch.Tensor:
+    """log P(label words | review) for the first `limit` pairs -> (N, K), in pair order. Reviews go
+    in length-bucketed batches of at most `max_tokens` padded source tokens (`bucketing`)."""
     model.eval()
     device = next(model.parameters()).device
     candidates = label_candidates(model, tokenizer)
-    k = len(candidates)
-    confusion = [[0] * k for _ in range(k)]  # rows: true label, columns: predicted
-    nll, n_tokens, n = 0.0, 0, 0
+    n = len(pairs) if limit is None else min(limit, len(pairs))
+    scores = torch.empty(n, len(candidates))
     ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
-    for idx, batch in pairs.batches(batch_size, limit, **ids):
-        scores = model.score_candidates(batch["src_ids"].to(device), candidates, batch["src_mask"].to(device))
-        for i, row, pred in zip(idx, scores.tolist(), scores.argmax(-1).tolist(), strict=True):
-            confusion[labels[i]][pred] += 1
-            nll -= row[labels[i]]
-            n_tokens += len(candidates[labels[i]]) + 1  # + the end token
-        n += len(idx)
-    correct = sum(confusion[i][i] for i in range(k))
-    return {"accuracy": correct / n, "loss": nll / n_tokens, "examples": n, "confusion": confusion}
+    for idx in length_batches([len(s) for s in pairs.sources[:n]], max_tokens):
+        batch = pairs.batch(idx, **ids)
+        scores[idx] = model.score_candidates(batch["src_ids"].to(device), candidates,
+                                             batch["src_mask"].to(device)).float().cpu()
+    return scores
+
+
+def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int], tokenizer: BPETokenizer,
+                        batch_size: int = 32, limit: int | None = None, max_tokens: int | None = None) -> dict:
+    """Accuracy of text-to-text classification: each review gets the label whose word sequence the
+    decoder finds most likely. Also the confusion matrix and the target loss (cross-entropy per
+    target token, label words and end token), read off the true label's score so that the
+    encoder runs once per batch. The token budget defaults to batch_size full-length reviews."""
+    candidates = label_candidates(model, tokenizer)
+    scores = classify(model, pairs, tokenizer, max_tokens or batch_size * model.config.max_src_len, limit)
+    k, n = len(candidates), len(scores)
+    truth = torch.tensor(labels[:n])
+    predicted = scores.argmax(-1)
+    confusion = torch.zeros(k, k, dtype=torch.long).index_put_((truth, predicted), torch.ones(n, dtype=torch.long),
+                                                               accumulate=True)  # rows: true, columns: predicted
+    n_tokens = sum(len(candidates[y]) + 1 for y in labels[:n])  # label words + the end token
+    nll = -scores.gather(1, truth[:, None]).sum().item()
+    return {"accuracy": (predicted == truth).float().mean().item(), "loss": nll / n_tokens, "examples": n,
+            "confusion": confusion.tolist()}
 
 
 def _texts(path: Path, column: str = "text") -> list[str]:
@@ -95,16 +116,21 @@ def main(argv: list[str] | None = None) -> dict:
                                          "train split (with the same --val-size and --seed)")
     parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
     parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+    parser.add_argument("--split", default="validation", choices=HELD_OUT_PARTS,
+                        help="with --data-dir: all held-out rows, the selection rows or the report rows")
+    parser.add_argument("--short-text", action="store_true",
+                        help="sentiment: score the first and last sentence of each review instead of the review")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N rows/windows")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-tokens", type=int, default=16384,
+                        help="sentiment: padded source tokens per batch (reviews are batched by length)")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     try:
         ckpt = resolve_checkpoint(args.checkpoint)  # a local folder or a Hub repo id
         model = load_pretrained(ckpt, args.device)
         tokenizer = BPETokenizer.from_file(ckpt)
-        held_out = validation_rows(args.data_dir, args.val_size, args.seed) if args.data_dir else None
-        what = f"the validation split of {args.data_dir}" if args.data_dir else args.data
+        held_out = held_out_rows(args.data_dir, args.val_size, args.seed, args.split) if args.data_dir else None
+        what = f"the {args.split} rows of {args.data_dir}" if args.data_dir else args.data
         if isinstance(model, DecoderOnlyLM):
             texts = [clean_text(t) for t in held_out["text"]] if held_out is not None else _texts(Path(args.data))
             result = evaluate_lm(model, TokenStream.from_texts(texts, tokenizer), args.limit)
@@ -113,11 +139,14 @@ def main(argv: list[str] | None = None) -> dict:
             require_columns(ds, ["text", "label"], what)
             rows = ds.select(range(min(args.limit, len(ds)))) if args.limit else ds
             texts, labels = [clean_text(t) for t in rows["text"]], list(rows["label"])
+            if args.short_text:
+                short = short_texts(texts, labels)
+                texts, labels = [r.text for r in short], [r.label for r in short]
             bad = sorted({y for y in labels if not 0 <= y < len(model.config.labels or [])})
             if bad:
                 raise DataError(f"{what}: labels {bad} are outside 0..{len(model.config.labels or []) - 1}")
             pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer, model.config)
-            result = evaluate_classifier(model, pairs, labels, tokenizer, args.batch_size)
+            result = evaluate_classifier(model, pairs, labels, tokenizer, max_tokens=args.max_tokens)
     except (DataError, FileNotFoundError, ValueError) as e:
         sys.exit(f"error: {e}")
     if "confusion" in result:

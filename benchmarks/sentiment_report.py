@@ -1,0 +1,93 @@
+"""A sentiment checkpoint and the TF-IDF + logistic-regression baseline, side by side, on the rows
+nothing was tuned on: the report part of the held-out reviews (`training.heldout`), whole and as
+short texts (each review's first and last sentence). Each accuracy has a 95% percentile bootstrap
+interval; the difference (ours - baseline, same rows) has a paired bootstrap interval.
+
+    python -m benchmarks.sentiment_report --checkpoint checkpoints/sentiment --data-dir ../shared/data/imdb \\
+        --json benchmarks/results/sentiment_report_shipped.json
+
+The baseline trains on the same 22,500 reviews as `training.run --task sentiment` and reads each
+review whole; the checkpoint reads it as its config says (max_src_len, src_keep_tail). Reviews are
+scored in length-bucketed batches (`--max-tokens` padded tokens each).
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from benchmarks.sentiment_baseline import fit_baseline, imdb_split
+from model import load_pretrained
+from storage import METRICS_NAME, resolve_checkpoint
+from tokenization import BPETokenizer
+from training.data import PairSet
+from training.evaluate import classify
+from training.heldout import N_SELECTION, accuracy_with_interval, bootstrap_interval, short_texts
+
+
+def compare(ours: np.ndarray, baseline: np.ndarray) -> dict:
+    """Both accuracies with intervals, and the paired difference in points."""
+    low, high = bootstrap_interval(ours.astype(np.int64) - baseline.astype(np.int64))
+    diff = float(ours.mean() - baseline.mean())
+    return {"ours": accuracy_with_interval(ours), "baseline": accuracy_with_interval(baseline),
+            "difference": diff, "difference_ci95": [low, high]}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", default="checkpoints/sentiment")
+    parser.add_argument("--data-dir", default="../shared/data/imdb")
+    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
+    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+    parser.add_argument("--limit", type=int, help="score only the first N report reviews (a quick check)")
+    parser.add_argument("--max-tokens", type=int, default=16384, help="padded source tokens per batch")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+
+    ckpt = resolve_checkpoint(args.checkpoint)
+    model = load_pretrained(ckpt, args.device)
+    tokenizer = BPETokenizer.from_file(ckpt)
+    train_texts, train_labels, texts, labels = imdb_split(args.data_dir, args.val_size, args.seed, "report")
+    texts, labels = texts[: args.limit], labels[: args.limit]
+    short = short_texts(texts, labels)
+    checks = {"full_reviews": (texts, labels), "short_text": ([r.text for r in short], [r.label for r in short])}
+
+    start = time.perf_counter()
+    baseline = fit_baseline(train_texts, train_labels)
+    baseline_s = time.perf_counter() - start
+    result = {"checkpoint": str(args.checkpoint), "data_dir": args.data_dir, "split": "report",
+              "held_out": {"val_size": args.val_size, "seed": args.seed, "n_selection": N_SELECTION}}
+    for name, (rows, truth) in checks.items():
+        truth_t = torch.tensor(truth)
+        words = [model.config.labels[y] for y in truth]
+        start = time.perf_counter()
+        scores = classify(model, PairSet.from_texts(rows, words, tokenizer, model.config), tokenizer, args.max_tokens)
+        ours = (scores.argmax(-1) == truth_t).numpy()
+        result[name] = {**compare(ours, np.asarray(baseline.predict(rows)) == np.asarray(truth)),
+                        "model_time_s": round(time.perf_counter() - start, 1)}
+    result["baseline_fit_time_s"] = round(baseline_s, 1)
+    metrics_path = Path(ckpt) / METRICS_NAME
+    if metrics_path.is_file():  # how the checkpoint was chosen: on how many held-out rows, at which step
+        metrics = json.loads(metrics_path.read_text())
+        result["checkpoint_chosen_on_examples"] = metrics.get("val_examples")
+        result["checkpoint_command"] = metrics.get("command")
+    result["device"], result["threads"] = args.device, torch.get_num_threads()
+
+    print(f"{'':14}{'ours':>24}{'baseline':>24}{'ours - baseline':>26}")
+    for name in checks:
+        r = result[name]
+        cell = lambda a: f"{a['accuracy']:.2%} [{a['ci95'][0]:.2%}, {a['ci95'][1]:.2%}]"
+        low, high = (100 * x for x in r["difference_ci95"])
+        diff = f"{r['difference'] * 100:+.2f} [{low:+.2f}, {high:+.2f}]"
+        print(f"{name:14}{cell(r['ours']):>24}{cell(r['baseline']):>24}{diff:>26}   n={r['ours']['examples']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The held-out reviews, split so that nothing is tuned on the rows a figure is reported on.
+
+`training.run` holds 2,500 train reviews out (`validation_split`, seed 1337). They are split once
+more, by position in that fixed-seed shuffled order:
+
+- *selection* (the first `n_selection`): what training evaluates on to keep a checkpoint, and what
+  lr, recipe and variants are chosen on;
+- *report* (the rest): scored only to report a figure, never looked at while choosing.
+
+The short-text check turns each report review into its first and its last sentence, each labelled
+with the review's label: noisy (a review's first sentence may be neutral plot), but comparable
+across versions and close to what visitors type into the Sentiment tab.
+
+Figures come with a 95% percentile bootstrap interval (fixed seed), and two classifiers scored on
+the same rows get a paired bootstrap interval of their difference.
+"""
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .data import DataError, validation_rows
+
+HELD_OUT_PARTS = ("validation", "selection", "report")
+N_SELECTION = 1000  # of the 2,500 held-out reviews; the other 1,500 are the report rows
+MIN_SENTENCE_WORDS = 4  # shorter "sentences" are mostly fragments ("Wow.", "10/10.")
+
+# A sentence ends at . ! or ? (possibly repeated, possibly followed by closing quotes/brackets),
+# followed by white space; a line break always ends one (clean_text turned <br /> into "\n").
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+
+
+def selection_report_split(val_indices: np.ndarray, n_selection: int = N_SELECTION) -> tuple[np.ndarray, np.ndarray]:
+    """(selection, report): the first n_selection held-out rows and the rest, disjoint. The held-out
+    order is already a fixed-seed shuffle, so both parts are random samples of both classes."""
+    if not 0 < n_selection < len(val_indices):
+        raise DataError(f"cannot split {len(val_indices)} held-out rows into {n_selection} for selection "
+                        "and the rest for the report")
+    return val_indices[:n_selection], val_indices[n_selection:]
+
+
+def held_out_rows(data_dir: str, val_size: int, seed: int, part: str, n_selection: int = N_SELECTION):
+    """The train-split rows of one held-out part (validation = all, selection or report), in the
+    held-out order, as a datasets.Dataset."""
+    if part not in HELD_OUT_PARTS:
+        raise DataError(f"unknown held-out part {part!r}: choose one of {HELD_OUT_PARTS}")
+    rows = validation_rows(data_dir, val_size, seed)
+    if part == "validation":
+        return rows
+    selection, report = selection_report_split(np.arange(len(rows)), n_selection)
+    return rows.select(selection if part == "selection" else report)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a (cleaned) review with at least MIN_SENTENCE_WORDS words."""
+    parts = (s.strip() for s in _SENTENCE_END.split(text))
+    return [s for s in parts if len(s.split()) >= MIN_SENTENCE_WORDS]
+
+
+@dataclass
+class ShortText:
+    text: str
+    label: int
+    review: int  # position of the review it comes from
+    position: str  # "first" or "last"
+
+
+def short_texts(texts: list[str], labels: list[int]) -> list[ShortText]:
+    """Each review's first and last sentence, labelled with the review's label (a review with one
+    sentence gives one row, with none gives none)."""
+    rows = []
+    for i, (text, label) in enumerate(zip(texts, labels, strict=True)):
+        found = sentences(text)
+        if found:
+            rows.append(ShortText(found[0], label, i, "first"))
+        if len(found) > 1:
+            rows.append(ShortText(found[-1], label, i, "last"))
+    return rows
+
+
+def bootstrap_interval(correct, n_resamples: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of per-row scores (accuracy from 0/1 rows, or a
+    difference of accuracies from paired -1/0/1 rows)."""
+    values = np.asarray(correct, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = np.concatenate([values[rng.integers(0, len(values), size=(min(1000, n_resamples - first), len(values)))]
+                            .mean(axis=1) for first in range(0, n_resamples, 1000)])  # 1,000 resamples at a time
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def accuracy_with_interval(correct, **kwargs) -> dict:
+    values = np.asarray(correct, dtype=np.float64)
+    low, high = bootstrap_interval(values, **kwargs)
+    return {"accuracy": float(values.mean()), "ci95": [low, high], "examples": len(values)}
