@@ -54,15 +54,19 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """Start the encoder from a trained decoder-only LM: its embeddings and its first
         n_encoder_layer blocks (same shapes: self-attention + FFN). The weights carry what the LM
         learned about the language; only the mask changes, from causal to bidirectional. This is
-        how the unlabeled reviews help the classifier."""
+        how the unlabeled reviews help the classifier. A larger vocabulary (a span-corruption model's
+        sentinel ids above the tokenizer's) takes the LM's rows as its first rows; the others keep
+        their fresh initialisation."""
         c, lc = self.config, lm.config
-        for name in ("vocab_size", "d_model", "n_head", "d_ff", "norm_first"):
+        for name in ("d_model", "n_head", "d_ff", "norm_first"):
             if getattr(c, name) != getattr(lc, name):
                 raise ValueError(f"cannot initialise from the LM: {name} is {getattr(lc, name)} there, "
                                  f"{getattr(c, name)} here")
+        if c.vocab_size < lc.vocab_size:
+            raise ValueError(f"cannot initialise from the LM: vocab_size is {lc.vocab_size} there, {c.vocab_size} here")
         if c.n_encoder_layer > lc.n_layer:
             raise ValueError(f"the LM has {lc.n_layer} layers, the encoder wants {c.n_encoder_layer}")
-        self.embed.load_state_dict(lm.embed.state_dict())
+        self.embed.lut.weight[: lc.vocab_size] = lm.embed.lut.weight
         for mine, theirs in zip(self.encoder.layers, lm.decoder.layers, strict=False):
             mine.load_state_dict(theirs.state_dict())
         self.encoder.norm.load_state_dict(lm.decoder.norm.state_dict())
