@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from demo.inference import AttentionResult
+from demo.attention import AttentionResult
 
 MEAN = -1  # "head" value meaning the mean over heads
 

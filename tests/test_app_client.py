@@ -11,8 +11,10 @@ import pytest
 
 gradio_client = pytest.importorskip("gradio_client")
 
-from demo.app import CONCURRENCY, CONTINUATION, QUEUE_SIZE, build_app, launch, message_text  # noqa: E402
+from demo.app import ACTIVE_REQUESTS, QUEUE_SIZE, build_app, launch  # noqa: E402
 from demo.inference import DemoService  # noqa: E402
+from demo.tabs import chat as chat_tab  # noqa: E402
+from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
 
 # Gradio's own queue bookkeeping uses pandas options that pandas 3 deprecates: not ours to fix.
@@ -75,7 +77,8 @@ def test_every_endpoint_is_listed(client) -> None:
     assert set(client.view_api(print_info=False, return_format="dict")["named_endpoints"]) == ENDPOINTS
 
 
-def test_chat_streams_token_by_token(client, service: DemoService) -> None:
+def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) -> None:
+    monkeypatch.setattr(chat_tab, "UPDATE_SECONDS", 0.0)  # no coalescing: one update per token
     job = client.submit("This movie was", [], 8, 0.9, 40, 0.95, 5, api_name="/chat")
     final = job.result(timeout=60)
     texts = [reply_text(out[0]) for out in job.outputs()]
@@ -234,17 +237,29 @@ def test_twenty_simultaneous_chats_all_complete(client, service: DemoService) ->
 # -- server configuration and what it serves --------------------------------------------------
 
 
-def test_queue_has_a_concurrency_limit(server) -> None:
+def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
+    """Every event that runs a model is in one concurrency group with one limit (not a limit per
+    handler), and the model calls inside share the service's compute slots."""
     app, _ = server
-    chats = [fn for fn in app.fns.values() if fn.api_name in {"chat", "chat_click", "retry"}]
-    assert len(chats) == 3 and all(fn.concurrency_limit == CONCURRENCY and fn.concurrency_id == "lm"
-                                   for fn in chats)
+    compute = [fn for fn in app.fns.values() if fn.api_name in {
+        "chat", "chat_click", "retry", "rate_reply", "classify", "classify_submit", "attention", "tokenize",
+        "tokenize_submit"}]
+    assert len(compute) == 9
+    assert {(fn.concurrency_id, fn.concurrency_limit) for fn in compute} == {("compute", ACTIVE_REQUESTS)}
     assert app._queue.max_size == QUEUE_SIZE >= 20
+    assert service.budget.slots >= 1 and service.budget.busy_slots == 0  # every slot given back
     deps = app.config["dependencies"]
     chat_ids = {d["id"] for d in deps if d.get("api_name") in {"chat", "chat_click", "retry"}}
     stop = next(d for d in deps if d.get("api_name") == "stop")
     # Gradio adds the cancelling as its own dependency on the same trigger as the Stop button
     assert any(set(d["cancels"]) == chat_ids and d["targets"] == stop["targets"] for d in deps)
+
+
+def test_uploads_are_capped_and_the_cache_is_cleaned(server) -> None:
+    app, url = server
+    assert app.max_file_size == 1024 and app.delete_cache == (3600, 3600)
+    response = httpx.post(f"{url}/gradio_api/upload", files={"files": ("big.txt", b"x" * 10_000)})
+    assert response.status_code >= 400 and "big.txt" not in response.text
 
 
 @pytest.mark.parametrize("path", [

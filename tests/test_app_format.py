@@ -1,4 +1,4 @@
-"""The pure formatting helpers of `demo.app`: header, About page, token views, notices."""
+"""The pure formatting helpers of the tabs (`demo.tabs`): header, About page, token views, notices."""
 
 import json
 import logging
@@ -7,19 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from demo.app import (
-    INTERNAL_ERROR,
-    about_markdown,
-    curve_html,
-    failure,
-    header_markdown,
-    message_text,
-    notice_markdown,
-    pieces_html,
-    token_highlights,
-    token_table,
-)
-from demo.inference import ChatUpdate, CheckpointInfo, DemoError, DemoService, TokenView
+from demo.chat import ChatUpdate, TokenView
+from demo.checkpoint import Checkpoint
+from demo.inference import DemoService
+from demo.inputs import DemoError
+from demo.tabs.about import about_markdown, curve_html, header_markdown
+from demo.tabs.chat import message_text, token_highlights, token_table
+from demo.tabs.common import failure, notice_markdown
+from demo.tabs.tokenizer import pieces_html
+from demo.text import INTERNAL_ERROR
 from demo.tiny import shared_tiny_checkpoints
 
 
@@ -47,7 +43,7 @@ def test_header_warns_about_missing_checkpoints(tmp_path: Path) -> None:
 def test_about_shows_models_metrics_and_retraining(service: DemoService) -> None:
     about = about_markdown(service)
     assert "## Language model" in about and "## Sentiment model" in about
-    assert f"**Parameters:** {service.lm.num_parameters():,}" in about
+    assert f"**Parameters:** {service.lm.model.num_parameters():,}" in about
     assert "| val_ppl | 365 |" in about and "| val_accuracy | 0.5 |" in about
     assert "`python -m demo.tiny (random init)`" in about  # the command, as code
     assert "Retraining" in about and "python -m training.run --help" in about
@@ -131,7 +127,7 @@ def test_token_views() -> None:
 
 
 def test_curve_html_inlines_the_image() -> None:
-    info = CheckpointInfo("lm", "checkpoints/lm", "ready", training_curve_png=b"\x89PNG fake")
+    info = Checkpoint("lm", "checkpoints/lm", "ready", training_curve_png=b"\x89PNG fake")
     assert curve_html(info).count("data:image/png;base64,") == 1
-    assert curve_html(CheckpointInfo("lm", "checkpoints/lm", "ready")) == ""
+    assert curve_html(Checkpoint("lm", "checkpoints/lm", "ready")) == ""
 

@@ -44,7 +44,7 @@ def test_python_m_demo_help(monkeypatch, capsys) -> None:
 def test_demo_never_imports_training() -> None:
     """The Space ships the demo and checkpoints; importing `training` would tie it to the
     training code and its dependencies."""
-    for path in (REPO_ROOT / "demo").glob("*.py"):
+    for path in (REPO_ROOT / "demo").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = []
             if isinstance(node, ast.Import):

@@ -1,4 +1,4 @@
-"""Unit tests of `demo.inference.DemoService` (and the plots) on a tiny random checkpoint.
+"""Unit tests of `demo.inference.DemoService` and the per-tab logic it runs (and the plots) on a tiny random checkpoint.
 
 No server here: each tab's logic is plain Python, tested directly, including every robustness
 rule (empty input, long input, any Unicode, out-of-range settings, missing/broken checkpoints).
@@ -14,23 +14,13 @@ import pytest
 import torch
 
 from demo import plots
-from demo.inference import (
-    MAX_ATTENTION_TOKENS,
-    MAX_INPUT_CHARS,
-    MAX_NEW_TOKENS,
-    MIN_TOP_P,
-    DemoError,
-    DemoService,
-    clean_text,
-    merge_spans,
-    model_text,
-    scrub_paths,
-    serving_device,
-    token_label,
-    visible,
-)
+from demo.attention import MAX_ATTENTION_TOKENS
+from demo.chat import MAX_NEW_TOKENS, MIN_TOP_P
+from demo.inference import DemoService, serving_device
+from demo.inputs import MAX_INPUT_CHARS, DemoError, clean_text, model_text, scrub_paths
+from demo.sentiment import merge_spans
 from demo.tiny import shared_tiny_checkpoints
-from tokenization import Piece
+from tokenization import Piece, token_label, visible
 from training.data import PairSet
 
 UNICODE = [
@@ -59,12 +49,12 @@ def service(ckpt: Path) -> DemoService:
 
 def test_loads_both_checkpoints(service: DemoService, ckpt: Path) -> None:
     assert service.device == "cpu"
-    assert service.lm is not None and service.sentiment is not None and service.tokenizer is not None
+    assert service.lm.ready and service.sentiment.ready and service.tokenizer is not None
     for info in service.checkpoints:
         assert info.ready and info.trained and info.parameters > 0
         assert info.location == f"{ckpt.name}/{info.name}"  # relative: no absolute path shown
         assert info.metrics["steps"] == 0
-    assert not service.lm.training and not service.sentiment.training
+    assert not service.lm.model.training and not service.sentiment.model.training
 
 
 @pytest.mark.parametrize(("threads", "shown"), [(1, "CPU (1 thread)"), (2, "CPU (2 threads)")])
@@ -98,12 +88,12 @@ def test_untrained_and_broken_checkpoints(ckpt: Path, tmp_path: Path) -> None:
     (copy / "lm" / "metrics.json").unlink()  # untrained: loads, with a warning
     (copy / "sentiment" / "config.json").write_text("{not json", encoding="utf-8")  # broken
     service = DemoService(copy, device="cpu")
-    assert service.lm_info.ready and not service.lm_info.trained
-    assert "untrained" in service.lm_info.message
-    assert service.sentiment_info.status == "error"
-    assert "not valid JSON" in service.sentiment_info.message
-    assert str(tmp_path) not in service.sentiment_info.message  # no absolute path in the UI
-    assert service.sentiment is None and service.attention_kinds() == [("LM self-attention (masked)", "lm_self")]
+    assert service.lm.ready and not service.lm.trained
+    assert "untrained" in service.lm.message
+    assert service.sentiment.status == "error"
+    assert "not valid JSON" in service.sentiment.message
+    assert str(tmp_path) not in service.sentiment.message  # no absolute path in the UI
+    assert service.sentiment.model is None and service.attention_kinds() == [("LM self-attention (masked)", "lm_self")]
 
 
 def test_tokenizer_model_mismatch_is_reported(ckpt: Path, tmp_path: Path) -> None:
@@ -113,8 +103,8 @@ def test_tokenizer_model_mismatch_is_reported(ckpt: Path, tmp_path: Path) -> Non
     config["vocab_size"] = 100
     (copy / "lm" / "config.json").write_text(json.dumps(config))
     service = DemoService(copy, device="cpu")
-    assert service.lm_info.status == "error"  # shape mismatch in the weights, or tokenizer too big
-    assert service.sentiment_info.ready
+    assert service.lm.status == "error"  # shape mismatch in the weights, or tokenizer too big
+    assert service.sentiment.ready
 
 
 def test_serving_device() -> None:
@@ -232,9 +222,9 @@ def test_stream_yields_every_token_with_probabilities(service: DemoService) -> N
         assert 0 < step.prob <= 1
         probs = [p for _, p in step.alternatives]
         assert len(probs) == 5 and probs == sorted(probs, reverse=True)
-    tok = service.lm_tokenizer
+    tok = service.lm.tokenizer
     ids = tok.encode("This movie was")
-    expected = service.lm.generate(torch.tensor([[tok.bos_id, *ids]]), service.generation_config(
+    expected = service.lm.model.generate(torch.tensor([[tok.bos_id, *ids]]), service.generation_config(
         max_new_tokens=8, temperature=0.8, seed=3)[0])
     assert final.text == tok.decode(expected)  # same tokens as the model's own generate()
 
@@ -252,7 +242,7 @@ def test_greedy_picks_the_most_likely_token(service: DemoService) -> None:
 
 
 def test_long_prompt_is_truncated_with_notice(service: DemoService) -> None:
-    block = service.lm.config.block_size
+    block = service.lm.model.config.block_size
     update = service.continue_text("word " * (3 * block), max_new_tokens=10, temperature=0)
     assert any("sees only the last" in n for n in update.notices)
     assert len(update.steps) == 10
@@ -260,10 +250,10 @@ def test_long_prompt_is_truncated_with_notice(service: DemoService) -> None:
 
 def test_end_of_text_stops_generation(service: DemoService, monkeypatch) -> None:
     first = service.continue_text("This movie was", max_new_tokens=1, temperature=0).steps[0]
-    first_id = service.lm_tokenizer.encode(first.token)[0] if not first.token.startswith("⟨") else None
+    first_id = service.lm.tokenizer.encode(first.token)[0] if not first.token.startswith("⟨") else None
     if first_id is None:
         pytest.skip("first greedy token is a partial byte")
-    monkeypatch.setattr(service.lm.config, "eos_token_id", first_id)
+    monkeypatch.setattr(service.lm.model.config, "eos_token_id", first_id)
     update = service.continue_text("This movie was", max_new_tokens=10, temperature=0)
     assert update.steps == [] and update.done
     assert any("ended the review" in n for n in update.notices)
@@ -308,7 +298,7 @@ def test_classify(service: DemoService) -> None:
 
 
 def test_classify_matches_score_candidates(service: DemoService) -> None:
-    tok, model = service.sentiment_tokenizer, service.sentiment
+    tok, model = service.sentiment.tokenizer, service.sentiment.model
     text = "Terrible, boring film."
     src = torch.tensor([tok.encode(text, add_eos=True)])
     scores = model.score_candidates(src, [tok.encode(label) for label in model.config.labels])
@@ -325,7 +315,7 @@ def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
 
 
 def test_head_and_tail_truncation_reads_what_training_read(service: DemoService, monkeypatch) -> None:
-    model, tok = service.sentiment, service.sentiment_tokenizer
+    model, tok = service.sentiment.model, service.sentiment.tokenizer
     monkeypatch.setattr(model.config, "src_keep_tail", 8)
     text = "great acting and a boring plot. " * 30 + "In the end I loved it."
     result = service.classify(text)

@@ -1,0 +1,126 @@
+"""The Attention tab's computation: every layer's and head's attention weights for any text, with
+the tokens for both axes (no Gradio here; `demo.tabs.attention` shows them)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from demo.checkpoint import LM, SENTIMENT, Checkpoint
+from demo.inputs import DemoError, clean_text, model_text, read_number
+from demo.sentiment import label_candidates, read_source
+from demo.tokens import EMPTY_TEXT
+from model import AttentionMap
+from tokenization import token_label, visible
+
+MAX_ATTENTION_TOKENS = 64  # beyond this a heatmap's labels are unreadable
+
+
+@dataclass(frozen=True)
+class AttentionKind:
+    checkpoint: str  # LM or SENTIMENT
+    map_kind: str  # `AttentionMap.kind`
+    layers_field: str  # the config field counting this kind's layers
+    title: str
+    causal: bool  # True: the upper triangle is masked by construction, not learned
+
+
+ATTENTION_KINDS = {
+    "lm_self": AttentionKind(LM, "decoder_self", "n_layer", "LM self-attention (masked)", True),
+    "encoder_self": AttentionKind(SENTIMENT, "encoder_self", "n_encoder_layer", "Encoder self-attention", False),
+    "cross": AttentionKind(SENTIMENT, "cross", "n_decoder_layer", "Decoder cross-attention (label → review)", False),
+    "decoder_self": AttentionKind(SENTIMENT, "decoder_self", "n_decoder_layer", "Decoder self-attention (masked)",
+                                  True),
+}
+
+
+@dataclass
+class AttentionResult:
+    kind: str
+    title: str
+    layer: int  # the layer picked for the large heatmap
+    n_layers: int
+    n_heads: int
+    query_tokens: list[str]
+    key_tokens: list[str]
+    all_weights: np.ndarray  # (L, H, T_q, T_k), rows sum to 1
+    causal: bool
+    notices: list[str]
+
+    @property
+    def weights(self) -> np.ndarray:
+        """(H, T_q, T_k): the picked layer's heads."""
+        return self.all_weights[self.layer]
+
+
+def attention_kind(kind: object) -> AttentionKind:
+    if not isinstance(kind, str) or kind not in ATTENTION_KINDS:
+        raise DemoError(f"Unknown attention kind {kind!r}.")
+    return ATTENTION_KINDS[kind]
+
+
+def attention_shape(ckpt: Checkpoint, kind: str) -> tuple[int, int]:
+    """(number of layers, number of heads) for an attention kind."""
+    model, _ = ckpt.require()
+    return getattr(model.config, attention_kind(kind).layers_field), model.config.n_head
+
+
+def _lm_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[list[AttentionMap], list[int], list[int]]:
+    """Self-attention maps of `[bos] + text`; queries and keys are the same tokens."""
+    model, tok = ckpt.require()
+    limit = min(model.config.block_size, MAX_ATTENTION_TOKENS)
+    ids = [tok.bos_id, *tok.encode(text)]
+    if len(ids) > limit:
+        notices.append(f"The text is {len(ids)} tokens with the start token; the heatmap shows the first {limit}.")
+        ids = ids[:limit]
+    maps = model(torch.tensor([ids], device=ckpt.device), output_attentions=True).attentions
+    return maps, ids, ids
+
+
+def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[list[AttentionMap], list[int],
+                                                                                list[int], str]:
+    """Encoder, cross and decoder maps of one pass; the decoder reads the start token and the
+    label the model predicts. Returns the maps, the source ids, the decoder ids and the label."""
+    model, tok = ckpt.require()
+    limit = min(model.config.max_src_len, MAX_ATTENTION_TOKENS)
+    source = read_source(text, tok, limit, "text", model.config.src_keep_tail, ckpt.device)
+    notices += [n + " (heatmap limit)" if limit < model.config.max_src_len else n for n in source.notices]
+    labels, candidates = label_candidates(model, tok)
+    memory, enc_maps = model.encode(source.ids, need_weights=True)
+    best = int(model.candidate_scores(memory, candidates).argmax(-1)[0])
+    tgt_ids = [model.config.bos_token_id, *candidates[best]]
+    _, dec_maps = model.decode(torch.tensor([tgt_ids], device=source.ids.device), memory, need_weights=True)
+    return enc_maps + dec_maps, source.ids[0].tolist(), tgt_ids, labels[best]
+
+
+def attention(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: object = 0) -> AttentionResult:
+    """All layers' and heads' attention weights of one kind, with the tokens for both axes."""
+    spec = attention_kind(kind)
+    n_layers, n_heads = attention_shape(ckpt, kind)
+    _, tok = ckpt.require()
+    text, notices = clean_text(text)
+    text = model_text(text)
+    if not text:
+        raise DemoError(EMPTY_TEXT)
+    layer_i = int(round(read_number(layer, 0)))
+    if not 0 <= layer_i < n_layers:
+        notices.append(f"Layer {layer_i} does not exist (0 to {n_layers - 1}): showing the nearest.")
+        layer_i = min(max(layer_i, 0), n_layers - 1)
+
+    with torch.inference_mode():
+        if spec.checkpoint == LM:
+            maps, query_ids, key_ids = _lm_maps(ckpt, text, notices)
+        else:
+            maps, src_ids, tgt_ids, label = _sentiment_maps(ckpt, text, notices)
+            if kind != "encoder_self":
+                notices.append(f"The decoder rows are the start token and the predicted label “{label}”.")
+            query_ids = src_ids if kind == "encoder_self" else tgt_ids
+            key_ids = tgt_ids if kind == "decoder_self" else src_ids
+        chosen = sorted((m for m in maps if m.kind == spec.map_kind), key=lambda m: m.layer)
+        weights = torch.stack([m.weights[0] for m in chosen]).float().cpu().numpy()  # (L, H, T_q, T_k)
+
+    return AttentionResult(
+        kind=kind, title=spec.title, layer=layer_i, n_layers=n_layers, n_heads=n_heads,
+        query_tokens=[visible(token_label(tok, i), show_spaces=True) for i in query_ids],
+        key_tokens=[visible(token_label(tok, i), show_spaces=True) for i in key_ids],
+        all_weights=weights, causal=spec.causal, notices=notices)

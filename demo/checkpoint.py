@@ -1,0 +1,142 @@
+"""One record per served model: the model, its tokenizer, config, metrics and what to tell the
+visitor about it, loaded from one checkpoint folder (the layout in `storage`).
+
+Loading never raises: a missing, broken, untrained or still-training checkpoint becomes a record
+whose `status` and `message` say so, and every tab that needs it answers with that message.
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from demo.inputs import DemoError, scrub_paths
+from model import DecoderOnlyLM, EncoderDecoder, PreTrainedModel, load_pretrained
+from storage import CONFIG_NAME, CURVE_NAME, IN_PROGRESS_NAME, METRICS_NAME, TOKENIZER_NAME
+from tokenization import BPETokenizer
+
+log = logging.getLogger(__name__)
+
+LM, SENTIMENT = "lm", "sentiment"  # sub-directories of the checkpoints directory
+MODEL_CLASSES: dict[str, type[PreTrainedModel]] = {LM: DecoderOnlyLM, SENTIMENT: EncoderDecoder}
+MODEL_NAMES = {LM: "language model", SENTIMENT: "sentiment model"}  # as a sentence names them
+MAX_CURVE_BYTES = 5_000_000
+
+
+@dataclass
+class Checkpoint:
+    """A served model and everything the header, the About tab and the error messages say about it."""
+
+    name: str  # LM or SENTIMENT
+    location: str  # relative, for display: never an absolute path
+    status: str = "missing"  # "ready", "missing" or "error"
+    message: str = ""
+    model: PreTrainedModel | None = None
+    tokenizer: BPETokenizer | None = None
+    config: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)
+    training_curve_png: bytes | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.status == "ready"
+
+    @property
+    def trained(self) -> bool:
+        """A training run writes metrics.json next to the weights; without it, assume random init."""
+        return bool(self.metrics)
+
+    @property
+    def parameters(self) -> int | None:
+        return self.model.num_parameters() if self.model is not None else None
+
+    @property
+    def device(self):
+        return next(self.model.parameters()).device if self.model is not None else None
+
+    @property
+    def model_type(self) -> str | None:
+        return self.model.model_type if self.model is not None else None
+
+    def require(self) -> tuple[PreTrainedModel, BPETokenizer]:
+        """The model and tokenizer, or the visitor's explanation of why there are none."""
+        if self.model is None or self.tokenizer is None:
+            raise DemoError(f"The {MODEL_NAMES[self.name]} is not available: {self.message}.")
+        return self.model, self.tokenizer
+
+
+class Scrubber:
+    """Error messages name the checkpoints folder by its short display name, never its path."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def __call__(self, message: str) -> str:
+        prefixes = {str(self.root.resolve()), str(self.root.absolute()), str(self.root)} - {"", "."}
+        for prefix in sorted(prefixes, key=len, reverse=True):  # longest spelling first
+            message = message.replace(prefix, self.root.name)
+        return scrub_paths(message)
+
+
+def load_tokenizer(directory: Path, scrub: Scrubber) -> tuple[BPETokenizer | None, str]:
+    """The folder's tokenizer, or None and why."""
+    if not (directory / TOKENIZER_NAME).is_file():
+        return None, f"no {TOKENIZER_NAME}"
+    try:
+        return BPETokenizer.from_file(directory / TOKENIZER_NAME), ""
+    except Exception as e:  # a broken file must not stop the app from starting
+        log.exception("could not load %s", directory / TOKENIZER_NAME)
+        return None, scrub(f"{TOKENIZER_NAME} could not be read: {e}")
+
+
+def read_metrics(directory: Path) -> dict:
+    path = directory / METRICS_NAME
+    if not path.is_file():
+        return {}
+    try:
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        log.warning("unreadable %s", path)
+        return {}
+    return metrics if isinstance(metrics, dict) else {}
+
+
+def load_checkpoint(root: Path, name: str, device: str, shared_tokenizer: BPETokenizer | None) -> Checkpoint:
+    """`root/name` as a `Checkpoint`; its own tokenizer.json wins over the shared one."""
+    directory = root / name
+    scrub = Scrubber(root)
+    ckpt = Checkpoint(name=name, location=f"{root.name}/{name}")
+    if not (directory / CONFIG_NAME).is_file():
+        ckpt.message = f"no checkpoint in `{ckpt.location}/` (train one, see About)"
+        return ckpt
+    if (directory / IN_PROGRESS_NAME).exists():
+        ckpt.status = "error"
+        ckpt.message = (f"`{ckpt.location}/` is still being written by a training run (it holds "
+                        f"{IN_PROGRESS_NAME}); serve it once the run has finished, or serve a finished run")
+        return ckpt
+    ckpt.metrics = read_metrics(directory)
+    curve = directory / CURVE_NAME
+    if curve.is_file() and curve.stat().st_size <= MAX_CURVE_BYTES:
+        ckpt.training_curve_png = curve.read_bytes()
+    tokenizer, why = load_tokenizer(directory, scrub)
+    tokenizer = tokenizer or shared_tokenizer
+    cls = MODEL_CLASSES[name]
+    try:
+        if tokenizer is None:
+            raise DemoError(f"no tokenizer ({why}, and none shared in `{root.name}/`)")
+        model = load_pretrained(directory, device)
+        if not isinstance(model, cls):
+            raise DemoError(f"`{ckpt.location}` holds a {model.model_type!r} model, expected {cls.model_type!r}")
+        if tokenizer.vocab_size > model.config.vocab_size:
+            raise DemoError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model "
+                            f"only {model.config.vocab_size}: they were not trained together")
+    except Exception as e:
+        if not isinstance(e, DemoError):
+            log.exception("could not load checkpoint %s", directory)
+        ckpt.status, ckpt.message = "error", scrub(str(e))
+        return ckpt
+    ckpt.status, ckpt.model, ckpt.tokenizer = "ready", model, tokenizer
+    ckpt.config = dict(vars(model.config))
+    if not ckpt.trained:
+        ckpt.message = f"no {METRICS_NAME}: probably untrained (random weights), expect gibberish"
+    return ckpt

@@ -1,0 +1,56 @@
+"""Visitor input made safe, and the one error type a visitor is meant to read.
+
+The caller of every handler is an anonymous web visitor or script: text may be missing, huge, or
+hold lone surrogates (JSON can carry them, UTF-8 cannot encode them); numbers may be text, NaN,
+±inf or 10**400. Everything is read through these helpers, so no such value reaches the models.
+"""
+
+import math
+import re
+
+from tokenization import clean_text as model_text  # the clean-up training applied
+
+MAX_INPUT_CHARS = 20_000  # far beyond any context; only stops a visitor from pasting a book
+
+__all__ = ["MAX_INPUT_CHARS", "DemoError", "clean_text", "model_text", "read_number", "scrub_paths"]
+
+
+class DemoError(Exception):
+    """A problem the visitor can understand (and usually fix); the message is shown as is."""
+
+
+def clean_text(text: object) -> tuple[str, list[str]]:
+    """Make any visitor input safe to tokenize; return the text and notices about changes."""
+    if text is None:
+        return "", []
+    if not isinstance(text, str):
+        text = str(text)
+    notices = []
+    safe = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> "?"
+    if safe != text:
+        notices.append("Some characters were not valid Unicode and were replaced by “?”.")
+    if len(safe) > MAX_INPUT_CHARS:
+        notices.append(f"The text was cut to its first {MAX_INPUT_CHARS:,} characters.")
+        safe = safe[:MAX_INPUT_CHARS]
+    return safe, notices
+
+
+def read_number(value: object, default: float, low: float = -1e12, high: float = 1e12) -> float:
+    """A UI/API number as a finite float in [low, high]: None, text and NaN give the default, and
+    ±inf or huge values are clamped, so `int(round(x))` can never raise OverflowError.
+
+    The bounds are far beyond any setting's own range, whose clamping callers explain."""
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float, 10**400
+        x = math.copysign(math.inf, value) if isinstance(value, int) else math.nan
+    return default if math.isnan(x) else min(max(x, low), high)
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/-])(?:/[\w.@+~-]+)+/(?=[\w.@+~-])")  # not URLs, not relative
+
+
+def scrub_paths(text: str) -> str:
+    """Hide the directories of absolute paths (`/home/me/data/imdb` -> `…/imdb`): metrics.json
+    records the training command and data source, which may name the trainer's file system."""
+    return _ABSOLUTE_PATH.sub("…/", text)

@@ -1,0 +1,121 @@
+"""The Sentiment tab's computation: class probabilities, and which review tokens the label step
+looked at (no Gradio here; `demo.tabs.sentiment` shows it)."""
+
+from dataclasses import dataclass
+
+import torch
+
+from demo.checkpoint import Checkpoint
+from demo.inputs import DemoError, clean_text, model_text
+from model import EncoderDecoder
+from tokenization import BPETokenizer, Piece, truncate
+
+EMPTY_REVIEW = "Paste or type a movie review to classify first."
+
+
+@dataclass
+class SentimentResult:
+    probabilities: dict[str, float]  # label -> probability, sums to 1
+    label: str
+    highlights: list[tuple[str, float | None]]  # review segments with attention in [0, 1]
+    notices: list[str]
+
+
+@dataclass
+class Source:
+    """A review as the sentiment model reads it: cleaned text, its pieces (cut the way training
+    cut them) and the encoder's input ids."""
+
+    text: str
+    pieces: list[Piece]
+    ids: torch.Tensor  # (1, S): the pieces' ids, then eos
+    notices: list[str]
+
+
+def read_source(text: str, tok: BPETokenizer, max_len: int, what: str, keep_tail: int, device) -> Source:
+    """Pieces and source ids `encode(text) + [eos]`, cut to `max_len` with eos kept last, the way
+    training cut them (`truncate`: the head, or the head and the last `keep_tail` tokens)."""
+    pieces = tok.pieces(text)
+    notices = []
+    if len(pieces) + 1 > max_len:
+        tail = min(keep_tail, max_len - 1)
+        read = f"the first {max_len - 1 - tail} and the last {tail}" if tail else f"the first {max_len - 1}"
+        notices.append(f"The {what} is {len(pieces)} tokens; only {read} are read "
+                       f"(the model's limit is {max_len} including the end token).")
+        pieces = truncate(pieces, max_len - 1, keep_tail)
+    ids = torch.tensor([[*(p.id for p in pieces), tok.eos_id]], device=device)
+    return Source(text, pieces, ids, notices)
+
+
+def review_source(ckpt: Checkpoint, text: object) -> Source:
+    """Visitor text -> the source the classifier reads (cleaned like the training data)."""
+    model, tok = ckpt.require()
+    text, notices = clean_text(text)
+    text = model_text(text)  # the highlight shows this text, so it tiles what the model read
+    if not text:
+        raise DemoError(EMPTY_REVIEW)
+    c = model.config
+    source = read_source(text, tok, c.max_src_len, "review", c.src_keep_tail, ckpt.device)
+    source.notices[:0] = notices
+    return source
+
+
+def label_candidates(model: EncoderDecoder, tok: BPETokenizer) -> tuple[list[str], list[list[int]]]:
+    labels = list(model.config.labels or [])
+    if len(labels) < 2:
+        raise DemoError("The sentiment checkpoint lists no labels (config.json `labels`).")
+    return labels, [tok.encode(label) for label in labels]
+
+
+def merge_spans(text: str, pieces: list, scores: list[float]) -> list[tuple[str, float | None]]:
+    """Review segments with the summed score of their tokens; text no piece covers scores None.
+
+    Byte-level BPE can split one character (an emoji, a CJK character) across tokens whose
+    character spans overlap; such tokens are merged into one segment. Text between pieces (the
+    middle that head + tail truncation skipped) and after the last piece (a cut end) becomes an
+    unscored segment, so the segments always tile the text exactly and nothing shows as U+FFFD.
+    """
+    groups: list[list] = []  # [start, end, score]
+    for piece, score in zip(pieces, scores, strict=True):
+        if groups and piece.start < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], piece.end)
+            groups[-1][2] += score
+        else:
+            if groups and piece.start > groups[-1][1]:
+                groups.append([groups[-1][1], piece.start, None])
+            groups.append([piece.start, piece.end, score])
+    end = groups[-1][1] if groups else 0
+    if end < len(text):
+        groups.append([end, len(text), None])
+    return [(text[start:end], score) for start, end, score in groups]
+
+
+def shade(source: Source, scores: list[float]) -> list[tuple[str, float | None]]:
+    """Per-token scores -> text segments scaled so the strongest is 1 (unread text: None)."""
+    segments = merge_spans(source.text, source.pieces, scores[: len(source.pieces)])
+    top = max((abs(w) for _, w in segments if w is not None), default=0.0)
+    return [(segment, w if w is None or top == 0 else round(w / top, 4)) for segment, w in segments]
+
+
+def classify(ckpt: Checkpoint, text: object) -> SentimentResult:
+    """Class probabilities and which review tokens the label step attended to.
+
+    The model is text-to-text: the probability of each label is the softmax over the decoder's
+    log-likelihoods of the label words. The highlight is the cross-attention of the decoder's
+    first step (the one that predicts the label's first token), averaged over heads and layers,
+    summed per visible segment and scaled so the strongest is 1. The review is encoded once: the
+    scores and the attention both read the same encoder output.
+    """
+    model, tok = ckpt.require()
+    source = review_source(ckpt, text)
+    labels, candidates = label_candidates(model, tok)
+    with torch.inference_mode():
+        memory, _ = model.encode(source.ids)  # (1, S, C)
+        probs = model.candidate_scores(memory, candidates).float().softmax(-1)[0].cpu()
+        best = int(probs.argmax())
+        tgt = torch.tensor([[model.config.bos_token_id, *candidates[best]]], device=source.ids.device)
+        _, maps = model.decode(tgt, memory, need_weights=True)
+        cross = torch.stack([m.weights[0, :, 0, :] for m in maps if m.kind == "cross"])  # (L, H, S)
+        weights = cross.float().mean(dim=(0, 1)).cpu().tolist()  # (S,)
+    return SentimentResult(dict(zip(labels, probs.tolist(), strict=True)), labels[best], shade(source, weights),
+                           source.notices)

@@ -1,0 +1,62 @@
+"""The Attention tab: any text through either model, one layer's heatmap and all its heads."""
+
+from functools import partial
+
+import gradio as gr
+
+from demo import plots
+from demo.checkpoint import LM, SENTIMENT
+from demo.inference import DemoService
+from demo.tabs.common import failure, notice_markdown
+from demo.text import ATTENTION_EXAMPLE, ATTENTION_INTRO, CAUSAL_NOTE
+
+
+def attention_options(service: DemoService, model_name, kind):
+    """Kinds available for the chosen model, and the layers and heads of the chosen kind."""
+    kinds = service.attention_kinds(model_name)
+    if not kinds:
+        return gr.update(choices=[], value=None), gr.update(choices=[], value=None), gr.update(choices=[], value=None)
+    if kind not in [k for _, k in kinds]:
+        kind = kinds[0][1]
+    n_layers, n_heads = service.attention_shape(kind)
+    layers = [(f"layer {i + 1}", i) for i in range(n_layers)]
+    heads = [("mean over heads", plots.MEAN)] + [(f"head {h + 1}", h) for h in range(n_heads)]
+    return (gr.update(choices=kinds, value=kind), gr.update(choices=layers, value=n_layers - 1),
+            gr.update(choices=heads, value=plots.MEAN))
+
+
+def attention(service: DemoService, text, kind, layer, head):
+    """The heatmap of one layer (one head or their mean), all heads of that layer, and notices."""
+    try:
+        result = service.attention(text, kind, layer)
+        figure, grid = plots.heatmap(result, head), plots.heads_grid(result)
+    except Exception as e:
+        return None, None, failure(e)
+    notes = list(result.notices)
+    if result.causal:
+        notes.append(CAUSAL_NOTE)
+    return figure, grid, notice_markdown(notes)
+
+
+def build(service: DemoService, compute: dict) -> None:
+    first_model = LM if service.lm.ready else SENTIMENT
+    init_kind, init_layer, init_head = attention_options(service, first_model, None)
+    gr.Markdown(ATTENTION_INTRO)
+    text = gr.Textbox(ATTENTION_EXAMPLE, label="Text", lines=2, elem_id="att-input")
+    with gr.Row():
+        model = gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first_model, label="Model")
+        kind = gr.Dropdown(init_kind["choices"], value=init_kind["value"], label="Attention", allow_custom_value=True)
+        layer = gr.Dropdown(init_layer["choices"], value=init_layer["value"], label="Layer", allow_custom_value=True)
+        head = gr.Dropdown(init_head["choices"], value=init_head["value"], label="Head", allow_custom_value=True)
+    show = gr.Button("Show attention", variant="primary", elem_id="att-show")
+    notice = gr.Markdown(elem_id="att-notice")
+    with gr.Row():  # the figures carry their own titles; a label would cover them
+        heatmap = gr.Plot(label="Heatmap", show_label=False, elem_id="att-heatmap", format="png")
+        grid = gr.Plot(label="All heads of this layer", show_label=False, elem_id="att-grid", format="png")
+
+    options = partial(attention_options, service)
+    model.change(options, [model, kind], [kind, layer, head], api_name="attention_options", queue=False)
+    kind.change(options, [model, kind], [kind, layer, head], api_name="attention_kind", api_visibility="private",
+                queue=False)
+    show.click(partial(attention, service), [text, kind, layer, head], [heatmap, grid, notice],
+               api_name="attention", **compute)

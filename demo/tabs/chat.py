@@ -1,0 +1,159 @@
+"""The Chat tab: the language model continues a review, streamed, with each token's probability."""
+
+import time
+from collections.abc import Iterable, Iterator
+from functools import partial
+
+import gradio as gr
+
+from demo.chat import EMPTY_PROMPT, ChatUpdate
+from demo.inference import DemoService
+from demo.inputs import DemoError, clean_text, model_text
+from demo.tabs.common import failure, lenient, notice_markdown
+from demo.text import CHAT_EXAMPLES, CHAT_INTRO, PROBABILITY_BANDS, TABLE_HEADERS
+from tokenization import visible
+
+CONTINUATION = "…"  # the bot's message continues the visitor's text, so it starts with an ellipsis
+UPDATE_SECONDS = 0.03  # stream to the browser at most this often: each update costs the server a render
+PROBABILITY_COLOURS = {category: colour for _, category, colour in PROBABILITY_BANDS}
+
+
+def message_text(message: dict) -> str:
+    """Text of a chat message, whether its content is a string or Gradio's list of parts."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def probability_band(prob: float) -> str:
+    return next(category for bound, category, _ in PROBABILITY_BANDS if prob >= bound)
+
+
+def token_highlights(update: ChatUpdate) -> list[tuple[str, str]]:
+    """Generated tokens coloured by the model's probability of them, in four bands (the exact
+    numbers are in the table below)."""
+    return [(visible(step.token).replace("↵", "↵\n"), probability_band(step.prob)) for step in update.steps]
+
+
+def token_table(update: ChatUpdate) -> list[list]:
+    """One row per generated step: the token, its probability and the top alternatives."""
+    rows = []
+    for i, step in enumerate(update.steps, start=1):
+        alternatives = "   ".join(f"{visible(t, show_spaces=True)} {p:.3f}" for t, p in step.alternatives)
+        rows.append([i, visible(step.token, show_spaces=True), round(step.prob, 4), alternatives])
+    return rows
+
+
+def coalesce(updates: Iterable[ChatUpdate], seconds: float, clock=time.perf_counter) -> Iterator[ChatUpdate]:
+    """The first update, then at most one every `seconds`, and always the last one.
+
+    Every update sent through the server costs a render and a message to the browser (about a
+    third of the tokens/s when sent per token); a person cannot read 100 updates a second anyway.
+    """
+    last = None
+    for update in updates:
+        now = clock()
+        if update.done or last is None or now - last >= seconds:
+            last = now
+            yield update
+
+
+def chat(service: DemoService, message, history, max_new_tokens, temperature, top_k, top_p, seed):
+    """Stream a continuation of `message`: outputs are chatbot, textbox, tokens, table, notice."""
+    history = list(history or [])
+    text, cleaning = clean_text(message)  # the history shows the cleaned text
+    if not model_text(text):
+        yield history, message, gr.skip(), gr.skip(), failure(DemoError(EMPTY_PROMPT))
+        return
+    history += [{"role": "user", "content": text}, {"role": "assistant", "content": CONTINUATION}]
+    yield history, "", [], [], "✍️ Writing…"
+    try:
+        updates = service.stream_continuation(text, max_new_tokens, temperature, top_k, top_p, seed)
+        for update in coalesce(updates, UPDATE_SECONDS):
+            history[-1] = {"role": "assistant", "content": CONTINUATION + update.text}
+            notices = cleaning + update.notices + (
+                [f"Done: {len(update.steps)} tokens (seed {update.seed})."] if update.done else [])
+            yield history, "", token_highlights(update), token_table(update), notice_markdown(notices)
+    except Exception as e:
+        if message_text(history[-1]) == CONTINUATION:
+            history = history[:-1]  # no reply at all: drop the empty bubble
+        yield history, "", gr.skip(), gr.skip(), failure(e)
+
+
+def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top_p, seed):
+    """Drop the last exchange and generate again from the same opening."""
+    history = list(history or [])
+    users = [i for i, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "user"]
+    if not users:
+        yield history, gr.skip(), gr.skip(), gr.skip(), failure(DemoError("Nothing to retry yet."))
+        return
+    last = users[-1]
+    yield from chat(service, message_text(history[last]), history[:last], max_new_tokens, temperature, top_k,
+                    top_p, seed)
+
+
+def clear():
+    return [], "", [], [], "", None
+
+
+def rate_reply(service: DemoService, history):
+    """Classify the bot's last reply with the sentiment model."""
+    replies = [message_text(m) for m in (history or []) if isinstance(m, dict) and m.get("role") == "assistant"]
+    reply = replies[-1].removeprefix(CONTINUATION) if replies else ""
+    if not reply.strip():
+        return None, failure(DemoError("Generate a reply first, then ask how positive it is."))
+    try:
+        result = service.classify(reply)
+    except Exception as e:
+        return None, failure(e)
+    return result.probabilities, notice_markdown(
+        [f"The sentiment model read the reply and says: **{result.label}**."] + result.notices)
+
+
+def build(service: DemoService, compute: dict) -> None:
+    """The tab's components and events; `compute` holds the queue settings every model call shares."""
+    vocab = service.lm.model.config.vocab_size if service.lm.ready else 8192
+    gr.Markdown(CHAT_INTRO)
+    with gr.Row():
+        with gr.Column(scale=3):
+            chatbot = gr.Chatbot(label="Review writer", height=360, elem_id="chatbot", render_markdown=False,
+                                 feedback_options=None, buttons=["copy"])
+            prompt = gr.Textbox(label="Opening of a review", placeholder="This movie was", lines=2, max_lines=8,
+                                elem_id="chat-input")
+            with gr.Row():
+                send = gr.Button("Continue", variant="primary", elem_id="chat-send")
+                stop = gr.Button("Stop", variant="stop", elem_id="chat-stop")
+                retry_btn = gr.Button("Retry", elem_id="chat-retry")
+                clear_btn = gr.Button("Clear", elem_id="chat-clear")
+            chat_notice = gr.Markdown(elem_id="chat-notice")
+            gr.Examples(CHAT_EXAMPLES, inputs=prompt, label="Example openings")
+        with gr.Column(scale=2):
+            max_new = lenient(gr.Slider(1, 256, value=60, step=1, label="Max new tokens"))
+            temperature = lenient(gr.Slider(0, 2, value=0.8, step=0.05, label="Temperature (0 = greedy)"))
+            top_k = lenient(gr.Slider(0, vocab, value=40, step=1, label="Top-k (0 = off)"))
+            top_p = lenient(gr.Slider(0.01, 1, value=0.95, step=0.01, label="Top-p (1 = off)"))
+            seed = lenient(gr.Number(value=-1, precision=0, label="Seed (-1 = random)"))
+            rate = gr.Button("How positive is this?", elem_id="chat-rate")
+            rating = gr.Label(label="Sentiment of the reply", num_top_classes=3, elem_id="chat-rating")
+            rate_notice = gr.Markdown()
+    token_view = gr.HighlightedText(
+        label="Generated tokens, coloured by the model's probability of each", elem_id="chat-tokens",
+        color_map=PROBABILITY_COLOURS, show_legend=True, show_inline_category=False, combine_adjacent=False)
+    table = gr.Dataframe(headers=TABLE_HEADERS, label="Each step: probability and top alternatives",
+                         interactive=False, max_height=320, wrap=True, elem_id="chat-table")
+
+    settings = [max_new, temperature, top_k, top_p, seed]
+    outputs = [chatbot, prompt, token_view, table, chat_notice]
+    stream = {**compute, "show_progress": "hidden"}
+    chat_events = [
+        prompt.submit(partial(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat", **stream),
+        send.click(partial(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat_click",
+                   api_visibility="private", **stream),
+        retry_btn.click(partial(retry, service), [chatbot, *settings], outputs, api_name="retry", **stream),
+    ]
+    stop.click(None, None, None, cancels=chat_events, api_name="stop", api_visibility="private")
+    clear_btn.click(clear, None, [*outputs, rating], api_name="clear", queue=False)
+    rate.click(partial(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)

@@ -1,0 +1,33 @@
+"""What every tab shares: notices, the friendly failure message and lenient inputs."""
+
+import logging
+
+from demo.inputs import DemoError
+from demo.text import INTERNAL_ERROR
+
+log = logging.getLogger("demo")
+
+
+def notice_markdown(notices: list[str]) -> str:
+    """Notices as a Markdown list (never containing visitor text, so no escaping is needed)."""
+    return "\n".join(f"- ℹ️ {n}" for n in notices)
+
+
+def failure(e: Exception) -> str:
+    """The notice for an exception: the visitor's own message, or a generic one (and a log)."""
+    if isinstance(e, DemoError):
+        return f"ℹ️ {e}"
+    log.exception("request failed")
+    return f"⚠️ {INTERNAL_ERROR}"
+
+
+def lenient(component):
+    """Let the component's API accept any value. `gr.Slider`/`gr.Number` reject out-of-range or
+    non-numeric values with an error, while the service clamps them and says so (a script may
+    send temperature -1 or top-k 10**6).
+
+    The check is switched off on the instance: subclassing a Gradio component would make Gradio
+    write a `.pyi` stub next to this file at import time.
+    """
+    component.preprocess = lambda payload: payload  # type: ignore[method-assign]
+    return component

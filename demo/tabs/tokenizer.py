@@ -1,0 +1,51 @@
+"""The Tokenizer tab: how the byte-level BPE tokenizer cuts any text."""
+
+import html
+from functools import partial
+
+import gradio as gr
+
+from demo.inference import DemoService
+from demo.tabs.common import failure, notice_markdown
+from demo.text import TOKENIZER_EXAMPLE, TOKENIZER_INTRO
+from tokenization import visible
+
+PIECE_COLOURS = ("#dbeafe", "#fde68a")
+CSS = """
+.tok-pieces { line-height: 2.1; white-space: pre-wrap; font-family: ui-monospace, monospace; }
+.tok-pieces span { border-radius: 4px; padding: 1px 2px; margin: 0 1px; color: #111; }
+.tok-pieces sub { font-size: 0.65em; color: #555; margin-left: 1px; }
+"""
+
+
+def pieces_html(pieces: list[tuple[str, int]]) -> str:
+    """BPE pieces coloured alternately, each with its id; every piece text is HTML-escaped.
+    A piece made only of spaces shows them as "␣", or it would be an empty box."""
+    spans = [
+        f'<span style="background:{PIECE_COLOURS[i % 2]}" title="id {token_id}">'
+        f"{html.escape(visible(text, show_spaces=not text.strip(' ')))}<sub>{token_id}</sub></span>"
+        for i, (text, token_id) in enumerate(pieces)
+    ]
+    return f'<div class="tok-pieces">{"".join(spans)}</div>'
+
+
+def tokenize(service: DemoService, text):
+    """The pieces as HTML, and a summary with notices."""
+    try:
+        result = service.tokenize(text)
+    except Exception as e:
+        return "", failure(e)
+    ratio = result.characters / max(result.count, 1)
+    summary = f"**{result.count:,} tokens** for {result.characters:,} characters ({ratio:.1f} characters/token)."
+    return pieces_html(result.pieces), "\n\n".join([summary, notice_markdown(result.notices)])
+
+
+def build(service: DemoService, compute: dict) -> None:
+    gr.Markdown(TOKENIZER_INTRO)
+    text = gr.Textbox(TOKENIZER_EXAMPLE, label="Text", lines=3, elem_id="tok-input")
+    run = gr.Button("Tokenize", variant="primary", elem_id="tok-run")
+    pieces = gr.HTML(elem_id="tok-pieces")
+    summary = gr.Markdown(elem_id="tok-summary")
+    run.click(partial(tokenize, service), text, [pieces, summary], api_name="tokenize", **compute)
+    text.submit(partial(tokenize, service), text, [pieces, summary], api_name="tokenize_submit",
+                api_visibility="private", **compute)

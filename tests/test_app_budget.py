@@ -1,0 +1,93 @@
+"""The app's one compute budget (`demo.budget`): a fair, bounded semaphore shared by every tab."""
+
+import threading
+import time
+
+import pytest
+
+from demo.budget import BUSY, Busy, ComputeBudget, machine_slots
+from demo.inference import DemoService
+from demo.tiny import shared_tiny_checkpoints
+
+
+def test_machine_slots_counts_usable_cores() -> None:
+    import os
+
+    assert machine_slots() == len(os.sched_getaffinity(0))
+
+
+def test_never_more_than_slots_at_once_and_first_come_first_served() -> None:
+    budget = ComputeBudget(slots=2, max_waiting=16)
+    running, peak, order = 0, 0, []
+    lock = threading.Lock()
+
+    def work(i: int) -> None:
+        nonlocal running, peak
+        with budget.slot():
+            with lock:
+                running += 1
+                peak = max(peak, running)
+                order.append(i)
+            time.sleep(0.02)
+            with lock:
+                running -= 1
+
+    threads = []
+    for i in range(8):  # started one after another, so they queue up in this order
+        threads.append(threading.Thread(target=work, args=(i,)))
+        threads[-1].start()
+        time.sleep(0.002)
+    for t in threads:
+        t.join()
+    assert peak == 2 and order == list(range(8)) and budget.busy_slots == 0
+
+
+def test_a_releasing_thread_cannot_jump_the_line() -> None:
+    """A chat gives its slot back after each token and asks again at once: a waiting request must
+    get the slot first (with `threading.Semaphore` the chat could take it straight back)."""
+    budget = ComputeBudget(slots=1, max_waiting=4)
+    budget.acquire()  # the chat holds the only slot
+    served = threading.Event()
+
+    def other() -> None:
+        with budget.slot():
+            served.set()
+
+    waiter = threading.Thread(target=other)
+    waiter.start()
+    while not budget._waiters:  # the other request is in line
+        time.sleep(0.001)
+    budget.release()
+    budget.acquire()  # the chat asks again: it queues behind the other request
+    assert served.is_set()
+    budget.release()
+    waiter.join()
+
+
+def test_a_full_line_is_told_to_come_back_later() -> None:
+    budget = ComputeBudget(slots=1, max_waiting=1)
+    budget.acquire()
+    waiter = threading.Thread(target=budget.acquire)
+    waiter.start()
+    while not budget._waiters:
+        time.sleep(0.001)
+    with pytest.raises(Busy, match="busy"):
+        budget.acquire()
+    assert "try again" in BUSY
+    budget.release()  # hands the slot to the waiter
+    waiter.join()
+    assert budget.busy_slots == 1
+
+
+def test_every_tab_draws_on_the_services_budget() -> None:
+    service = DemoService(shared_tiny_checkpoints(), device="cpu", slots=1, max_waiting=0)
+    service.budget.acquire()  # all compute taken, nobody may wait: every model call is refused
+    with pytest.raises(Busy):
+        service.classify("A fine film.")
+    with pytest.raises(Busy):
+        service.attention("A fine film.", "lm_self")
+    with pytest.raises(Busy):
+        service.continue_text("This movie was", max_new_tokens=2)
+    service.budget.release()
+    assert service.classify("A fine film.").label in {"negative", "positive"}
+    assert service.budget.busy_slots == 0
