@@ -52,10 +52,10 @@ def held_out_rows(data_dir: str, val_size: int, seed: int, part: str, n_selectio
     return rows.select(selection if part == "selection" else report)
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of a (cleaned) review with at least MIN_SENTENCE_WORDS words."""
+def sentences(text: str, min_words: int = MIN_SENTENCE_WORDS) -> list[str]:
+    """The sentences of a (cleaned) review with at least `min_words` words."""
     parts = (s.strip() for s in _SENTENCE_END.split(text))
-    return [s for s in parts if len(s.split()) >= MIN_SENTENCE_WORDS]
+    return [s for s in parts if len(s.split()) >= max(1, min_words)]
 
 
 @dataclass

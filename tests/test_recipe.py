@@ -1,0 +1,137 @@
+"""Fine-tuning options: each checked for exactly what it does."""
+
+import numpy as np
+import pytest
+import torch
+
+from model import EncoderDecoder, EncoderDecoderConfig
+from tokenization import BPETokenizer
+from training.recipe import (
+    Recipe,
+    SentenceCrops,
+    apply_unfreezing,
+    average_state_dicts,
+    layer_depth,
+    param_groups,
+    smoothed_loss,
+    training_loss,
+)
+
+
+def tiny(seed: int = 0) -> EncoderDecoder:
+    torch.manual_seed(seed)
+    return EncoderDecoder(EncoderDecoderConfig(vocab_size=40, n_encoder_layer=2, n_decoder_layer=1, n_head=2,
+                                               d_model=16, d_ff=32, max_src_len=16, max_tgt_len=8, dropout=0.0,
+                                               norm_first=True))
+
+
+def batch() -> dict:
+    g = torch.Generator().manual_seed(0)
+    src_mask = torch.ones(3, 10, dtype=torch.long)
+    src_mask[1, 7:] = 0
+    targets = torch.randint(4, 40, (3, 3), generator=g)
+    targets[2, 2] = -100
+    return {"src_ids": torch.randint(4, 40, (3, 10), generator=g), "src_mask": src_mask,
+            "tgt_ids": torch.randint(4, 40, (3, 3), generator=g), "targets": targets}
+
+
+def test_layer_wise_lr_scales_and_weight_decay():
+    model = tiny()
+    groups = param_groups(model, weight_decay=0.1, layer_decay=0.5)
+    scale = {id(p): g["lr_scale"] for g in groups for p in g["params"]}
+    decay = {id(p): g["weight_decay"] for g in groups for p in g["params"]}
+    expected = {"decoder": 1.0, "encoder.norm": 1.0, "encoder.layers.1": 0.5, "encoder.layers.0": 0.25, "embed": 0.125}
+    for name, p in model.named_parameters():
+        assert scale[id(p)] == next(v for k, v in expected.items() if name.startswith(k)), name
+        assert decay[id(p)] == (0.1 if p.dim() >= 2 and not name.startswith("embed") else 0.0), name
+    assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
+    assert layer_depth("encoder.layers.11.ffn.w", 12) == 1 and layer_depth("decoder.layers.0.x", 12) == 0
+
+
+def test_gradual_unfreezing_leaves_frozen_parameters_without_gradient():
+    model = tiny()
+    top = ("decoder", "encoder.norm")
+    for step, trainable_prefixes in [(0, top), (19, (*top, "encoder.layers.1")), (20, (*top, "encoder.layers")),
+                                     (30, ("",))]:
+        model.zero_grad(set_to_none=True)
+        apply_unfreezing(model, step, every=10)
+        model(**batch()).loss.backward()
+        for name, p in model.named_parameters():
+            assert (p.grad is not None) == name.startswith(trainable_prefixes), (step, name)
+    assert apply_unfreezing(model, 0, every=0) == 4  # off: everything trains
+
+
+def test_smoothed_loss_by_hand():
+    logits, targets = torch.randn(2, 3, 7), torch.tensor([[1, 2, -100], [0, 6, 3]])
+    smoothing = 0.2
+    log_p = logits.log_softmax(-1)
+    terms = [(1 - smoothing) * -log_p[b, t, targets[b, t]] + smoothing * -log_p[b, t].mean()
+             for b in range(2) for t in range(3) if targets[b, t] != -100]
+    assert smoothed_loss(logits, targets, smoothing).item() == pytest.approx(torch.stack(terms).mean().item(), rel=1e-6)
+    model = tiny()
+    assert training_loss(model, model, batch(), Recipe()).item() == model(**batch()).loss.item()
+
+
+def test_adversarial_perturbation_is_the_normalised_gradient_of_the_given_size():
+    model, b = tiny(), batch()
+    eps = 0.5
+    total = training_loss(model, model, b, Recipe(adversarial_eps=eps))
+    embeds = model.embed(b["src_ids"]).detach().requires_grad_()
+
+    def loss_at(e):
+        memory, _ = model.encode(None, b["src_mask"], src_embeds=e)
+        logits = model.decode(b["tgt_ids"], memory, b["src_mask"])[0]
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), b["targets"].flatten(), ignore_index=-100)
+
+    clean = loss_at(embeds)
+    clean.backward()
+    g = embeds.grad * b["src_mask"][..., None]  # only the review's real tokens move
+    r = torch.stack([eps * g[i] / g[i].norm() for i in range(3)])
+    assert total.item() == pytest.approx((clean + loss_at(embeds + r)).item(), rel=1e-5)
+    # the normalised gradient rises more than random directions of the same size
+    noise = torch.randn(20, *g.shape) * b["src_mask"][..., None]
+    random_rises = [loss_at(embeds + eps * n / n.flatten(1).norm(dim=1)[:, None, None]) for n in noise]
+    assert (total - clean).item() > max(random_rises).item() > clean.item()
+    model.zero_grad()
+    total.backward()
+    assert model.embed.lut.weight.grad is not None
+
+
+def test_averaged_weights_are_the_mean():
+    states = [tiny(seed).state_dict() for seed in range(3)]
+    averaged = average_state_dicts(states)
+    for name in states[0]:
+        torch.testing.assert_close(averaged[name], (states[0][name] + states[1][name] + states[2][name]) / 3)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BPETokenizer.train(["Good film. Bad plot! Great acting? The end."] * 20, vocab_size=300)
+
+
+def test_short_crops_are_one_to_three_contiguous_sentences(tokenizer):
+    review = "One two three. Four five! Six seven eight? Nine ten eleven. Twelve."
+    parts = ["One two three.", "Four five!", "Six seven eight?", "Nine ten eleven.", "Twelve."]
+    crops = SentenceCrops([review], tokenizer, max_len=64)
+    rng = np.random.default_rng(0)
+    seen = {crops.crop(0, rng) for _ in range(300)}
+    allowed = {" ".join(parts[s : s + k]) for k in (1, 2, 3) for s in range(len(parts) - k + 1)}
+    assert seen == allowed  # every contiguous run of one to three sentences, and nothing else
+
+
+def test_crop_probability_and_encoding(tokenizer):
+    texts = ["Good film. Bad plot! Great acting."] * 400
+    sources = [[7, 8, 9, 2]] * 400
+    crops = SentenceCrops(texts, tokenizer, max_len=12)
+    out = crops.sources(sources, list(range(400)), 0.25, np.random.default_rng(1))
+    replaced = [s for s in out if s != sources[0]]
+    assert 70 < len(replaced) < 130 and all(s[-1] == tokenizer.eos_id and len(s) <= 12 for s in replaced)
+    assert crops.sources(sources, list(range(400)), 0.25, np.random.default_rng(1)) == out  # a function of the rng
+    assert crops.sources(sources, [0, 1], 0.0, np.random.default_rng(1)) == sources[:2]
+
+
+def test_recipe_records_only_what_is_switched_on():
+    assert Recipe().describe() == {}
+    assert Recipe(label_smoothing=0.1, average_last=3).describe() == {"label_smoothing": 0.1, "average_last": 3}
+    with pytest.raises(ValueError, match="layer-decay"):
+        Recipe(layer_decay=0)

@@ -1,0 +1,160 @@
+"""Fine-tuning options that fight memorisation, each off by default and recorded in metrics.json.
+
+The shipped classifier memorises its 22,500 training reviews within about two epochs. These are
+the standard remedies, each small and separately switchable so that the selection rows can say
+which ones help:
+
+- layer-wise learning-rate decay (ULMFiT's discriminative fine-tuning, Howard & Ruder 2018): the
+  decoder trains at the full rate, each encoder layer below the top at `layer_decay` times the
+  rate of the one above, the embeddings lowest;
+- gradual unfreezing (ULMFiT): only the top group trains at first, one more group every
+  `unfreeze_every` steps, top down;
+- label smoothing of the target-token loss (Szegedy et al. 2016);
+- adversarial training on the source embeddings (FGM: Goodfellow et al. 2015, as applied to text
+  by Miyato et al. 2017): the loss is also taken at embeddings moved by `adversarial_eps` along the
+  normalised gradient of the loss, the direction that hurts most;
+- averaging the weights of the last `average_last` evaluation points (checkpoint averaging);
+- random short crops: a fraction `crop_prob` of the training reviews is replaced by one to three
+  contiguous sentences of the review, with its label, so that a one-line review is in distribution.
+
+More dropout is `--set dropout=0.2` (model config). Every option is a pure function of the step
+and the seed, so `--resume` stays bit-exact.
+"""
+
+import re
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from model import EncoderDecoder, PreTrainedModel
+from model.outputs import IGNORE_INDEX
+
+from .heldout import sentences
+
+
+@dataclass(frozen=True)
+class Recipe:
+    layer_decay: float = 1.0  # lr factor per encoder layer below the decoder (1 = off)
+    unfreeze_every: int = 0  # steps between unfreezing one more layer group, top down (0 = off)
+    label_smoothing: float = 0.0
+    adversarial_eps: float = 0.0  # L2 size of the embedding perturbation per example (0 = off)
+    average_last: int = 1  # average the weights of the last N evaluation points (1 = off)
+    crop_prob: float = 0.0  # fraction of training reviews replaced by 1-3 contiguous sentences
+
+    def __post_init__(self):
+        if not 0 < self.layer_decay <= 1:
+            raise ValueError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
+        if self.unfreeze_every < 0 or self.average_last < 1:
+            raise ValueError("--unfreeze-every must be >= 0 and --average-last >= 1")
+        if not 0 <= self.label_smoothing < 1 or not 0 <= self.crop_prob <= 1 or self.adversarial_eps < 0:
+            raise ValueError("--label-smoothing must be in [0, 1), --crop-prob in [0, 1], --adversarial-eps >= 0")
+
+    def describe(self) -> dict:
+        """The options in force, for metrics.json (empty when the run is plain)."""
+        return {k: v for k, v in asdict(self).items() if v != getattr(Recipe, k)}
+
+
+# --- layer groups: discriminative learning rates and gradual unfreezing ---------------------------
+def layer_depth(name: str, n_encoder_layer: int) -> int:
+    """0 for the decoder (and final encoder norm), 1 for the top encoder layer, ..., n for the
+    bottom one, n + 1 for the (shared) embeddings."""
+    if name.startswith("embed."):
+        return n_encoder_layer + 1
+    match = re.match(r"encoder\.layers\.(\d+)\.", name)
+    return n_encoder_layer - int(match.group(1)) if match else 0
+
+
+def _depths(model: PreTrainedModel) -> dict[str, int]:
+    if not isinstance(model, EncoderDecoder):
+        return {name: 0 for name, _ in model.named_parameters()}
+    return {name: layer_depth(name, model.config.n_encoder_layer) for name, _ in model.named_parameters()}
+
+
+def param_groups(model: PreTrainedModel, weight_decay: float, layer_decay: float = 1.0) -> list[dict]:
+    """AdamW parameter groups: weight decay on matrices only (biases, LayerNorm gains and embeddings
+    are not decayed), and `lr_scale` = layer_decay ** depth, which the trainer multiplies the
+    scheduled learning rate by."""
+    depths, groups = _depths(model), {}
+    for name, p in model.named_parameters():
+        decayed = p.dim() >= 2 and "embed" not in name
+        group = groups.setdefault((depths[name], decayed), {
+            "params": [], "weight_decay": weight_decay if decayed else 0.0, "lr_scale": layer_decay ** depths[name]})
+        group["params"].append(p)
+    return [groups[key] for key in sorted(groups)]
+
+
+def apply_unfreezing(model: PreTrainedModel, step: int, every: int) -> int:
+    """Let only the top 1 + step // every layer groups train (requires_grad); returns how many.
+    Frozen parameters get no gradient, so AdamW leaves them (and their moments) alone."""
+    depths = _depths(model)
+    n_groups = max(depths.values()) + 1
+    trainable = n_groups if every == 0 else min(n_groups, 1 + step // every)
+    for name, p in model.named_parameters():
+        p.requires_grad_(depths[name] < trainable)
+    return trainable
+
+
+# --- the loss: label smoothing and adversarial embeddings ----------------------------------------
+def smoothed_loss(logits: torch.Tensor, targets: torch.Tensor, smoothing: float) -> torch.Tensor:
+    """Mean cross-entropy against (1 - smoothing) x one-hot + smoothing x uniform over the
+    vocabulary, on the positions whose target is not IGNORE_INDEX. logits (B, T, V), targets (B, T)."""
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE_INDEX,
+                           label_smoothing=smoothing)
+
+
+def _loss_from_embeds(model: EncoderDecoder, batch: dict, embeds: torch.Tensor, smoothing: float) -> torch.Tensor:
+    memory, _ = model.encode(None, batch["src_mask"], src_embeds=embeds)
+    logits, _ = model.decode(batch["tgt_ids"], memory, batch["src_mask"])
+    return smoothed_loss(logits, batch["targets"], smoothing)
+
+
+def training_loss(model: PreTrainedModel, forward, batch: dict, recipe: Recipe) -> torch.Tensor:
+    """The loss to back-propagate. `forward` is the (possibly DDP-wrapped) model call.
+
+    With adversarial_eps > 0: loss(e) + loss(e + r), e the source embeddings (B, S, C) and
+    r = eps x g / ||g|| per example, g = d loss / d e (Miyato et al. 2017, eq. 2-3; r is held
+    constant, as there)."""
+    if recipe.adversarial_eps == 0:
+        out = forward(**batch)
+        return out.loss if recipe.label_smoothing == 0 else smoothed_loss(out.logits, batch["targets"],
+                                                                          recipe.label_smoothing)
+    embeds = model.embed(batch["src_ids"])  # (B, S, C)
+    clean = _loss_from_embeds(model, batch, embeds, recipe.label_smoothing)
+    (grad,) = torch.autograd.grad(clean, embeds, retain_graph=True)
+    grad = grad * batch["src_mask"][..., None]  # padding is not part of the review
+    r = recipe.adversarial_eps * grad / grad.flatten(1).norm(dim=1).clamp_min(1e-12)[:, None, None]
+    return clean + _loss_from_embeds(model, batch, embeds + r.detach(), recipe.label_smoothing)
+
+
+# --- checkpoint averaging -----------------------------------------------------------------------
+def average_state_dicts(states: list[dict]) -> dict:
+    """The element-wise mean of several state dicts of one model (computed in float32)."""
+    return {k: torch.stack([s[k].float() for s in states]).mean(0).to(states[0][k].dtype) for k in states[0]}
+
+
+# --- short crops --------------------------------------------------------------------------------
+class SentenceCrops:
+    """Each training review as its sentences, to draw 1-3 contiguous ones from."""
+
+    def __init__(self, texts: list[str], tokenizer, max_len: int):
+        self.sentences = [sentences(t, min_words=1) or [t] for t in texts]
+        self.tokenizer, self.max_len = tokenizer, max_len
+
+    def crop(self, i: int, rng: np.random.Generator) -> str:
+        found = self.sentences[i]
+        k = min(len(found), int(rng.integers(1, 4)))
+        start = int(rng.integers(0, len(found) - k + 1))
+        return " ".join(found[start : start + k])
+
+    def sources(self, sources: list[list[int]], indices: list[int], prob: float,
+                rng: np.random.Generator) -> list[list[int]]:
+        """The batch's source ids, each replaced by a crop with probability `prob` (encoded like a
+        review: at most max_len tokens with the end token)."""
+        chosen = [i for i in indices if rng.random() < prob]
+        texts = [self.crop(i, rng) for i in chosen]
+        encoded = (self.tokenizer.encode_batch(texts, max_length=self.max_len, add_eos=True, padding=False,
+                                               return_tensors=False).input_ids if texts else [])
+        crops = dict(zip(chosen, encoded, strict=True))
+        return [crops.get(i, sources[i]) for i in indices]
