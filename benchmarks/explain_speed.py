@@ -1,0 +1,88 @@
+"""How long each explanation takes on CPU with one thread, against the targets of the explain issue:
+every attribution method on a 200-word review (grad × input and rollout ≤ 0.5 s, integrated
+gradients and occlusion ≤ 3 s), and the logit lens over a prompt and 64 generated tokens (≤ 0.5 s).
+
+The review is the first held-out validation review of at least 200 words, cut to its first 200
+words, read as the app reads it (clean-up, end token); the lens prompt is its first 20 words.
+
+    python -m benchmarks.explain_speed [--repeats 5] [--json PATH]
+
+Prints one line per measurement (median seconds of `--repeats` runs after one warm-up) and writes
+them as JSON (default benchmarks/results/explain_speed.json).
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from benchmarks.faithfulness import source
+from model import METHODS, GenerationConfig, attribute, load_pretrained, logit_lens
+from tokenization import BPETokenizer, clean_text
+from training.data import validation_rows
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGETS = {"attention": None, "rollout": 0.5, "grad_x_input": 0.5, "integrated_gradients": 3.0, "occlusion": 3.0,
+           "random": None, "logit_lens_64": 0.5}
+WORDS = 200
+
+
+def median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    fn()  # warm-up: lazy allocations, first-call dispatch
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.explain_speed", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sentiment", default="checkpoints/sentiment")
+    parser.add_argument("--lm", default="checkpoints/lm")
+    parser.add_argument("--data-dir", default="../shared/data/imdb")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", default=str(RESULTS / "explain_speed.json"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+
+    review = next(t for t in validation_rows(args.data_dir, 2500, 1337)["text"] if len(t.split()) >= WORDS)
+    review = " ".join(clean_text(review).split()[:WORDS])
+    classifier = load_pretrained(args.sentiment, "cpu").eval()
+    tokenizer = BPETokenizer.from_file(Path(args.sentiment) / "tokenizer.json")
+    candidates = [tokenizer.encode(label) for label in classifier.config.labels]
+    ids, words = source(review, tokenizer, classifier.config.max_src_len, classifier.config.src_keep_tail)
+
+    figures = {}
+    for method in METHODS:
+        figures[method] = median_seconds(
+            lambda m=method: attribute(classifier, ids, candidates, m, word_ids=words), args.repeats)
+
+    lm = load_pretrained(args.lm, "cpu").eval()
+    prompt = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(" ".join(review.split()[:20]))]])
+    generated = lm.generate(prompt, GenerationConfig(max_new_tokens=64, temperature=0.8, seed=0))
+    sequence = torch.tensor([*prompt[0].tolist(), *generated])
+    figures["logit_lens_64"] = median_seconds(lambda: logit_lens(lm, sequence, k=5), args.repeats)
+
+    for name, seconds in figures.items():
+        target = TARGETS[name]
+        verdict = "" if target is None else f" (target <= {target:g} s: {'met' if seconds <= target else 'MISSED'})"
+        print(f"{name}: {seconds:.3f} s{verdict}")
+    result = {"device": "cpu", "threads": 1, "review_words": WORDS, "review_tokens": ids.numel(),
+              "lens_tokens": sequence.numel(), "generated_tokens": len(generated), "repeats": args.repeats,
+              "median_seconds": figures, "targets_seconds": TARGETS,
+              "command": "python -m benchmarks.explain_speed " + " ".join(sys.argv[1:] if argv is None else argv)}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()
