@@ -25,7 +25,7 @@ from storage import METRICS_NAME, resolve_checkpoint
 from tokenization import BPETokenizer
 from training.data import PairSet
 from training.evaluate import classify
-from training.heldout import N_SELECTION, accuracy_with_interval, bootstrap_interval, short_texts
+from training.heldout import SELECTION_FRACTION, accuracy_with_interval, bootstrap_interval, short_texts
 
 
 def compare(ours: np.ndarray, baseline: np.ndarray) -> dict:
@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> dict:
     baseline = fit_baseline(train_texts, train_labels)
     baseline_s = time.perf_counter() - start
     result = {"checkpoint": str(args.checkpoint), "data_dir": args.data_dir, "split": "report",
-              "held_out": {"val_size": args.val_size, "seed": args.seed, "n_selection": N_SELECTION}}
+              "held_out": {"val_size": args.val_size, "seed": args.seed, "selection_fraction": SELECTION_FRACTION,
+                           "report_examples": len(texts)}}
     for name, (rows, truth) in checks.items():
         truth_t = torch.tensor(truth)
         words = [model.config.labels[y] for y in truth]

@@ -43,7 +43,7 @@ def test_layer_wise_lr_scales_and_weight_decay():
     expected = {"decoder": 1.0, "encoder.norm": 1.0, "encoder.layers.1": 0.5, "encoder.layers.0": 0.25, "embed": 0.125}
     for name, p in model.named_parameters():
         assert scale[id(p)] == next(v for k, v in expected.items() if name.startswith(k)), name
-        assert decay[id(p)] == (0.1 if p.dim() >= 2 and not name.startswith("embed") else 0.0), name
+        assert decay[id(p)] == (0.1 if p.dim() >= 2 else 0.0), name
     assert sum(len(g["params"]) for g in groups) == len(list(model.parameters()))
     assert layer_depth("encoder.layers.11.ffn.w", 12) == 1 and layer_depth("decoder.layers.0.x", 12) == 0
 

@@ -15,7 +15,6 @@ from training import evaluate
 from training.data import PairSet, validation_rows
 from training.evaluate import classify
 from training.heldout import (
-    N_SELECTION,
     accuracy_with_interval,
     bootstrap_interval,
     held_out_rows,
@@ -57,14 +56,15 @@ def checkpoint(tmp_path_factory, data_dir):
 def test_selection_and_report_split_the_held_out_rows_disjointly_by_the_seed(data_dir):
     ids = lambda part, seed=1337: list(held_out_rows(str(data_dir), 2500, seed, part)["id"])
     selection, report = ids("selection"), ids("report")
-    assert (len(selection), len(report)) == (N_SELECTION, 2500 - N_SELECTION)
+    assert (len(selection), len(report)) == (1000, 1500)
     assert not set(selection) & set(report)
     assert selection + report == list(validation_rows(str(data_dir), 2500, 1337)["id"])  # all of them, in order
     assert ids("report") == report and ids("report", seed=7) != report  # fixed by the seed
     _, _, baseline_rows, _ = imdb_split(str(data_dir), 2500, 1337, "report")
     assert baseline_rows == list(held_out_rows(str(data_dir), 2500, 1337, "report")["text"])  # the same rows
+    assert [len(part) for part in selection_report_split(np.arange(40))] == [16, 24]
     with pytest.raises(ValueError, match="cannot split"):
-        selection_report_split(np.arange(10), 10)
+        selection_report_split(np.arange(1))
 
 
 def test_sentences_and_short_texts_by_hand():

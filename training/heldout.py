@@ -3,7 +3,7 @@
 `training.run` holds 2,500 train reviews out (`validation_split`, seed 1337). They are split once
 more, by position in that fixed-seed shuffled order:
 
-- *selection* (the first `n_selection`): what training evaluates on to keep a checkpoint, and what
+- *selection* (the first 40%: 1,000 of 2,500): what training evaluates on to keep a checkpoint, and what
   lr, recipe and variants are chosen on;
 - *report* (the rest): scored only to report a figure, never looked at while choosing.
 
@@ -23,7 +23,7 @@ import numpy as np
 from .data import DataError, validation_rows
 
 HELD_OUT_PARTS = ("validation", "selection", "report")
-N_SELECTION = 1000  # of the 2,500 held-out reviews; the other 1,500 are the report rows
+SELECTION_FRACTION = 0.4  # 1,000 of the 2,500 held-out reviews; the other 1,500 are the report rows
 MIN_SENTENCE_WORDS = 4  # shorter "sentences" are mostly fragments ("Wow.", "10/10.")
 
 # A sentence ends at . ! or ? (possibly repeated, possibly followed by closing quotes/brackets),
@@ -31,16 +31,18 @@ MIN_SENTENCE_WORDS = 4  # shorter "sentences" are mostly fragments ("Wow.", "10/
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 
 
-def selection_report_split(val_indices: np.ndarray, n_selection: int = N_SELECTION) -> tuple[np.ndarray, np.ndarray]:
-    """(selection, report): the first n_selection held-out rows and the rest, disjoint. The held-out
-    order is already a fixed-seed shuffle, so both parts are random samples of both classes."""
+def selection_report_split(val_indices):
+    """(selection, report): the first SELECTION_FRACTION of the held-out rows and the rest,
+    disjoint. The held-out order is already a fixed-seed shuffle, so both parts are random samples
+    of both classes."""
+    n_selection = round(len(val_indices) * SELECTION_FRACTION)
     if not 0 < n_selection < len(val_indices):
-        raise DataError(f"cannot split {len(val_indices)} held-out rows into {n_selection} for selection "
-                        "and the rest for the report")
+        raise DataError(f"cannot split {len(val_indices)} held-out rows into selection and report rows: "
+                        "hold out at least 2")
     return val_indices[:n_selection], val_indices[n_selection:]
 
 
-def held_out_rows(data_dir: str, val_size: int, seed: int, part: str, n_selection: int = N_SELECTION):
+def held_out_rows(data_dir: str, val_size: int, seed: int, part: str):
     """The train-split rows of one held-out part (validation = all, selection or report), in the
     held-out order, as a datasets.Dataset."""
     if part not in HELD_OUT_PARTS:
@@ -48,7 +50,7 @@ def held_out_rows(data_dir: str, val_size: int, seed: int, part: str, n_selectio
     rows = validation_rows(data_dir, val_size, seed)
     if part == "validation":
         return rows
-    selection, report = selection_report_split(np.arange(len(rows)), n_selection)
+    selection, report = selection_report_split(np.arange(len(rows)))
     return rows.select(selection if part == "selection" else report)
 
 

@@ -73,12 +73,13 @@ def _depths(model: PreTrainedModel) -> dict[str, int]:
 
 
 def param_groups(model: PreTrainedModel, weight_decay: float, layer_decay: float = 1.0) -> list[dict]:
-    """AdamW parameter groups: weight decay on matrices only (biases, LayerNorm gains and embeddings
-    are not decayed), and `lr_scale` = layer_decay ** depth, which the trainer multiplies the
-    scheduled learning rate by."""
+    """AdamW parameter groups: weight decay on every matrix (linear weights and embedding tables, as
+    in nanoGPT), none on vectors (biases, norm gains), decided by shape so that a renamed or new
+    layer cannot slip through; and `lr_scale` = layer_decay ** depth, which the trainer multiplies
+    the scheduled learning rate by."""
     depths, groups = _depths(model), {}
     for name, p in model.named_parameters():
-        decayed = p.dim() >= 2 and "embed" not in name
+        decayed = p.dim() >= 2
         group = groups.setdefault((depths[name], decayed), {
             "params": [], "weight_decay": weight_decay if decayed else 0.0, "lr_scale": layer_decay ** depths[name]})
         group["params"].append(p)
