@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from model import EncoderDecoder, PreTrainedModel
 from model.outputs import IGNORE_INDEX
 
+from .errors import UsageError
 from .heldout import sentences
 
 
@@ -45,11 +46,11 @@ class Recipe:
 
     def __post_init__(self):
         if not 0 < self.layer_decay <= 1:
-            raise ValueError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
+            raise UsageError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
         if self.unfreeze_every < 0 or self.average_last < 1:
-            raise ValueError("--unfreeze-every must be >= 0 and --average-last >= 1")
+            raise UsageError("--unfreeze-every must be >= 0 and --average-last >= 1")
         if not 0 <= self.label_smoothing < 1 or not 0 <= self.crop_prob <= 1 or self.adversarial_eps < 0:
-            raise ValueError("--label-smoothing must be in [0, 1), --crop-prob in [0, 1], --adversarial-eps >= 0")
+            raise UsageError("--label-smoothing must be in [0, 1), --crop-prob in [0, 1], --adversarial-eps >= 0")
 
     def describe(self) -> dict:
         """The options in force, for metrics.json (empty when the run is plain)."""

@@ -10,12 +10,13 @@ Under DDP every collective runs on the training device (NCCL has no CPU tensors)
 stop for time is decided by all ranks together, so that they all end at the same step.
 """
 
+import copy
 import io
 import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ from model import PreTrainedModel
 from storage import STATE_NAME, TOKENIZER_NAME, atomic_write
 
 from .errors import UsageError
+from .recipe import Recipe, apply_unfreezing, average_state_dicts, param_groups, training_loss
 
 if TYPE_CHECKING:
     from .tasks import Task, TaskData
@@ -45,6 +47,8 @@ class TrainConfig:
     eval_batches: int = 20  # periodic evaluation uses this many batches/windows; the final one, all
     max_minutes: float | None = None  # of this invocation: a resumed run gets the same budget again
     seed: int = 1337
+    max_tokens: int | None = None  # encoder-decoder tasks: length-bucketed batches of this many padded tokens
+    recipe: Recipe = field(default_factory=Recipe)  # fine-tuning options (training.recipe), all off by default
 
     def __post_init__(self):
         for name in ("batch_size", "max_steps", "eval_every", "eval_batches"):
@@ -56,6 +60,10 @@ class TrainConfig:
             raise UsageError(f"--warmup-steps must be >= 0, got {self.warmup_steps}")
         if self.max_minutes is not None and not self.max_minutes > 0:
             raise UsageError(f"--max-minutes must be > 0, got {self.max_minutes}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise UsageError(f"--max-tokens must be >= 1, got {self.max_tokens}")
+        if isinstance(self.recipe, dict):  # as read back from a saved state
+            self.recipe = Recipe(**self.recipe)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -67,12 +75,10 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """Weight decay on every matrix (linear weights and embedding tables, as in nanoGPT), none on
-    vectors (biases, norm gains): decided by shape, so a renamed or new layer cannot slip through."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95))
+    """AdamW over `recipe.param_groups`: weight decay on matrices only, and each group's share of
+    the scheduled learning rate (all 1 unless --layer-decay is set)."""
+    return torch.optim.AdamW(param_groups(model, cfg.weight_decay, cfg.recipe.layer_decay), lr=cfg.lr,
+                             betas=(0.9, 0.95))
 
 
 @dataclass
@@ -147,6 +153,7 @@ class Trainer:
         self.history: list[dict] = []
         self.best: dict | None = None
         self.commands: list[str] = []  # every invocation that trained this state, in order
+        self.snapshots: list[dict] = []  # --average-last: the weights at the last evaluation points (CPU)
         self.ddp = self.model
         if dist_info.world_size > 1:
             device_ids = [torch.device(device).index] if device.startswith("cuda") else None
@@ -160,7 +167,7 @@ class Trainer:
                  "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "history": self.history,
                  "best": self.best, "commands": self.commands, "rng_cpu": torch.get_rng_state(),
                  "train_config": asdict(self.cfg), "model_config": asdict(self.model.config),
-                 "world_size": self.info.world_size}
+                 "world_size": self.info.world_size, "snapshots": self.snapshots}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state()
         return state
@@ -181,20 +188,30 @@ class Trainer:
         self.step, self.tokens_seen, self.elapsed = state["step"], state["tokens_seen"], state["elapsed"]
         self.history, self.best = state["history"], state["best"]
         self.commands = state.get("commands", [])
+        self.snapshots = state.get("snapshots", [])
         torch.set_rng_state(state["rng_cpu"])
         if "rng_cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["rng_cuda"])
 
     # --- the loop -------------------------------------------------------------------------------
     def evaluate(self, train_loss: float | None) -> None:
-        metrics = self.task.evaluate(self.model, self.data, "val", full=False)
+        """Score the model on validation and keep it if it is the best so far. With --average-last N
+        the model scored and kept is the mean of the weights at the last N evaluation points (training
+        goes on from the current weights)."""
+        model = self.model
+        if self.cfg.recipe.average_last > 1:
+            current = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
+            self.snapshots = [*self.snapshots, current][-self.cfg.recipe.average_last :]
+            model = copy.deepcopy(self.model)
+            model.load_state_dict(average_state_dicts(self.snapshots))
+        metrics = self.task.evaluate(model, self.data, "val", full=False)
         self.model.train()
         point = {"step": self.step, "train_loss": train_loss, "lr": lr_at(self.step - 1, self.cfg),
                  "time_s": round(self.elapsed, 1), **{f"val_{k}": v for k, v in metrics.items()}}
         self.history.append(point)
         if self.best is None or self.task.better(metrics, self.best):
             self.best = {**metrics, "step": self.step}
-            self.model.save_pretrained(self.out, dtype=self.save_dtype)
+            model.save_pretrained(self.out, dtype=self.save_dtype)
             self.data.tokenizer.save(self.out / TOKENIZER_NAME)
         self.save_state()
 
@@ -221,11 +238,13 @@ class Trainer:
             t0 = time.perf_counter()
             lr = lr_at(self.step, cfg)
             for group in self.optimizer.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * group["lr_scale"]
+            if cfg.recipe.unfreeze_every:
+                apply_unfreezing(self.model, self.step, cfg.recipe.unfreeze_every)
             batch = self.task.batch(self.data, self.step, info.rank, info.world_size)
             batch = {k: v.to(self.device) for k, v in batch.items()}
             with self.autocast:
-                loss = self.ddp(**batch).loss
+                loss = training_loss(self.model, self.ddp, batch, cfg.recipe)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
