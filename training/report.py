@@ -1,15 +1,22 @@
-"""Print the README's results table from the checkpoints' metrics.json files, and draw the
-quality-against-training-time frontier of each run.
+"""Everything written about the results is generated from the runs' metrics.json, so it cannot go stale.
 
-    python -m training.report [checkpoints ...] [--frontier docs/frontier.png]
+    python -m training.report [checkpoints ...] [--frontier docs/frontier.png]   # the results table
+    python -m training.report --cards                      # checkpoints/*/README.md, the model cards
+    python -m training.report --results docs/results.md    # the results and experiment tables
 
 Every row names the metric, its value, the split it was measured on and the command that
-reproduces it (as recorded in metrics.json by the run that produced the checkpoint).
+reproduces it (as recorded in metrics.json by the run that produced the checkpoint). A model card
+carries the Hugging Face metadata (license, dataset, `model-index` with the reported metrics) that
+the Hub reads, then intended use, limitations, training and evaluation.
 """
 
 import argparse
 import json
 from pathlib import Path
+
+from storage import CARD_NAME, CONFIG_NAME, METRICS_NAME, atomic_write_text
+
+from .data import HUB_IMDB
 
 ROWS = [  # (metrics.json key, label, split, format)
     ("val_bpb", "bits per byte", "validation (2,500 held-out train reviews)", "{:.3f}"),
@@ -19,24 +26,220 @@ ROWS = [  # (metrics.json key, label, split, format)
     ("test_bpb", "bits per byte", "IMDB test", "{:.3f}"),
     ("test_accuracy", "accuracy", "IMDB test", "{:.2%}"),
 ]
+METRIC_TYPES = {"bpb": "bits_per_byte", "ppl": "perplexity", "loss": "loss", "accuracy": "accuracy"}
+LICENSE = "mit"  # the repository's LICENSE file
+
+
+def reported(m: dict) -> list[tuple[str, str, str, str]]:
+    """The ROWS this run has; a classifier's loss is left out (its accuracy is the figure)."""
+    return [row for row in ROWS if row[0] in m and not (row[0] == "val_loss" and "val_accuracy" in m)]
 
 
 def table(runs: dict[str, dict]) -> str:
     lines = ["| model | metric | value | split | parameters | trained | command |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, m in runs.items():
-        minutes = m["train_time_s"] / 60
-        trained = (f"{m['steps']} steps, {m['tokens_seen'] / 1e6:.1f} M tokens, "
-                   f"{minutes:.{1 if minutes < 10 else 0}f} min, {m['device']}")
-        for key, label, split, fmt in ROWS:
-            if key in m and not (key == "val_loss" and "val_accuracy" in m):
-                lines.append(f"| `{name}` | {label} | {fmt.format(m[key])} | {split} | "
-                             f"{m['parameters'] / 1e6:.2f} M | {trained} | `{m['command']}` |")
+        for key, label, split, fmt in reported(m):
+            lines.append(f"| `{name}` | {label} | {fmt.format(m[key])} | {split} | "
+                         f"{m['parameters'] / 1e6:.2f} M | {trained(m)} | `{m['command']}` |")
     return "\n".join(lines)
 
 
+def trained(m: dict) -> str:
+    minutes = m["train_time_s"] / 60
+    return (f"{m['steps']} steps, {m['tokens_seen'] / 1e6:.1f} M tokens, "
+            f"{minutes:.{1 if minutes < 10 else 0}f} min, {m['device']}")
+
+
 def load_runs(roots: list[Path]) -> dict[str, dict]:
-    return {p.parent.name: json.loads(p.read_text()) for root in roots for p in sorted(root.glob("*/metrics.json"))}
+    return {p.parent.name: json.loads(p.read_text()) for root in roots for p in sorted(root.glob(f"*/{METRICS_NAME}"))}
+
+
+# --- model cards -------------------------------------------------------------------------------
+
+CARD_TEXT = {  # task -> (pipeline tag, task name, tags, what it is, intended use, limitations)
+    "lm": ("text-generation", "Language modelling", ["text-generation", "decoder-only", "gpt", "from-scratch"],
+           "A small GPT-style decoder-only language model, written and trained from scratch on IMDB movie reviews.",
+           "Continuing the start of an English movie review, for teaching, demos and experiments with a "
+           "model small enough to read and retrain.",
+           ["It writes text in the style of IMDB reviews and nothing else: it knows no facts, follows no "
+            "instructions, and drifts off topic after a few sentences.",
+            "It is small (about {params} M parameters, a context of {context} tokens): continuations are "
+            "fluent locally but not coherent over a paragraph.",
+            "It learned from public reviews and may repeat their opinions, biases and crude language."]),
+    "sentiment": ("text-classification", "Sentiment classification",
+                  ["text-classification", "sentiment-analysis", "encoder-decoder", "text-to-text", "from-scratch"],
+                  "A small encoder-decoder Transformer, written and trained from scratch, that classifies English "
+                  "movie reviews as positive or negative: the encoder reads the review and the decoder scores each "
+                  "label word (text-to-text, as T5 does). Its encoder starts from the language model of this "
+                  "project, pretrained on the same reviews.",
+                  "Telling whether an English movie review is positive or negative, for teaching, demos and "
+                  "experiments.",
+                  ["It knows two labels only ({labels}); a neutral, mixed or off-topic text still gets one of them.",
+                   "It was trained and measured on IMDB movie reviews only; other domains (products, tweets) and "
+                   "other languages are out of its distribution, and its accuracy there is unknown.",
+                   "A review longer than {max_src} tokens is read as its first {head} and its last {tail} tokens.",
+                   "Its probabilities are not calibrated: read them as a ranking, not as a confidence."]),
+}
+
+
+def _split_note(m: dict) -> str:
+    data, seed = m.get("data", {}), m.get("train_config", {}).get("seed")
+    held_out = data.get("val_texts") or data.get("val_pairs") or m.get("val_examples")
+    return (f"validation = {held_out:,} reviews held out of IMDB's train split (fixed seed {seed}; "
+            "the same rows every run with the same `--val-size` and `--seed`), never trained on; "
+            "not IMDB's test split" + (", scored separately below" if any(k.startswith("test_") for k in m) else ""))
+
+
+def card_metadata(name: str, m: dict) -> str:
+    """The YAML front matter the Hub reads, with `model-index` holding every reported figure."""
+    from huggingface_hub import EvalResult, ModelCardData
+
+    pipeline_tag, task_name, tags, *_ = CARD_TEXT[m["task"]]
+    results = [EvalResult(task_type=pipeline_tag, task_name=task_name, dataset_type=HUB_IMDB, dataset_name="IMDB",
+                          dataset_split="train" if key.startswith("val_") else "test",
+                          metric_type=METRIC_TYPES[key.split("_", 1)[1]], metric_value=m[key],
+                          metric_name=f"{'validation' if key.startswith('val_') else 'test'} {label}")
+               for key, label, _, _ in reported(m)]
+    data = ModelCardData(license=LICENSE, language="en", library_name="pytorch", datasets=[HUB_IMDB],
+                         pipeline_tag=pipeline_tag, tags=[*tags, "imdb", "safetensors"],
+                         model_name=f"tiny-transformers-{name}", eval_results=results)
+    return data.to_yaml()
+
+
+def model_card(name: str, m: dict, config: dict) -> str:
+    """A checkpoint's README.md: metadata, what it is, intended use, limitations, training, evaluation."""
+    _, _, _, what, intended, limitations = CARD_TEXT[m["task"]]
+    facts = {"params": f"{m['parameters'] / 1e6:.1f}", "context": config.get("block_size"),
+             "labels": " / ".join(config.get("labels") or []), "max_src": config.get("max_src_len"),
+             "head": (config.get("max_src_len") or 0) - (config.get("src_keep_tail") or 0) - 1,  # - the end token
+             "tail": config.get("src_keep_tail")}
+    rows = "\n".join(f"| {label} | {fmt.format(m[key])} | {split} |" for key, label, split, fmt in reported(m))
+    confusion = ""
+    if "val_confusion" in m and config.get("labels"):
+        header = " | ".join(f"predicted {label}" for label in config["labels"])
+        body = "\n".join(f"| true {label} | " + " | ".join(f"{v:,}" for v in row) + " |"
+                         for label, row in zip(config["labels"], m["val_confusion"], strict=True))
+        confusion = (f"\nConfusion matrix on validation:\n\n| | {header} |\n|---|"
+                     + "---|" * len(config["labels"]) + f"\n{body}\n")
+    shape = ", ".join(f"{k}={v}" for k, v in config.items() if k != "model_type")
+    return f"""---
+{card_metadata(name, m).strip()}
+---
+
+# tiny-transformers `{name}`
+
+{what}
+
+- {m['parameters']:,} parameters (`{m['model_type']}`): {shape}
+- Files: `config.json`, `model.safetensors` (weights, safetensors only), `tokenizer.json` (byte-level BPE)
+
+## Intended use
+
+{intended}
+
+## Limitations
+
+{chr(10).join(f"- {line.format(**facts)}" for line in limitations)}
+
+## Training
+
+Data: IMDB reviews (`{HUB_IMDB}`): {_counts(m.get("data", {}))}. Trained for {trained(m)}.
+The weights are those of the step with the best validation score (step {m['best_step']:,} of
+{m['steps']:,}); that step is chosen on the split reported below, so read its figure as slightly
+optimistic. The command, as the run recorded it in `metrics.json`{_copied(name, m['command'])}:
+
+```bash
+{m['command']}
+```
+
+## Evaluation
+
+| metric | value | split |
+|---|---|---|
+{rows}
+
+Split: {_split_note(m)}.
+{confusion}
+Re-score it (the same held-out rows):
+
+```bash
+python -m training.evaluate --checkpoint checkpoints/{name} --data-dir ../shared/data/imdb
+```
+
+## How to load
+
+With this project's `model` and `tokenization` packages (a local folder or a Hub repo id):
+
+```python
+from model import load_pretrained
+from tokenization import BPETokenizer
+
+model = load_pretrained("checkpoints/{name}")  # or the Hub repo id it was pushed to
+tokenizer = BPETokenizer.from_file("checkpoints/{name}")
+```
+
+Generated by `python -m training.report --cards` from `metrics.json`; do not edit by hand.
+"""
+
+
+def _counts(data: dict) -> str:
+    """{"train_texts": 72500, ...} -> "72,500 train texts, ..." (the run's own record of its data)."""
+    return ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in data.items() if isinstance(v, int))
+
+
+def _copied(name: str, command: str) -> str:
+    """A checkpoint trained elsewhere and copied into checkpoints/ says so."""
+    words = command.split()
+    out = words[words.index("--out") + 1] if "--out" in words[:-1] else None
+    return "" if out in (None, f"checkpoints/{name}") else f" (it wrote to `{out}`; this folder holds a copy)"
+
+
+def write_card(directory: Path) -> Path:
+    """Write `directory/README.md` from its metrics.json and config.json; return the path."""
+    m = json.loads((directory / METRICS_NAME).read_text(encoding="utf-8"))
+    if m.get("task") not in CARD_TEXT:
+        raise ValueError(f"{directory}: no model card for task {m.get('task')!r} (known: {sorted(CARD_TEXT)})")
+    config = json.loads((directory / CONFIG_NAME).read_text(encoding="utf-8"))
+    path = directory / CARD_NAME
+    atomic_write_text(path, model_card(directory.name, m, config))
+    return path
+
+
+# --- docs/results.md ---------------------------------------------------------------------------
+
+def experiments_table(runs: dict[str, dict], where: str) -> str:
+    """One row per run: its headline figure, size, training and the command that reproduces it."""
+    lines = ["| run | task | figure | parameters | trained | command |", "| --- | --- | --- | --- | --- | --- |"]
+    for name, m in runs.items():
+        key, label, _, fmt = reported(m)[0]
+        lines.append(f"| [`{name}`]({where}/{name}/{METRICS_NAME}) | {m['task']} | {label} {fmt.format(m[key])} | "
+                     f"{m['parameters'] / 1e6:.2f} M | {trained(m)} | `{m['command']}` |")
+    return "\n".join(lines)
+
+
+def results_markdown(shipped: dict[str, dict], experiments: dict[str, dict]) -> str:
+    return f"""# Results
+
+Generated by `python -m training.report --results docs/results.md` from `checkpoints/*/{METRICS_NAME}`
+and `docs/experiments/*/{METRICS_NAME}`; every command reproduces its row. Validation is the 2,500
+reviews each run held out of IMDB's train split (fixed seed), never trained on.
+
+## Shipped checkpoints
+
+{table(shipped)}
+
+## Experiments
+
+Runs kept for comparison (each folder holds the run's `{METRICS_NAME}` and training curve).
+
+{experiments_table(experiments, "experiments")}
+
+Validation quality against minutes of training, every run's periodic evaluations
+(`python -m training.report checkpoints docs/experiments --frontier docs/frontier.png`):
+
+![frontier](frontier.png)
+"""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -45,9 +248,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("roots", nargs="*", type=Path, default=[Path("checkpoints")],
                         help="folders whose */metrics.json are read (default: checkpoints)")
     parser.add_argument("--frontier", type=Path, help="also draw the quality-vs-time figure to this PNG")
+    parser.add_argument("--cards", action="store_true", help="write README.md, the model card, into each run folder")
+    parser.add_argument("--results", type=Path, help="write the results and experiment tables to this Markdown file "
+                                                     "(reads checkpoints/ and docs/experiments/)")
     args = parser.parse_args(argv)
     runs = load_runs(args.roots)
-    print(table(runs))
+    if args.cards:
+        for root in args.roots:
+            for metrics in sorted(root.glob(f"*/{METRICS_NAME}")):
+                print(f"wrote {write_card(metrics.parent)}")
+    if args.results:
+        atomic_write_text(args.results, results_markdown(load_runs([Path("checkpoints")]),
+                                                         load_runs([Path("docs/experiments")])))
+        print(f"wrote {args.results}")
+    if not (args.cards or args.results):
+        print(table(runs))
     if args.frontier:
         from .plots import plot_frontier
 

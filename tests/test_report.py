@@ -1,0 +1,72 @@
+"""The generated model cards and results page: their figures are metrics.json's, and the committed
+files are what the generator writes today (so they cannot go stale)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from huggingface_hub import ModelCard
+
+from storage import CARD_NAME, CONFIG_NAME, METRICS_NAME
+from training import report
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ["lm", "sentiment"]
+
+
+def generated_card(name: str) -> str:
+    folder = ROOT / "checkpoints" / name
+    return report.model_card(name, json.loads((folder / METRICS_NAME).read_text()),
+                             json.loads((folder / CONFIG_NAME).read_text()))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_card_metadata_holds_the_metrics_json_figures(name):
+    metrics = json.loads((ROOT / "checkpoints" / name / METRICS_NAME).read_text())
+    card = ModelCard(generated_card(name))  # parsed by huggingface_hub, as the Hub parses it
+    data = card.data
+    assert (data.license, data.library_name, data.datasets, data.language) == ("mit", "pytorch",
+                                                                                  ["stanfordnlp/imdb"], "en")
+    expected = {"lm": {"val_bpb": "bits_per_byte", "val_ppl": "perplexity", "val_loss": "loss"},
+                "sentiment": {"val_accuracy": "accuracy"}}[name]
+    assert [(r.metric_type, r.metric_value, r.dataset_type, r.dataset_split) for r in data.eval_results] == [
+        (kind, metrics[key], "stanfordnlp/imdb", "train") for key, kind in expected.items()]
+    assert metrics["command"] in card.text
+    assert f"{metrics['parameters']:,} parameters" in card.text
+    for key, label, split, fmt in report.ROWS:
+        if key in expected:
+            assert f"| {label} | {fmt.format(metrics[key])} | {split} |" in card.text
+
+
+def test_sentiment_card_states_its_confusion_matrix_and_truncation():
+    text = generated_card("sentiment")
+    metrics = json.loads((ROOT / "checkpoints/sentiment" / METRICS_NAME).read_text())
+    (tn, fp), (fn, tp) = metrics["val_confusion"]
+    assert f"| true negative | {tn:,} | {fp:,} |" in text and f"| true positive | {fn:,} | {tp:,} |" in text
+    assert "first 639 and its last 384 tokens" in text  # 1,024 = 639 + 384 + the end token
+    assert "(it wrote to `runs/sent-1024-lr1.5e-4`; this folder holds a copy)" in text
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_committed_cards_are_up_to_date(name):
+    committed = (ROOT / "checkpoints" / name / CARD_NAME).read_text(encoding="utf-8")
+    assert committed == generated_card(name), "regenerate with: python -m training.report --cards"
+
+
+def test_cards_cli_writes_one_card_per_run_folder(tmp_path):
+    for name in SHIPPED:
+        (tmp_path / name).mkdir()
+        for file in (CONFIG_NAME, METRICS_NAME):
+            shutil.copy(ROOT / "checkpoints" / name / file, tmp_path / name / file)
+    report.main([str(tmp_path), "--cards"])
+    for name in SHIPPED:
+        assert (tmp_path / name / CARD_NAME).read_text(encoding="utf-8") == generated_card(name)
+
+
+def test_committed_results_page_is_up_to_date():
+    expected = report.results_markdown(report.load_runs([ROOT / "checkpoints"]),
+                                       report.load_runs([ROOT / "docs" / "experiments"]))
+    assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == expected, (
+        "regenerate with: python -m training.report --results docs/results.md")
+    assert expected.count("](experiments/") == len(list((ROOT / "docs" / "experiments").glob(f"*/{METRICS_NAME}")))
