@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     review = next(t for t in validation_rows(args.data_dir, 2500, 1337)["text"] if len(t.split()) >= WORDS)
     review = " ".join(clean_text(review).split()[:WORDS])
     classifier = load_pretrained(args.sentiment, "cpu").eval()
-    tokenizer = BPETokenizer.from_file(Path(args.sentiment) / "tokenizer.json")
+    tokenizer = BPETokenizer.from_file(args.sentiment)  # the folder holding tokenizer.json
     candidates = [tokenizer.encode(label) for label in classifier.config.labels]
     ids, words = source(review, tokenizer, classifier.config.max_src_len, classifier.config.src_keep_tail)
 

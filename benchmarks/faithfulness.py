@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     torch.set_num_threads(args.threads)
     model = load_pretrained(args.checkpoint, args.device).eval()
-    tokenizer = BPETokenizer.from_file(Path(args.checkpoint) / "tokenizer.json")
+    tokenizer = BPETokenizer.from_file(args.checkpoint)  # the folder holding tokenizer.json
     candidates = [tokenizer.encode(label) for label in model.config.labels]
     rows = validation_rows(args.data_dir, args.val_size, args.seed)
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
