@@ -154,10 +154,19 @@ def test_save_and_load_give_identical_ids(tok: BPETokenizer, tmp_path: Path) -> 
             assert loaded.encode(text) == tok.encode(text)
 
 
+def test_saved_file_gets_the_permissions_of_a_plain_open(tok: BPETokenizer, tmp_path: Path) -> None:
+    """Written by `storage.atomic_write_text`, like every checkpoint file (no owner-only temp file)."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    assert tok.save(tmp_path).stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+
+
 def test_missing_file_error_names_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "tokenizer.json"
     with pytest.raises(FileNotFoundError, match="nowhere"):
         BPETokenizer.from_file(missing)
+    with pytest.raises(FileNotFoundError, match=r"no checkpoint folder at .*nowhere"):  # a folder, not a repo id
+        BPETokenizer.from_file(tmp_path / "nowhere")
 
 
 def test_pieces_tile_ascii_text(tok: BPETokenizer) -> None:
