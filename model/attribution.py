@@ -24,10 +24,11 @@ The methods, `METHODS`:
 - `grad_x_input`: gradient × input on the token embeddings, summed over the embedding dimension.
 - `integrated_gradients` (Sundararajan et al., 2017): the gradient averaged along the straight
   path from a baseline of pad embeddings (same positions, same length) to the review, times
-  (input − baseline). The path integral uses Gauss–Legendre nodes, evaluated in batches: far more
-  accurate per step than the usual Riemann sum, so `IG_STEPS` (8) forward/backward passes keep
-  completeness (scores sum to f(input) − f(baseline), `Attribution.baseline_target`) within a few
-  percent where a Riemann sum needs ~64.
+  (input − baseline). The path integral uses Gauss–Legendre nodes, evaluated in batches: with the
+  same passes they leave a smaller completeness gap (scores sum to f(input) − f(baseline),
+  `Attribution.baseline_target`) than the usual midpoint Riemann sum (8 passes, three held-out
+  reviews: 6.6% vs 7.3%, 0.01% vs 0.08%, 0.12% vs 0.40%). `IG_STEPS` (8) is what the 3 s target
+  on one CPU thread allows; pass `steps=64` where time does not matter.
 - `occlusion`: leave-one-out, batched: f(review) − f(review with the unit deleted), every token of
   a unit getting the unit's score. Deleted means removed from the sequence (later tokens move up a
   position), exactly as a visitor would delete it. A unit is one token when the review has at most
@@ -61,7 +62,7 @@ import torch
 from .encoder_decoder import EncoderDecoder
 
 METHODS = ("attention", "rollout", "grad_x_input", "integrated_gradients", "occlusion", "random")
-IG_STEPS = 8  # Gauss-Legendre nodes; completeness within a few percent on the shipped classifier
+IG_STEPS = 8  # Gauss-Legendre nodes: one forward/backward pass each
 OCCLUSION_TOKEN_BUDGET = 8_000  # source tokens encoded per occlusion: ~2 s on one CPU thread (0.26 ms a token)
 OCCLUSION_MIN_UNITS = 16
 ERASER_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)  # the top-k% bins of ERASER's AOPC
