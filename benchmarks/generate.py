@@ -1,14 +1,22 @@
-"""Generation speed with the KV cache against full recomputation at every step.
+"""Generation speed: our KV cache against full recomputation, and against Hugging Face `generate`.
 
-    python -m benchmarks.generate [--tokens 256] [--rounds 3] [--threads N] [--checkpoint DIR] [--json out.json]
+    python -m benchmarks.generate --threads 1 [--tokens 200] [--rounds 5] [--checkpoint DIR] [--json out.json]
 
-Run from the repository root. A DecoderOnlyLM with the training benchmark's config (4 layers,
-4 heads, d_model 256, d_ff 1024, vocab 8192, block_size 256), randomly initialised unless
-`--checkpoint` names a saved one, greedily generates 256 new tokens from a 1-token prompt (BOS).
-The last step sees 1 + 255 = 256 tokens, so the whole run fits in block_size 256 and neither
-mode ever slides the window (a checkpoint with a smaller block_size slides it, the same way in
-both modes). Both modes must produce the same tokens; their new tokens per second are printed
-with the speed-up. The two modes alternate over `--rounds` rounds and the medians are reported.
+Run from the repository root. A DecoderOnlyLM of the shipped LM's shape (read from
+checkpoints/lm/config.json), randomly initialised unless `--checkpoint` names a saved one,
+greedily generates `--tokens` new tokens from a 1-token prompt (BOS), batch 1. The default 200
+fits in the 256-token context, so no mode slides the window. Modes:
+
+- `cache`: ours, as the app runs it (`model.generate`, KV cache);
+- `no_cache`: ours, recomputing the whole sequence at every step (must give the same tokens);
+- `hf`: `transformers.GPT2LMHeadModel.generate` (greedy, its KV cache), run only when
+  `transformers` is installed (`pip install -r benchmarks/requirements.txt`). It is built with
+  the same shape (layers, heads, width, feed-forward, vocabulary, context; exact GELU, no dropout,
+  tied embeddings) and random weights; it has no end-of-text id, so it always makes every token.
+
+The modes alternate over `--rounds` rounds (who goes first rotates), so that a slow spell of a
+shared machine hits all of them, and the median new tokens per second are reported, with
+`ratio ours/HF X` (cache over hf). Both run under `torch.inference_mode()`.
 
 On a machine shared with other jobs, prefix the command with OMP_WAIT_POLICY=PASSIVE (or pass
 --threads 1): otherwise an OpenMP thread that spins waiting for a descheduled partner can make
@@ -16,22 +24,36 @@ every parallel op wait out a time slice, and the run slows down tens of times.
 """
 
 import argparse
+import importlib.util
 import json
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
-from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig
+from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig, read_config
 
-CONFIG = DecoderOnlyConfig(vocab_size=8192, block_size=256, n_layer=4, n_head=4, d_model=256, d_ff=1024,
-                           dropout=0.0)
+SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "lm"
+
+
+def hf_twin(c: DecoderOnlyConfig) -> torch.nn.Module:
+    """A randomly initialised Hugging Face GPT-2 with our model's shape."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=c.vocab_size, n_positions=c.block_size, n_embd=c.d_model, n_layer=c.n_layer,
+                        n_head=c.n_head, n_inner=c.d_ff, activation_function="gelu", resid_pdrop=0.0,
+                        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=c.bos_token_id, eos_token_id=None,
+                        pad_token_id=c.pad_token_id, tie_word_embeddings=True)
+    model = GPT2LMHeadModel(config).eval()
+    model.generation_config.eos_token_id = None  # never stop early: every run makes all its tokens
+    return model
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=256, help="new tokens per run (default 256)")
-    parser.add_argument("--rounds", type=int, default=3, help="timed runs per mode (default 3)")
+    parser.add_argument("--tokens", type=int, default=200, help="new tokens per run (default 200)")
+    parser.add_argument("--rounds", type=int, default=5, help="timed runs per mode (default 5)")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--checkpoint", metavar="DIR", help="a DecoderOnlyLM saved with save_pretrained")
     parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
@@ -40,36 +62,65 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     torch.manual_seed(0)
-    model = DecoderOnlyLM.from_pretrained(args.checkpoint) if args.checkpoint else DecoderOnlyLM(CONFIG).eval()
-    prompt = torch.tensor([[model.config.bos_token_id]])
-    modes = {"cache": True, "no_cache": False}
+    if args.checkpoint:
+        model = DecoderOnlyLM.from_pretrained(args.checkpoint)
+    else:
+        fields = read_config(SHIPPED)
+        fields.pop("model_type", None)
+        model = DecoderOnlyLM(DecoderOnlyConfig(**fields)).eval()
+    c = model.config
+    prompt = torch.tensor([[c.bos_token_id]])
+    runs = {
+        "cache": lambda: model.generate(prompt, GenerationConfig(max_new_tokens=args.tokens, temperature=0)),
+        "no_cache": lambda: model.generate(prompt, GenerationConfig(max_new_tokens=args.tokens, temperature=0,
+                                                                    use_cache=False)),
+    }
+    if importlib.util.find_spec("transformers") is not None:
+        hf = hf_twin(c)
+        runs["hf"] = lambda: hf.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
+                                         max_new_tokens=args.tokens)[0, 1:].tolist()
+    else:
+        print("transformers is not installed: no Hugging Face comparison (pip install -r benchmarks/requirements.txt)")
+
+    modes = list(runs)
     seconds, outputs = {m: [] for m in modes}, {}
-    model.generate(prompt, GenerationConfig(max_new_tokens=8, temperature=0))  # warm-up
-    for r in range(args.rounds):
-        for mode in list(modes) if r % 2 == 0 else list(modes)[::-1]:
-            config = GenerationConfig(max_new_tokens=args.tokens, temperature=0, use_cache=modes[mode])
-            t0 = time.perf_counter()
-            outputs[mode] = model.generate(prompt, config)
-            seconds[mode].append(time.perf_counter() - t0)
+    with torch.inference_mode():
+        for mode in modes:  # warm-up
+            runs[mode]()
+        for r in range(args.rounds):
+            for mode in modes[r % len(modes):] + modes[: r % len(modes)]:
+                t0 = time.perf_counter()
+                outputs[mode] = runs[mode]()
+                seconds[mode].append(time.perf_counter() - t0)
     if outputs["cache"] != outputs["no_cache"]:
         raise SystemExit("the cached and uncached runs generated different tokens")
+    if any(len(out) != args.tokens for out in outputs.values()):
+        raise SystemExit(f"a mode made other than {args.tokens} tokens: " +
+                         ", ".join(f"{m} {len(out)}" for m, out in outputs.items()))
 
     tps = {m: args.tokens / statistics.median(s) for m, s in seconds.items()}
     result = {
-        "config": {**vars(model.config), "new_tokens": args.tokens, "prompt_tokens": 1,
-                   "threads": torch.get_num_threads(), "rounds": args.rounds,
-                   "checkpoint": args.checkpoint},
+        "config": {**vars(c), "new_tokens": args.tokens, "prompt_tokens": 1, "batch": 1, "greedy": True,
+                   "threads": torch.get_num_threads(), "rounds": args.rounds, "checkpoint": args.checkpoint},
         "new_tokens_per_s": tps,
+        "seconds_per_round": seconds,
         "speedup_cache": tps["cache"] / tps["no_cache"],
     }
-    c = model.config
-    print(f"model: {c.n_layer} layers, {c.n_head} heads, d_model {c.d_model}, vocab {c.vocab_size}, "
+    print(f"model: {c.n_layer} layers, {c.n_head} heads, d_model {c.d_model}, d_ff {c.d_ff}, vocab {c.vocab_size}, "
           f"block_size {c.block_size}, {'checkpoint ' + args.checkpoint if args.checkpoint else 'random init'}; "
-          f"greedy, 1-token prompt, {args.tokens} new tokens, {torch.get_num_threads()} threads, "
+          f"greedy, batch 1, 1-token prompt, {args.tokens} new tokens, {torch.get_num_threads()} threads, "
           f"{args.rounds} rounds")
     for mode in modes:
         print(f"{mode:>8}: {tps[mode]:8.1f} new tokens/s (median of {', '.join(f'{s:.2f}' for s in seconds[mode])} s)")
     print(f"speed-up with cache: {result['speedup_cache']:.1f}x (identical tokens: yes)")
+    if "hf" in runs:
+        import transformers
+
+        result["ratio_ours_over_hf"] = tps["cache"] / tps["hf"]
+        result["transformers"] = transformers.__version__
+        result["hf_attention"] = hf.config._attn_implementation
+        print(f"ratio ours/HF {result['ratio_ours_over_hf']:.3f} (transformers {transformers.__version__}, "
+              f"attention {result['hf_attention']})")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)

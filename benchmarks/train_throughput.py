@@ -1,14 +1,24 @@
-"""Training throughput of our DecoderOnlyLM against a GPT built only from PyTorch built-ins.
+"""Training throughput of our DecoderOnlyLM against nanoGPT's GPT, at two shapes.
 
-    python -m benchmarks.train_throughput [--rounds 10] [--batch 16] [--threads N] [--json out.json]
+    OMP_WAIT_POLICY=PASSIVE python -m benchmarks.train_throughput [--rounds 6] [--repeats 3] [--threads N]
+        [--json benchmarks/results/train_throughput.json]
 
-Run from the repository root. One step is forward + backward + AdamW update on a (batch, 256)
-batch of random tokens, CPU, float32, dropout 0. Both models get the same config and the same
-batches; after a warm-up step each, the two are timed alternately, one step each per round (who
-goes first swaps every round), so that a slow spell of a shared machine hits both, and the
-medians are reported. The reference is written to be fast, not to be like ours: fused qkv Linear
-+ `F.scaled_dot_product_attention` with `is_causal`, pre-norm, GELU MLP, tied embeddings, a fixed
-sinusoidal position table (so the two have the same parameter count).
+Run from the repository root. The reference follows nanoGPT's `model.py` layout (Karpathy, 2022),
+written out here: learned position embedding, a fused qkv `Linear` with bias,
+`F.scaled_dot_product_attention(is_causal=True)`, an MLP with `nn.GELU`, pre-norm `LayerNorm`s
+with bias, a final LayerNorm and an `lm_head` tied to the token embedding; its init
+(N(0, 0.02), the residual projections scaled by 1/√(2·n_layer)) and its optimizer set-up
+(`configure_optimizers`: AdamW with weight decay on every matrix, none on vectors, `fused` only
+on CUDA). The AdamW hyper-parameters (lr, betas, weight decay) are ours (`training.trainer`), and
+ours gets its optimizer from `make_optimizer`, as in training.
+
+One step is forward + backward + AdamW update on a (batch, 256) batch of random tokens, CPU,
+float32, dropout 0. Two shapes: 4 layers x 256 (4 heads, d_ff 1024) and the shipped LM's shape,
+read from checkpoints/lm/config.json. Both models get the same batches; after a warm-up step each,
+they are timed alternately, one step each per round (who goes first swaps every round), so that a
+slow spell of a shared machine hits both. A repeat's ratio is ours/ref of the median tokens/s of
+its rounds; the ratio printed per shape (`ratio X`, the shipped shape last) is the median of
+`--repeats` repeats.
 
 On a machine shared with other jobs, prefix the command with OMP_WAIT_POLICY=PASSIVE (or pass
 --threads 1): otherwise an OpenMP thread that spins waiting for a descheduled partner can make
@@ -17,68 +27,149 @@ every parallel op wait out a time slice, and the run slows down tens of times.
 
 import argparse
 import json
+import math
 import statistics
 import time
+from dataclasses import replace
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from model import DecoderOnlyConfig, DecoderOnlyLM, sinusoidal_table
+from model import DecoderOnlyConfig, DecoderOnlyLM, read_config
+from training.trainer import TrainConfig, make_optimizer
 
-CONFIG = DecoderOnlyConfig(vocab_size=8192, block_size=256, n_layer=4, n_head=4, d_model=256, d_ff=1024,
-                           dropout=0.0)
+SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "lm"
+SMALL = DecoderOnlyConfig(vocab_size=8192, block_size=256, n_layer=4, n_head=4, d_model=256, d_ff=1024, dropout=0.0)
 
 
-class RefBlock(nn.Module):
-    def __init__(self, d_model: int, n_head: int, d_ff: int):
+class CausalSelfAttention(nn.Module):
+    def __init__(self, c: DecoderOnlyConfig):
         super().__init__()
-        self.n_head = n_head
-        self.ln_1 = nn.LayerNorm(d_model)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.proj = nn.Linear(d_model, d_model)
-        self.ln_2 = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.n_head, self.n_embd = c.n_head, c.d_model
+        self.c_attn = nn.Linear(c.d_model, 3 * c.d_model)
+        self.c_proj = nn.Linear(c.d_model, c.d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln_1(x)).view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, d_k)
-        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, c: DecoderOnlyConfig):
+        super().__init__()
+        self.c_fc = nn.Linear(c.d_model, c.d_ff)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(c.d_ff, c.d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, c: DecoderOnlyConfig):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(c.d_model)
+        self.attn = CausalSelfAttention(c)
+        self.ln_2 = nn.LayerNorm(c.d_model)
+        self.mlp = MLP(c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
 
 
-class RefGPT(nn.Module):
+class NanoGPT(nn.Module):
     def __init__(self, c: DecoderOnlyConfig):
         super().__init__()
-        self.wte = nn.Embedding(c.vocab_size, c.d_model)
-        self.register_buffer("wpe", sinusoidal_table(c.block_size, c.d_model), persistent=False)
-        self.blocks = nn.ModuleList(RefBlock(c.d_model, c.n_head, c.d_ff) for _ in range(c.n_layer))
-        self.ln_f = nn.LayerNorm(c.d_model)
-        for m in self.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, std=0.02)
-            if isinstance(m, nn.Linear):
-                nn.init.zeros_(m.bias)
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(c.vocab_size, c.d_model),
+            wpe=nn.Embedding(c.block_size, c.d_model),
+            h=nn.ModuleList(Block(c) for _ in range(c.n_layer)),
+            ln_f=nn.LayerNorm(c.d_model),
+        ))
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c.n_layer))
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        x = self.wte(idx) + self.wpe[: idx.size(1)]
-        for block in self.blocks:
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        pos = torch.arange(0, idx.size(1), dtype=torch.long, device=idx.device)
+        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        for block in self.transformer.h:
             x = block(x)
-        logits = F.linear(self.ln_f(x), self.wte.weight)  # tied output projection
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        logits = self.lm_head(self.transformer.ln_f(x))
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
+
+    def configure_optimizers(self, weight_decay: float, learning_rate: float, betas) -> torch.optim.AdamW:
+        params = [p for p in self.parameters() if p.requires_grad]
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        use_fused = next(self.parameters()).device.type == "cuda"
+        return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, fused=use_fused)
 
 
-def train_step(model, optimizer, idx, targets, ours: bool) -> None:
-    loss = model(idx, targets=targets).loss if ours else model(idx, targets)
+def step(model: nn.Module, optimizer: torch.optim.Optimizer, idx: torch.Tensor, targets: torch.Tensor) -> None:
+    out = model(idx, targets=targets)
+    loss = out[1] if isinstance(out, tuple) else out.loss
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
 
 
+def run_shape(config: DecoderOnlyConfig, batch: int, rounds: int, repeats: int) -> dict:
+    torch.manual_seed(0)
+    train = TrainConfig(batch_size=batch)
+    ours, ref = DecoderOnlyLM(config).train(), NanoGPT(config).train()
+    models = {"ours": (ours, make_optimizer(ours, train)),
+              "ref": (ref, ref.configure_optimizers(train.weight_decay, train.lr, (0.9, 0.95)))}
+    optimizer = models["ours"][1]
+    assert [g["betas"] for g in optimizer.param_groups] == [g["betas"] for g in models["ref"][1].param_groups]
+    data = torch.randint(0, config.vocab_size, (repeats * rounds + 1, batch, config.block_size + 1))
+    tokens_per_step = batch * config.block_size
+
+    order = list(models)
+    seconds = {name: [] for name in models}
+    for r in range(repeats * rounds + 1):  # round 0 is the warm-up
+        idx, targets = data[r, :, :-1].contiguous(), data[r, :, 1:].contiguous()
+        for name in order if r % 2 else order[::-1]:
+            t0 = time.perf_counter()
+            step(*models[name], idx, targets)
+            if r > 0:
+                seconds[name].append(time.perf_counter() - t0)
+
+    ratios = [statistics.median(seconds["ref"][i * rounds:(i + 1) * rounds]) /
+              statistics.median(seconds["ours"][i * rounds:(i + 1) * rounds]) for i in range(repeats)]
+    return {
+        "config": {**vars(config), "batch": batch},
+        "tokens_per_s": {name: tokens_per_step / statistics.median(s) for name, s in seconds.items()},
+        "seconds_per_step": seconds,
+        "params": {name: sum(p.numel() for p in m.parameters()) for name, (m, _) in models.items()},
+        "ratio_per_repeat": ratios,
+        "ratio_ours_over_ref": statistics.median(ratios),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=10, help="timed steps per model (default 10)")
+    parser.add_argument("--rounds", type=int, default=6, help="timed steps per model per repeat (default 6)")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats per shape; their median ratio is printed")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
@@ -86,38 +177,23 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    torch.manual_seed(0)
-    models = {"ours": DecoderOnlyLM(CONFIG).train(), "ref": RefGPT(CONFIG).train()}
-    optimizers = {name: torch.optim.AdamW(m.parameters(), lr=3e-4) for name, m in models.items()}
-    data = torch.randint(0, CONFIG.vocab_size, (args.rounds + 1, args.batch, CONFIG.block_size + 1))
-    tokens_per_step = args.batch * CONFIG.block_size
-
-    order = list(models)
-    seconds = {name: [] for name in models}
-    for r in range(args.rounds + 1):  # round 0 is the warm-up
-        idx, targets = data[r, :, :-1], data[r, :, 1:]
-        for name in order if r % 2 else order[::-1]:  # who goes first alternates too
-            t0 = time.perf_counter()
-            train_step(models[name], optimizers[name], idx, targets, ours=name == "ours")
-            if r > 0:
-                seconds[name].append(time.perf_counter() - t0)
-
-    tps = {name: tokens_per_step / statistics.median(s) for name, s in seconds.items()}
-    params = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}
-    result = {
-        "config": {**vars(CONFIG), "batch": args.batch, "threads": torch.get_num_threads(), "rounds": args.rounds},
-        "tokens_per_s": tps,
-        "params": params,
-        "ratio_ours_over_ref": tps["ours"] / tps["ref"],
-    }
-    print(f"config: {CONFIG.n_layer} layers, {CONFIG.n_head} heads, d_model {CONFIG.d_model}, d_ff {CONFIG.d_ff}, "
-          f"context {CONFIG.block_size}, vocab {CONFIG.vocab_size}, batch {args.batch}, "
-          f"{torch.get_num_threads()} threads, {args.rounds} rounds")
-    for name in models:
-        spread = ", ".join(f"{tokens_per_step / s:.0f}" for s in seconds[name])
-        print(f"{name:>4}: {tps[name]:8.0f} tokens/s (median; rounds: {spread})  params {params[name]:,}")
-    print(f"ratio ours/ref: {result['ratio_ours_over_ref']:.3f}")
+    fields = read_config(SHIPPED)
+    fields.pop("model_type", None)
+    shapes = {"4x256": SMALL, "shipped": replace(DecoderOnlyConfig(**fields), dropout=0.0)}
+    print(f"ours vs nanoGPT's layout: batch {args.batch}, float32, CPU, {torch.get_num_threads()} threads, "
+          f"{args.repeats} repeats of {args.rounds} alternating rounds per shape")
+    results = {}
+    for name, config in shapes.items():
+        res = results[name] = run_shape(config, args.batch, args.rounds, args.repeats)
+        c, tps = config, res["tokens_per_s"]
+        print(f"{name}: {c.n_layer} layers, {c.n_head} heads, d_model {c.d_model}, d_ff {c.d_ff}, vocab "
+              f"{c.vocab_size}, context {c.block_size}; ours {tps['ours']:.0f} tokens/s, ref {tps['ref']:.0f} "
+              f"(params {res['params']['ours']:,} / {res['params']['ref']:,}); repeats "
+              + ", ".join(f"{r:.3f}" for r in res["ratio_per_repeat"]))
+    for name, res in results.items():
+        print(f"ratio {res['ratio_ours_over_ref']:.3f}  ({name}, ours/ref tokens per second, median of repeats)")
     if args.json:
+        result = {"threads": torch.get_num_threads(), "rounds": args.rounds, "repeats": args.repeats, **results}
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)
 
