@@ -56,11 +56,13 @@ def build_app(service: DemoService) -> gr.Blocks:
             with gr.Tab("Sentiment", id="sentiment"):
                 sentiment.build(service, COMPUTE)
             with gr.Tab("Attention", id="attention"):
-                attention.build(service, COMPUTE)
+                on_load = [attention.build(service, COMPUTE)]
             with gr.Tab("Tokenizer", id="tokenizer"):
-                tokenizer.build(service, COMPUTE)
+                on_load.append(tokenizer.build(service, COMPUTE))
             with gr.Tab("About", id="about"):
                 about.build(service)
+        for i, (handler, inputs, outputs) in enumerate(on_load):  # the example tabs open already drawn
+            app.load(handler, inputs, outputs, api_name=f"example_{i}", api_visibility="private", **COMPUTE)
     app.queue(default_concurrency_limit=ACTIVE_REQUESTS, max_size=QUEUE_SIZE)
     return app
 

@@ -43,7 +43,7 @@ def read_number(value: object, default: float, low: float = -1e12, high: float =
     try:
         x = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float, 10**400
-        x = math.copysign(math.inf, value) if isinstance(value, int) else math.nan
+        x = (math.inf if value > 0 else -math.inf) if isinstance(value, int) else math.nan
     return default if math.isnan(x) else min(max(x, low), high)
 
 

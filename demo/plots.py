@@ -1,131 +1,139 @@
-"""Attention heatmaps with matplotlib.
+"""Attention pictures: an interactive Plotly heatmap and an overview of every layer and head.
 
-Figures are built with the object-oriented API (`Figure`, no `pyplot`): pyplot keeps global
-state that is not thread-safe, and the server renders plots for several visitors at once.
-matplotlib is imported on first use, which keeps it off the start-up path.
+The heatmap is a `plotly` figure (shown by `gr.Plot`): hovering a cell names the query token,
+the key token and the weight, as bertviz's views do. The overview is one picture per layer and
+head, drawn with Pillow straight from the weights (30 of them would take seconds with
+matplotlib); each is drawn at a size where its token labels are legible, and the gallery that
+shows them as thumbnails opens any of them at full size.
+
+Both use a square-root colour scale: a few large weights (the first token often takes all of its
+own row) would otherwise squash every other weight into the darkest colour.
 """
 
 import functools
-import logging
-import math
-import warnings
+from pathlib import Path
 
 import numpy as np
 
 from demo.attention import AttentionResult
+from demo.inputs import read_number
 
 MEAN = -1  # "head" value meaning the mean over heads
+VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b",
+           "#fde725"]
+MASKED_RGB = (255, 255, 255)  # what the model could not look at: blank
+CELL = 14  # pixels per cell in the overview pictures, enough for an 11 px label per row
+FONT_SIZE = 11
+FONTS = [Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"), Path("/usr/share/fonts/dejavu/DejaVuSans.ttf")]
 
 
-@functools.cache
-def _mpl():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib import font_manager
-    from matplotlib.figure import Figure
-
-    # Tokens can be CJK, Hebrew, emoji...: prefer fonts with wide coverage when installed
-    # (matplotlib falls back per glyph); missing glyphs draw as boxes, never an error.
-    installed = {f.name for f in font_manager.fontManager.ttflist}
-    wanted = ["DejaVu Sans", "Noto Sans", "Noto Sans CJK JP", "Noto Sans Hebrew", "Noto Color Emoji"]
-    matplotlib.rcParams["font.family"] = [f for f in wanted if f in installed] or ["sans-serif"]
-    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
-    # a missing glyph draws as a box; not worth a warning on every request (the figure is saved
-    # later, by Gradio, so a catch_warnings block here would not cover it)
-    warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
-    return Figure
-
-
-def _escape(label: str) -> str:
-    """Stop matplotlib's mathtext from reading a token such as "$5" as a formula."""
-    return label.replace("$", r"\$")
-
-
-def _masked(weights: np.ndarray, causal: bool) -> np.ma.MaskedArray:
-    """Mask what the model could not look at, so it plots as blank rather than as 0: the future
-    positions of causal self-attention (upper triangle, aligned to the end as in the model)."""
-    t_q, t_k = weights.shape[-2:]
+def future_mask(t_q: int, t_k: int, causal: bool) -> np.ndarray:
+    """(T_q, T_k) True where a causal map cannot look (the future, aligned to the end as in the
+    model); all False otherwise."""
     if not causal:
-        return np.ma.masked_array(weights, mask=np.zeros_like(weights, dtype=bool))
-    future = np.triu(np.ones((t_q, t_k), dtype=bool), k=1 + (t_k - t_q))
-    return np.ma.masked_array(weights, mask=np.broadcast_to(future, weights.shape))
+        return np.zeros((t_q, t_k), dtype=bool)
+    return np.triu(np.ones((t_q, t_k), dtype=bool), k=1 + (t_k - t_q))
 
 
 def select_head(result: AttentionResult, head: object) -> tuple[np.ndarray, str]:
     """The (T_q, T_k) map of one head, or the mean over heads for `MEAN`/None/out of range."""
-    try:
-        h = int(head)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        h = MEAN
+    h = int(read_number(head, MEAN, low=MEAN, high=result.n_heads))
     if 0 <= h < result.n_heads:
         return result.weights[h], f"head {h + 1} of {result.n_heads}"
     return result.weights.mean(axis=0), f"mean of {result.n_heads} heads"
 
 
 def heatmap(result: AttentionResult, head: object = MEAN):
-    """One attention map: queries down the side, keys along the bottom, with a colour bar."""
-    Figure = _mpl()
+    """One attention map: queries down the side, keys along the top; hover shows both tokens and
+    the weight."""
+    import plotly.graph_objects as go  # on first use: keeps it off the start-up path
+
     weights, which = select_head(result, head)
     t_q, t_k = weights.shape
-    cell = 0.28
-    fig = Figure(figsize=(min(max(4.5, 1.8 + cell * t_k), 18), min(max(3.2, 1.5 + cell * t_q), 18)),
-                 layout="constrained")
-    ax = fig.add_subplot()
-    cmap = _cmap()
-    image = ax.imshow(_masked(weights, result.causal), cmap=cmap, norm=_norm(weights), aspect="auto",
-                      interpolation="nearest")
-    ax.set_xticks(range(t_k), [_escape(t) for t in result.key_tokens], rotation=90, fontsize=8)
-    ax.set_yticks(range(t_q), [_escape(t) for t in result.query_tokens], fontsize=8)
-    ax.set_xlabel("attended to (keys)")
-    ax.set_ylabel("attending (queries)")
-    ax.set_title(f"{result.title}, layer {result.layer + 1}, {which}", fontsize=10)
-    fig.colorbar(image, ax=ax, label="attention weight", shrink=0.9)
-    return fig
+    masked = future_mask(t_q, t_k, result.causal)
+    shown = np.where(masked, np.nan, np.sqrt(weights))  # colour: square root; NaN: blank
+    hover = np.where(masked, np.nan, weights)
+    labels = np.array([[[q, k] for k in result.key_tokens] for q in result.query_tokens], dtype=object)
+    ticks = [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0]
+    figure = go.Figure(go.Heatmap(
+        z=shown, customdata=np.dstack([labels, hover]), colorscale="Viridis", zmin=0.0,
+        zmax=max(float(np.sqrt(weights.max())), 1e-3), xgap=1, ygap=1, hoverongaps=False,
+        hovertemplate="query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{customdata[2]:.3f}"
+                      "<extra></extra>",
+        colorbar={"title": {"text": "weight"}, "tickvals": np.sqrt(ticks).tolist(),
+                  "ticktext": [str(t) for t in ticks]},
+    ))
+    figure.update_layout(
+        title={"text": f"{result.title}, layer {result.layer + 1}, {which}", "font": {"size": 14}},
+        height=min(max(360, 140 + 18 * t_q), 1400), margin={"l": 10, "r": 10, "t": 110, "b": 10},
+        plot_bgcolor="white", font={"size": 11},
+    )
+    figure.update_xaxes(tickvals=list(range(t_k)), ticktext=result.key_tokens, tickangle=-90, side="top",
+                        title_text="attended to (keys)", showgrid=False)
+    figure.update_yaxes(tickvals=list(range(t_q)), ticktext=result.query_tokens, autorange="reversed",
+                        title_text="attending (queries)", showgrid=False)
+    return figure
 
 
-def heads_grid(result: AttentionResult):
-    """Small multiples: every head of the layer side by side, on one shared colour scale."""
-    Figure = _mpl()
-    n = result.n_heads
-    cols = min(n, 4)
-    rows = math.ceil(n / cols)
-    fig = Figure(figsize=(2.6 * cols + 0.8, 2.5 * rows + 0.5), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
-    norm = _norm(result.weights)
-    cmap = _cmap()
-    image = None
-    few = max(len(result.query_tokens), len(result.key_tokens)) <= 16  # labels only if readable
-    for h, ax in enumerate(axes):
-        if h >= n:
-            ax.axis("off")
-            continue
-        image = ax.imshow(_masked(result.weights[h], result.causal), cmap=cmap, norm=norm, aspect="auto",
-                          interpolation="nearest")
-        ax.set_title(f"head {h + 1}", fontsize=9)
-        if few:
-            ax.set_xticks(range(len(result.key_tokens)), [_escape(t) for t in result.key_tokens],
-                          rotation=90, fontsize=6)
-            ax.set_yticks(range(len(result.query_tokens)), [_escape(t) for t in result.query_tokens], fontsize=6)
-        else:
-            ax.set_xticks([])
-            ax.set_yticks([])
-    fig.suptitle(f"{result.title}: all heads of layer {result.layer + 1}", fontsize=10)
-    fig.colorbar(image, ax=list(axes[:n]), label="attention weight", shrink=0.9)
-    return fig
+@functools.cache
+def _palette() -> np.ndarray:
+    """(256, 3) uint8: viridis interpolated from its ten stops."""
+    stops = np.array([[int(c[i:i + 2], 16) for i in (1, 3, 5)] for c in VIRIDIS], dtype=float)
+    x = np.linspace(0, 1, len(stops))
+    t = np.linspace(0, 1, 256)
+    return np.stack([np.interp(t, x, stops[:, i]) for i in range(3)], axis=1).round().astype(np.uint8)
 
 
-def _norm(weights: np.ndarray):
-    """Square-root colour scale: a few large weights (the first token often takes all of its own
-    row) would otherwise squash every other weight into the darkest colour."""
-    from matplotlib.colors import PowerNorm
+@functools.cache
+def _font():
+    from PIL import ImageFont
 
-    return PowerNorm(gamma=0.5, vmin=0.0, vmax=max(float(weights.max()), 1e-6))
-
-
-def _cmap():
-    from matplotlib import colormaps
-
-    return colormaps["viridis"].with_extremes(bad="white")  # masked cells (the causal triangle) are blank
+    for path in FONTS:
+        if path.is_file():
+            return ImageFont.truetype(str(path), FONT_SIZE)
+    return ImageFont.load_default(size=FONT_SIZE)
 
 
+def _label_strip(labels: list[str], width: int):
+    """Labels stacked one per CELL-high row, right-aligned in `width` pixels."""
+    from PIL import Image, ImageDraw
+
+    strip = Image.new("RGB", (width, CELL * len(labels)), "white")
+    draw = ImageDraw.Draw(strip)
+    font = _font()
+    for i, label in enumerate(labels):
+        draw.text((width - 3, i * CELL + CELL // 2), label, fill="black", font=font, anchor="rm")
+    return strip
+
+
+def _label_width(labels: list[str]) -> int:
+    font = _font()
+    return min(int(max((font.getlength(label) for label in labels), default=0)) + 8, 160)
+
+
+def overview(result: AttentionResult) -> list[tuple[object, str]]:
+    """One picture per layer and head (layer by layer), each with its token labels, on one shared
+    colour scale so that the thumbnails compare: (PIL image, caption) pairs."""
+    from PIL import Image, ImageDraw
+
+    weights = result.all_weights  # (L, H, T_q, T_k)
+    n_layers, n_heads, t_q, t_k = weights.shape
+    masked = future_mask(t_q, t_k, result.causal)
+    levels = np.sqrt(weights / max(float(weights.max()), 1e-6))  # square-root scale in [0, 1]
+    rgb = _palette()[(levels * 255).round().astype(np.int64)]  # (L, H, T_q, T_k, 3)
+    rgb[:, :, masked] = MASKED_RGB
+    left, top = _label_width(result.query_tokens), _label_width(result.key_tokens)
+    rows = _label_strip(result.query_tokens, left)
+    columns = _label_strip(result.key_tokens, top).transpose(Image.Transpose.ROTATE_90)  # labels read upwards
+    pictures = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            canvas = Image.new("RGB", (left + CELL * t_k + 4, top + CELL * t_q + 20), "white")
+            cells = Image.fromarray(rgb[layer, head]).resize((CELL * t_k, CELL * t_q), Image.Resampling.NEAREST)
+            canvas.paste(cells, (left, top))
+            canvas.paste(rows, (0, top))
+            canvas.paste(columns, (left, 0))
+            caption = f"layer {layer + 1} · head {head + 1}"
+            ImageDraw.Draw(canvas).text((left, top + CELL * t_q + 4), caption, fill="black", font=_font())
+            pictures.append((canvas, caption))
+    return pictures

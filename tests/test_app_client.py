@@ -127,15 +127,18 @@ def test_classify(client) -> None:
     assert notice == ""
 
 
-def test_attention_options_and_plots(client) -> None:
+def test_attention_options_and_plots(client, service: DemoService) -> None:
     kinds, layers, heads = client.predict("sentiment", "lm_self", api_name="/attention_options")
     assert [k for _, k in kinds["choices"]] == ["encoder_self", "cross", "decoder_self"]
     assert kinds["value"] == "encoder_self" and [v for _, v in layers["choices"]] == [0, 1]
     assert [v for _, v in heads["choices"]] == [-1, 0, 1]
     for kind in ("lm_self", "encoder_self", "cross", "decoder_self"):
-        heatmap, grid, notice = client.predict("The movie was not bad.", kind, 0, -1, api_name="/attention")
-        assert heatmap["type"] == "matplotlib" and heatmap["plot"].startswith("data:image/png;base64,")
-        assert grid["plot"].startswith("data:image/png;base64,")
+        heatmap, overview, notice = client.predict("The movie was not bad.", kind, 0, -1, api_name="/attention")
+        assert heatmap["type"] == "plotly" and "query: %{customdata[0]}" in heatmap["plot"]
+        n_layers, n_heads = service.attention_shape(kind)
+        assert [p["caption"] for p in overview] == [f"layer {i + 1} · head {h + 1}" for i in range(n_layers)
+                                                    for h in range(n_heads)]
+        assert all(p["image"].endswith(".png") for p in overview)
         assert ("causal mask" in notice) == (kind in ("lm_self", "decoder_self"))
 
 
@@ -179,7 +182,7 @@ def test_any_unicode_works_through_the_api(client, text: str) -> None:
     history = outputs[0][0]
     assert history and history[-1]["role"] == "assistant"
     assert outputs[1][0]["label"] in {"negative", "positive"}
-    assert outputs[2][0]["plot"].startswith("data:image/png")
+    assert outputs[2][0]["type"] == "plotly" and len(outputs[2][1]) == 4
     no_trace(*outputs)
 
 
@@ -208,11 +211,28 @@ def test_lone_surrogates_in_raw_json_are_handled(server, endpoint: str) -> None:
     ((0, 1.0, 40, 0.5, 1), "at least 1"),
     ((10**6, 1.0, 40, 0.5, 1), "capped"),
     (("many", "hot", None, "x", "seed"), "Done"),
+    ((8, 1e-38, 40, 0.95, 1), "greedy"),
+    ((10**400, -(10**400), 10**400, 10**400, -(10**400)), "capped"),
 ])
 def test_out_of_range_settings_are_clamped_and_explained(client, settings, expected) -> None:
     out = client.predict("This movie was", [], *settings, api_name="/chat")
     assert expected in out[4] and reply_text(out[0]).startswith(CONTINUATION)
     no_trace(out)
+
+
+def test_non_finite_numbers_in_raw_json_are_clamped(server, caplog) -> None:
+    """JSON from a script can carry Infinity, -Infinity, NaN and 1e999 (gradio_client refuses to
+    send them): they are clamped, explained, and leave no OverflowError in the server log."""
+    url = server[1]
+    calls = {"chat": '["This movie was", [], Infinity, Infinity, -Infinity, NaN, 1e999]',
+             "attention": '["good film", "lm_self", -Infinity, Infinity]'}
+    for endpoint, data in calls.items():
+        event = httpx.post(f"{url}/gradio_api/call/{endpoint}", content='{"data": ' + data + "}",
+                           headers={"Content-Type": "application/json"}).json()["event_id"]
+        stream = httpx.get(f"{url}/gradio_api/call/{endpoint}/{event}", timeout=60).text
+        assert "event: complete" in stream and "event: error" not in stream
+        assert ("capped" if endpoint == "chat" else "does not exist") in stream
+    assert "OverflowError" not in caplog.text and "Traceback" not in caplog.text
 
 
 def test_bad_attention_settings_are_explained(client) -> None:

@@ -20,6 +20,7 @@ from demo.inference import DemoService, serving_device
 from demo.inputs import MAX_INPUT_CHARS, DemoError, clean_text, model_text, scrub_paths
 from demo.sentiment import merge_spans
 from demo.tiny import shared_tiny_checkpoints
+from storage import IN_PROGRESS_NAME
 from tokenization import Piece, token_label, visible
 from training.data import PairSet
 
@@ -94,6 +95,17 @@ def test_untrained_and_broken_checkpoints(ckpt: Path, tmp_path: Path) -> None:
     assert "not valid JSON" in service.sentiment.message
     assert str(tmp_path) not in service.sentiment.message  # no absolute path in the UI
     assert service.sentiment.model is None and service.attention_kinds() == [("LM self-attention (masked)", "lm_self")]
+
+
+def test_a_checkpoint_still_being_trained_is_refused(ckpt: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "ckpts"
+    shutil.copytree(ckpt, copy)
+    (copy / "lm" / IN_PROGRESS_NAME).write_text("")
+    service = DemoService(copy, device="cpu")
+    assert service.lm.status == "error" and service.lm.model is None and service.sentiment.ready
+    assert "still being written by a training run" in service.lm.message and str(tmp_path) not in service.lm.message
+    with pytest.raises(DemoError, match="language model is not available: `ckpts/lm/` is still being written"):
+        service.continue_text("This movie was")
 
 
 def test_tokenizer_model_mismatch_is_reported(ckpt: Path, tmp_path: Path) -> None:
@@ -196,6 +208,10 @@ def test_merge_spans_leaves_skipped_and_cut_text_unscored() -> None:
     ({"temperature": "abc", "top_k": None, "top_p": float("nan")}, {"temperature": 0.8, "top_k": None,
                                                                      "top_p": None}, None),
     ({"seed": 123}, {"seed": 123}, None),
+    ({"temperature": 1e-38}, {"temperature": 0.0}, "greedy"),
+    ({"temperature": float("inf"), "top_p": float("-inf")}, {"temperature": 5.0, "top_p": MIN_TOP_P}, "capped"),
+    ({"max_new_tokens": float("inf"), "top_k": 10**400}, {"max_new_tokens": MAX_NEW_TOKENS, "top_k": None}, "capped"),
+    ({"max_new_tokens": float("-inf"), "seed": float("inf")}, {"max_new_tokens": 1}, "at least 1"),
 ])
 def test_generation_settings_are_clamped_and_explained(service, settings, expected, notice) -> None:
     config, notices = service.generation_config(**settings)  # never raises
@@ -353,6 +369,8 @@ def test_attention_clamps_layer_and_rejects_unknown_kind(service: DemoService) -
     result = service.attention("good film", "lm_self", layer=99)
     assert result.layer == result.n_layers - 1 and any("does not exist" in n for n in result.notices)
     assert service.attention("good film", "lm_self", layer="nonsense").layer == 0
+    assert service.attention("good film", "lm_self", layer=float("inf")).layer == result.n_layers - 1
+    assert service.attention("good film", "lm_self", layer=-(10**400)).layer == 0
     with pytest.raises(DemoError, match="Unknown attention kind"):
         service.attention("good film", "no_such_kind")
 
@@ -365,21 +383,35 @@ def test_attention_caps_long_text(service: DemoService) -> None:
     assert len(result.key_tokens) <= MAX_ATTENTION_TOKENS and result.notices
 
 
-def test_heatmap_masks_the_causal_triangle(service: DemoService, tmp_path: Path) -> None:
+def test_heatmap_masks_the_causal_triangle_and_hovers_tokens_and_weights(service: DemoService) -> None:
     result = service.attention("The $5 movie, 日本 👍", "lm_self")
-    fig = plots.heatmap(result, head=plots.MEAN)
-    data = fig.axes[0].images[0].get_array()
+    trace = plots.heatmap(result, head=plots.MEAN).data[0]
     n = len(result.query_tokens)
     upper = np.triu(np.ones((n, n), dtype=bool), k=1)
-    assert np.array_equal(np.ma.getmaskarray(data), upper)  # blank (white) above the diagonal
-    assert len(fig.axes) == 2  # the map and its colour bar
-    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][0] == "<s>"
-    fig.savefig(tmp_path / "h.png")  # "$" in labels must not break mathtext
+    assert np.array_equal(np.isnan(np.asarray(trace.z, dtype=float)), upper)  # blank above the diagonal
+    mean = result.weights.mean(0)
+    np.testing.assert_allclose(np.asarray(trace.z, dtype=float)[~upper], np.sqrt(mean[~upper]), rtol=1e-6)
+    custom = np.asarray(trace.customdata, dtype=object)
+    assert custom[3, 1].tolist()[:2] == [result.query_tokens[3], result.key_tokens[1]]
+    assert custom[3, 1, 2] == pytest.approx(mean[3, 1])  # the hover shows the weight, not its square root
+    assert "query: %{customdata[0]}" in trace.hovertemplate and "key: %{customdata[1]}" in trace.hovertemplate
 
-    grid = plots.heads_grid(result)
-    images = [ax for ax in grid.axes if ax.images]
-    assert len(images) == result.n_heads
-    grid.savefig(tmp_path / "g.png")
+
+def test_overview_draws_every_layer_and_head_with_labels(service: DemoService) -> None:
+    result = service.attention("good film, bad ending", "encoder_self", layer=1)
+    pictures = plots.overview(result)
+    n_layers, n_heads, t_q, t_k = result.all_weights.shape
+    assert [c for _, c in pictures] == [f"layer {i + 1} · head {h + 1}" for i in range(n_layers)
+                                        for h in range(n_heads)]
+    image = np.asarray(pictures[n_heads + 1][0])  # layer 2, head 2
+    width, height = pictures[0][0].size
+    assert width > plots.CELL * t_k and height > plots.CELL * t_q  # room for the token labels
+    # the cells: the strongest weight of the whole result is the palette's brightest colour
+    layer, h, q, k = np.unravel_index(result.all_weights.argmax(), result.all_weights.shape)
+    left, top = width - 4 - plots.CELL * t_k, height - 20 - plots.CELL * t_q
+    y, x = top + q * plots.CELL + plots.CELL // 2, left + k * plots.CELL + plots.CELL // 2
+    assert tuple(np.asarray(pictures[layer * n_heads + h][0])[y, x]) == tuple(plots._palette()[255])
+    assert image.shape == (height, width, 3)
 
 
 def test_select_head(service: DemoService) -> None:

@@ -1,3 +1,3 @@
 """One module per tab of the page: its layout (`build`) and its handlers, at module level so each
 can be called and tested without a browser. Handlers take the `DemoService` first; `build` binds
-it with `functools.partial`, so the API sees only the visitor's parameters."""
+it (`common.bind`), so the API sees only the visitor's parameters."""

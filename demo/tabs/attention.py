@@ -1,13 +1,14 @@
-"""The Attention tab: any text through either model, one layer's heatmap and all its heads."""
+"""The Attention tab, in the manner of bertviz: any text through either model, an interactive
+heatmap of one layer (one head or their mean), and every layer and head as thumbnails that open
+at full size. It opens with an example drawn, not empty."""
 
-from functools import partial
 
 import gradio as gr
 
 from demo import plots
 from demo.checkpoint import LM, SENTIMENT
 from demo.inference import DemoService
-from demo.tabs.common import failure, notice_markdown
+from demo.tabs.common import bind, failure, notice_markdown
 from demo.text import ATTENTION_EXAMPLE, ATTENTION_INTRO, CAUSAL_NOTE
 
 
@@ -26,19 +27,31 @@ def attention_options(service: DemoService, model_name, kind):
 
 
 def attention(service: DemoService, text, kind, layer, head):
-    """The heatmap of one layer (one head or their mean), all heads of that layer, and notices."""
+    """The heatmap of one layer (one head or their mean), every layer and head, and notices."""
     try:
         result = service.attention(text, kind, layer)
-        figure, grid = plots.heatmap(result, head), plots.heads_grid(result)
+        figure, overview = plots.heatmap(result, head), plots.overview(result)
     except Exception as e:
         return None, None, failure(e)
     notes = list(result.notices)
     if result.causal:
         notes.append(CAUSAL_NOTE)
-    return figure, grid, notice_markdown(notes)
+    return figure, overview, notice_markdown(notes)
 
 
-def build(service: DemoService, compute: dict) -> None:
+def focus(service: DemoService, text, kind, evt: gr.SelectData):
+    """A thumbnail was clicked: show its layer and head in the heatmap (the gallery opens it too)."""
+    try:
+        n_heads = service.attention_shape(kind)[1]
+        layer, head = divmod(int(evt.index), n_heads)
+        figure = plots.heatmap(service.attention(text, kind, layer), head)
+    except Exception as e:
+        return gr.skip(), gr.skip(), gr.skip(), failure(e)
+    return layer, head, figure, gr.skip()
+
+
+def build(service: DemoService, compute: dict):
+    """The tab; returns its drawing handler with its inputs and outputs, for the page's load event."""
     first_model = LM if service.lm.ready else SENTIMENT
     init_kind, init_layer, init_head = attention_options(service, first_model, None)
     gr.Markdown(ATTENTION_INTRO)
@@ -50,13 +63,17 @@ def build(service: DemoService, compute: dict) -> None:
         head = gr.Dropdown(init_head["choices"], value=init_head["value"], label="Head", allow_custom_value=True)
     show = gr.Button("Show attention", variant="primary", elem_id="att-show")
     notice = gr.Markdown(elem_id="att-notice")
-    with gr.Row():  # the figures carry their own titles; a label would cover them
-        heatmap = gr.Plot(label="Heatmap", show_label=False, elem_id="att-heatmap", format="png")
-        grid = gr.Plot(label="All heads of this layer", show_label=False, elem_id="att-grid", format="png")
+    heatmap = gr.Plot(label="Heatmap (hover a cell: query, key, weight)", elem_id="att-heatmap")
+    overview = gr.Gallery(label="Every layer (rows) and head (columns): click one to open it at full size",
+                          columns=max(len(init_head["choices"]) - 1, 1), height="auto", object_fit="contain",
+                          format="png", elem_id="att-grid", preview=False)
 
-    options = partial(attention_options, service)
+    options = bind(attention_options, service)
     model.change(options, [model, kind], [kind, layer, head], api_name="attention_options", queue=False)
     kind.change(options, [model, kind], [kind, layer, head], api_name="attention_kind", api_visibility="private",
                 queue=False)
-    show.click(partial(attention, service), [text, kind, layer, head], [heatmap, grid, notice],
-               api_name="attention", **compute)
+    draw = bind(attention, service)
+    show.click(draw, [text, kind, layer, head], [heatmap, overview, notice], api_name="attention", **compute)
+    overview.select(bind(focus, service), [text, kind], [layer, head, heatmap, notice], api_name="attention_focus",
+                    api_visibility="private", **compute)
+    return draw, [text, kind, layer, head], [heatmap, overview, notice]

@@ -2,14 +2,13 @@
 
 import time
 from collections.abc import Iterable, Iterator
-from functools import partial
 
 import gradio as gr
 
 from demo.chat import EMPTY_PROMPT, ChatUpdate
 from demo.inference import DemoService
 from demo.inputs import DemoError, clean_text, model_text
-from demo.tabs.common import failure, lenient, notice_markdown
+from demo.tabs.common import bind, failure, lenient, notice_markdown
 from demo.text import CHAT_EXAMPLES, CHAT_INTRO, PROBABILITY_BANDS, TABLE_HEADERS
 from tokenization import visible
 
@@ -149,11 +148,11 @@ def build(service: DemoService, compute: dict) -> None:
     outputs = [chatbot, prompt, token_view, table, chat_notice]
     stream = {**compute, "show_progress": "hidden"}
     chat_events = [
-        prompt.submit(partial(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat", **stream),
-        send.click(partial(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat_click",
+        prompt.submit(bind(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat", **stream),
+        send.click(bind(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat_click",
                    api_visibility="private", **stream),
-        retry_btn.click(partial(retry, service), [chatbot, *settings], outputs, api_name="retry", **stream),
+        retry_btn.click(bind(retry, service), [chatbot, *settings], outputs, api_name="retry", **stream),
     ]
     stop.click(None, None, None, cancels=chat_events, api_name="stop", api_visibility="private")
     clear_btn.click(clear, None, [*outputs, rating], api_name="clear", queue=False)
-    rate.click(partial(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
+    rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)

@@ -1,11 +1,21 @@
-"""What every tab shares: notices, the friendly failure message and lenient inputs."""
+"""What every tab shares: handlers bound to the service, notices, the friendly failure message and
+lenient inputs."""
 
 import logging
+import types
 
 from demo.inputs import DemoError
 from demo.text import INTERNAL_ERROR
 
 log = logging.getLogger("demo")
+
+
+def bind(handler, service):
+    """`handler` with the service as its first argument, for Gradio.
+
+    A bound method rather than `functools.partial`: Gradio reads a handler's type hints to pass
+    event data (`gr.SelectData`), and it cannot read them through a partial."""
+    return types.MethodType(handler, service)
 
 
 def notice_markdown(notices: list[str]) -> str:

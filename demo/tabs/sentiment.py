@@ -1,11 +1,10 @@
 """The Sentiment tab: the classifier's label probabilities, and the review shaded by what it read."""
 
-from functools import partial
 
 import gradio as gr
 
 from demo.inference import DemoService
-from demo.tabs.common import failure, notice_markdown
+from demo.tabs.common import bind, failure, notice_markdown
 from demo.text import SENTIMENT_EXAMPLES, SENTIMENT_INTRO
 
 
@@ -30,6 +29,6 @@ def build(service: DemoService, compute: dict) -> None:
     gr.Examples([[t] for t in SENTIMENT_EXAMPLES], inputs=review, label="Examples (2 positive, 2 negative)")
 
     outputs = [label, looked, notice]
-    review.submit(partial(classify, service), review, outputs, api_name="classify_submit", api_visibility="private",
+    review.submit(bind(classify, service), review, outputs, api_name="classify_submit", api_visibility="private",
                   **compute)
-    classify_btn.click(partial(classify, service), review, outputs, api_name="classify", **compute)
+    classify_btn.click(bind(classify, service), review, outputs, api_name="classify", **compute)

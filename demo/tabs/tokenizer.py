@@ -1,12 +1,11 @@
 """The Tokenizer tab: how the byte-level BPE tokenizer cuts any text."""
 
 import html
-from functools import partial
 
 import gradio as gr
 
 from demo.inference import DemoService
-from demo.tabs.common import failure, notice_markdown
+from demo.tabs.common import bind, failure, notice_markdown
 from demo.text import TOKENIZER_EXAMPLE, TOKENIZER_INTRO
 from tokenization import visible
 
@@ -40,12 +39,14 @@ def tokenize(service: DemoService, text):
     return pieces_html(result.pieces), "\n\n".join([summary, notice_markdown(result.notices)])
 
 
-def build(service: DemoService, compute: dict) -> None:
+def build(service: DemoService, compute: dict):
+    """The tab; returns its handler with its inputs and outputs, for the page's load event."""
     gr.Markdown(TOKENIZER_INTRO)
     text = gr.Textbox(TOKENIZER_EXAMPLE, label="Text", lines=3, elem_id="tok-input")
     run = gr.Button("Tokenize", variant="primary", elem_id="tok-run")
     pieces = gr.HTML(elem_id="tok-pieces")
     summary = gr.Markdown(elem_id="tok-summary")
-    run.click(partial(tokenize, service), text, [pieces, summary], api_name="tokenize", **compute)
-    text.submit(partial(tokenize, service), text, [pieces, summary], api_name="tokenize_submit",
+    run.click(bind(tokenize, service), text, [pieces, summary], api_name="tokenize", **compute)
+    text.submit(bind(tokenize, service), text, [pieces, summary], api_name="tokenize_submit",
                 api_visibility="private", **compute)
+    return bind(tokenize, service), [text], [pieces, summary]
