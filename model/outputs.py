@@ -3,8 +3,8 @@
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
+from .cross_entropy import chunked_cross_entropy
 from .layers import AttentionMap
 
 IGNORE_INDEX = -100  # a target position with this id adds nothing to the loss (padding, a prompt)
@@ -21,6 +21,7 @@ def token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean next-token cross-entropy over the positions whose target is not IGNORE_INDEX.
 
     logits: (B, T, vocab), targets: (B, T). Computed in float32 even under autocast: a float16
-    log-softmax over 8,192 classes loses the small probabilities the loss is made of.
+    log-softmax over 8,192 classes loses the small probabilities the loss is made of. Chunked
+    (`model/cross_entropy.py`): `F.cross_entropy`'s numbers without its three (B·T, vocab) temporaries.
     """
-    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE_INDEX)
+    return chunked_cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), IGNORE_INDEX)
