@@ -101,6 +101,14 @@ class DemoService:
         with self.budget.slot():
             return sentiment.classify(self.sentiment, text)
 
+    def explain(self, text: object, method: object) -> sentiment.Explanation:
+        with self.budget.slot():
+            return sentiment.explain(self.sentiment, text, method)
+
+    def agreement(self, text: object) -> tuple[list[str], list[list[float]]]:
+        with self.budget.slot():
+            return sentiment.agreement(self.sentiment, text)
+
     # -- attention ----------------------------------------------------------------------------
 
     def attention_kinds(self, model_name: str | None = None) -> list[tuple[str, str]]:

@@ -7,10 +7,11 @@ import torch
 
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, clean_text, model_text
-from model import EncoderDecoder
+from model import METHODS, EncoderDecoder, attribute, erase, rank_correlation, word_ids
 from tokenization import BPETokenizer, Piece, truncate
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
+DELETION_FRACTIONS = (0.05, 0.1, 0.2)  # the live deletion test: top 5/10/20% of the review's tokens
 
 
 @dataclass
@@ -119,3 +120,51 @@ def classify(ckpt: Checkpoint, text: object) -> SentimentResult:
         weights = cross.float().mean(dim=(0, 1)).cpu().tolist()  # (S,)
     return SentimentResult(dict(zip(labels, probs.tolist(), strict=True)), labels[best], shade(source, weights),
                            source.notices)
+
+
+@dataclass
+class Explanation:
+    """One attribution method's reading of a review, and the live deletion test of it."""
+
+    method: str
+    probabilities: dict[str, float]  # label -> probability of the full review
+    label: str  # the label explained: the one the model writes
+    highlights: list[tuple[str, float | None]]  # review segments, scores scaled to [-1, 1]
+    deletion: list[tuple[float, float]]  # (fraction of tokens deleted, P(label) left), most-scored deleted first
+    notices: list[str]
+
+
+def _check_method(method: object) -> str:
+    if method not in METHODS:
+        raise DemoError(f"Unknown explanation method {str(method)[:40]!r}: choose one of {', '.join(METHODS)}.")
+    return method  # type: ignore[return-value]
+
+
+def _attribute(model: EncoderDecoder, source: Source, candidates: list[list[int]], method: str):
+    words = word_ids([p.text for p in source.pieces] + [""])  # the end token: a unit of its own, never deleted
+    return attribute(model, source.ids, candidates, method, word_ids=words)
+
+
+def explain(ckpt: Checkpoint, text: object, method: object) -> Explanation:
+    """Token attributions for the label the model writes, by one method of `model.attribution`
+    (`METHODS`, named as the faithfulness benchmark prints them), with the probability of that
+    label left once the tokens the method ranks highest are deleted."""
+    method = _check_method(method)
+    model, tok = ckpt.require()
+    source = review_source(ckpt, text)
+    labels, candidates = label_candidates(model, tok)
+    result = _attribute(model, source, candidates, method)
+    left = erase(model, source.ids, candidates, result.scores, result.label, DELETION_FRACTIONS)
+    return Explanation(method, dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
+                       shade(source, result.scores.tolist()), list(zip(DELETION_FRACTIONS, left.tolist(), strict=True)),
+                       source.notices)
+
+
+def agreement(ckpt: Checkpoint, text: object) -> tuple[list[str], list[list[float]]]:
+    """How much the methods agree: Spearman's rank correlation of every pair's token scores
+    (NaN where a method gives every token the same score)."""
+    model, tok = ckpt.require()
+    source = review_source(ckpt, text)
+    _, candidates = label_candidates(model, tok)
+    scores = [_attribute(model, source, candidates, m).scores[: len(source.pieces)] for m in METHODS]
+    return list(METHODS), [[rank_correlation(a, b) for b in scores] for a in scores]

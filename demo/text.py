@@ -62,3 +62,10 @@ PROBABILITY_BANDS = [  # (lower bound, category, colour): a legend a visitor can
     (0.0, "surprising (< 1%)", "#fca5a5"),
 ]
 TABLE_HEADERS = ["step", "token", "probability", "top alternatives (probability)"]
+
+EXPLAIN_INTRO = ("### Why this label? Explanations, and whether to trust them\n"
+                 "Each method scores every review token for the label the model writes: `attention` (the "
+                 "label step's cross-attention), `rollout` (attention traced through the encoder), `grad_x_input` "
+                 "and `integrated_gradients` (gradients on the token embeddings), `occlusion` (the probability "
+                 "lost when a token or word is deleted) and `random` (the floor). Attention alone is not an "
+                 "explanation: the deletion test below checks the chosen method on your own review.")

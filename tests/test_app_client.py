@@ -16,6 +16,7 @@ from demo.inference import DemoService  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
+from model import METHODS  # noqa: E402
 
 # Gradio's own queue bookkeeping uses pandas options that pandas 3 deprecates: not ours to fix.
 # Missing glyphs (NUL symbols, CJK) draw as boxes; the app silences this outside pytest.
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
               pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
               pytest.mark.filterwarnings("ignore:Glyph .* missing from")]
 
-ENDPOINTS = {"/chat", "/retry", "/clear", "/rate_reply", "/classify", "/attention_options", "/attention",
+ENDPOINTS = {"/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options", "/attention",
              "/tokenize"}
 HOSTILE = ["👍🏽🎬🍿", "שלום עולם", "日本語の映画", "\x00", "nul\x00byte\x01\x1b[0m", "<script>alert(1)</script>",
            "$x^2$ {{ }} %s \\n"]
@@ -125,6 +126,35 @@ def test_classify(client) -> None:
     assert "".join(h["token"] for h in highlights) == "A wonderful, moving film. Loved it!"
     assert max(h["class_or_confidence"] for h in highlights) == 1.0
     assert notice == ""
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_explain_every_method(client, service: DemoService, method: str) -> None:
+    text = "A wonderful, moving film. Loved it!"
+    label, shaded, deletion, notice = client.predict(text, method, api_name="/explain")
+    expected = service.classify(text).probabilities
+    assert {c["label"]: c["confidence"] for c in label["confidences"]} == pytest.approx(expected, abs=1e-4)
+    assert "".join(h["token"] for h in shaded) == text
+    scores = [h["class_or_confidence"] for h in shaded]
+    assert max(abs(s) for s in scores) == pytest.approx(1.0) and all(-1 <= s <= 1 for s in scores)
+    assert "Deletion test" in deletion and deletion.count("deleted:") == 3 and notice == ""
+
+
+@pytest.mark.parametrize("text", ["", "   ", "great " * 4000, "👍🏽🎬🍿 😡", "nul\x00byte\x00", "<script>x</script>"])
+@pytest.mark.parametrize("method", METHODS)
+def test_explain_hostile_input(client, text: str, method: str) -> None:
+    label, shaded, deletion, notice = client.predict(text, method, api_name="/explain")
+    no_trace(label, shaded, deletion, notice)
+    if not text.strip():
+        assert not label and "Paste or type a movie review" in notice
+    else:
+        assert label["label"] in {"negative", "positive"} and shaded and "Deletion test" in deletion
+        assert ("cut to its first 20,000 characters" in notice) == (len(text) > 20_000)
+
+
+def test_explain_unknown_method_is_explained(client) -> None:
+    label, shaded, _, notice = client.predict("good film", "shap", api_name="/explain")
+    assert not label and not shaded and "Unknown explanation method 'shap'" in notice and "occlusion" in notice
 
 
 def test_attention_options_and_plots(client, service: DemoService) -> None:

@@ -14,6 +14,7 @@ from demo.inputs import DemoError
 from demo.tabs.about import about_markdown, curve_html, header_markdown
 from demo.tabs.chat import message_text, token_highlights, token_table
 from demo.tabs.common import failure, notice_markdown
+from demo.tabs.sentiment import benchmark_sentence, deletion_markdown, read_benchmark_sentence
 from demo.tabs.tokenizer import pieces_html
 from demo.text import INTERNAL_ERROR
 from demo.tiny import shared_tiny_checkpoints
@@ -131,3 +132,21 @@ def test_curve_html_inlines_the_image() -> None:
     assert curve_html(info).count("data:image/png;base64,") == 1
     assert curve_html(Checkpoint("lm", "checkpoints/lm", "ready")) == ""
 
+
+
+def test_benchmark_sentence_reads_the_faithfulness_results(tmp_path: Path) -> None:
+    results = {"reviews": 200, "methods": {
+        "attention": {"comprehensiveness": 0.031, "sufficiency": 0.2},
+        "occlusion": {"comprehensiveness": 0.412, "sufficiency": 0.1},
+        "random": {"comprehensiveness": 0.012, "sufficiency": 0.3}}}
+    sentence = benchmark_sentence(results)
+    assert "On 200 validation reviews" in sentence and "`occlusion` ranks highest" in sentence
+    assert "by 0.41 on average (against `attention` 0.03 and `random` 0.01)" in sentence
+    (tmp_path / "f.json").write_text(json.dumps(results))
+    assert read_benchmark_sentence(tmp_path / "f.json") == sentence
+    assert read_benchmark_sentence(tmp_path / "missing.json") == "" and benchmark_sentence({}) == ""
+
+
+def test_deletion_markdown() -> None:
+    text = deletion_markdown("positive", 0.98, [(0.05, 0.9), (0.1, 0.4), (0.2, 0.05)])
+    assert "P(positive) is 0.98" in text and "top 10% deleted: **0.40**" in text

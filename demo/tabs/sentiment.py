@@ -1,15 +1,46 @@
-"""The Sentiment tab: the classifier's label probabilities, and the review shaded by what it read."""
+"""The Sentiment tab: the classifier's label probabilities, the review shaded by a chosen
+explanation method, how much the methods agree, and a live deletion test of the explanation."""
 
+import json
+import math
+from pathlib import Path
 
 import gradio as gr
 
 from demo.inference import DemoService
-from demo.tabs.common import bind, failure, notice_markdown
-from demo.text import SENTIMENT_EXAMPLES, SENTIMENT_INTRO
+from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.text import EXPLAIN_INTRO, SENTIMENT_EXAMPLES, SENTIMENT_INTRO
+from model import METHODS
+
+FAITHFULNESS_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "faithfulness.json"
+DEFAULT_METHOD = "integrated_gradients"
+
+
+def benchmark_sentence(results: dict) -> str:
+    """One sentence of the faithfulness benchmark (`python -m benchmarks.faithfulness`): which
+    method's top tokens carry the prediction most, against attention and the random floor."""
+    methods = results.get("methods") or {}
+    comp = {m: v["comprehensiveness"] for m, v in methods.items() if isinstance(v, dict) and "comprehensiveness" in v}
+    if not comp:
+        return ""
+    best = max(comp, key=comp.get)
+    others = [f"`{m}` {comp[m]:.2f}" for m in ("attention", "random") if m in comp and m != best]
+    versus = f" (against {' and '.join(others)})" if others else ""
+    return (f"On {results.get('reviews', '?')} validation reviews, deleting the tokens that `{best}` ranks highest "
+            f"lowers the label's probability the most: by {comp[best]:.2f} on average{versus}, "
+            "ERASER comprehensiveness (`python -m benchmarks.faithfulness`).")
+
+
+def read_benchmark_sentence(path: Path = FAITHFULNESS_RESULTS) -> str:
+    """The sentence, or "" when the benchmark has not been run (e.g. a Space without benchmarks/)."""
+    try:
+        return benchmark_sentence(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return ""
 
 
 def classify(service: DemoService, text):
-    """Label probabilities, the shaded review and notices."""
+    """Label probabilities, the review shaded by the label step's attention, and notices."""
     try:
         result = service.classify(text)
     except Exception as e:
@@ -17,18 +48,73 @@ def classify(service: DemoService, text):
     return result.probabilities, result.highlights, notice_markdown(result.notices)
 
 
+def deletion_markdown(label: str, full: float, deletion: list[tuple[float, float]]) -> str:
+    steps = " · ".join(f"top {frac:.0%} deleted: **{p:.2f}**" for frac, p in deletion)
+    return (f"**Deletion test** (on your review): P({label}) is {full:.2f} for the whole review; {steps}. "
+            "A faithful explanation's top tokens carry the prediction, so the probability should fall.")
+
+
+def explain(service: DemoService, text, method):
+    """Label probabilities, the review shaded by `method` (red: for the label, blue: against),
+    the deletion test and notices."""
+    try:
+        result = service.explain(text, method)
+    except Exception as e:
+        return None, None, "", failure(e)
+    deletion = deletion_markdown(result.label, result.probabilities[result.label], result.deletion)
+    return result.probabilities, result.highlights, deletion, notice_markdown(result.notices)
+
+
+def agreement_figure(methods: list[str], matrix: list[list[float]]):
+    import plotly.graph_objects as go
+
+    text = [["–" if math.isnan(v) else f"{v:.2f}" for v in row] for row in matrix]
+    figure = go.Figure(go.Heatmap(z=matrix, x=methods, y=methods, zmin=-1, zmax=1, colorscale="RdBu",
+                                  reversescale=True, text=text, texttemplate="%{text}",
+                                  hovertemplate="%{y} vs %{x}: %{z:.2f}<extra></extra>"))
+    figure.update_layout(title="Rank correlation of the methods' token scores (Spearman)", height=420,
+                         margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    figure.update_yaxes(autorange="reversed")
+    return figure
+
+
+def compare(service: DemoService, text):
+    """Every method on the review: their pairwise rank correlations."""
+    try:
+        return agreement_figure(*service.agreement(text)), ""
+    except Exception as e:
+        return None, failure(e)
+
+
 def build(service: DemoService, compute: dict) -> None:
     gr.Markdown(SENTIMENT_INTRO)
-    review = gr.Textbox(label="Review", lines=5, max_lines=14, elem_id="review-input")
+    review = gr.Textbox(SENTIMENT_EXAMPLES[0], label="Review", lines=5, max_lines=14, elem_id="review-input")
     classify_btn = gr.Button("Classify", variant="primary", elem_id="review-classify")
     with gr.Row():
         label = gr.Label(label="Sentiment", num_top_classes=5, elem_id="review-label", scale=1)
-        looked = gr.HighlightedText(label="What the model looked at (darker = more attention)", show_legend=False,
-                                    combine_adjacent=False, elem_id="review-attention", scale=2)
+        shaded = gr.HighlightedText(label="Token shading (attention: darker = more; other methods: red = for the "
+                                          "label, blue = against)", show_legend=False, combine_adjacent=False,
+                                    elem_id="review-attention", scale=2)
     notice = gr.Markdown(elem_id="review-notice")
     gr.Examples([[t] for t in SENTIMENT_EXAMPLES], inputs=review, label="Examples (2 positive, 2 negative)")
+    gr.Markdown(EXPLAIN_INTRO)
+    with gr.Row():
+        method = lenient(gr.Radio(list(METHODS), value=DEFAULT_METHOD, label="Explanation method",
+                                  elem_id="review-method", scale=2))  # an unknown name gets our message
+        gr.Markdown(read_benchmark_sentence(), elem_id="review-benchmark")
+    with gr.Row():
+        explain_btn = gr.Button("Explain", variant="primary", elem_id="review-explain")
+        compare_btn = gr.Button("Compare all methods", elem_id="review-compare")
+    deletion = gr.Markdown(elem_id="review-deletion")
+    agreement = gr.Plot(label="Agreement between methods", elem_id="review-agreement")
 
-    outputs = [label, looked, notice]
+    outputs = [label, shaded, notice]
     review.submit(bind(classify, service), review, outputs, api_name="classify_submit", api_visibility="private",
                   **compute)
     classify_btn.click(bind(classify, service), review, outputs, api_name="classify", **compute)
+    explain_outputs = [label, shaded, deletion, notice]
+    explain_btn.click(bind(explain, service), [review, method], explain_outputs, api_name="explain", **compute)
+    method.change(bind(explain, service), [review, method], explain_outputs, api_name="explain_method",
+                  api_visibility="private", **compute)
+    compare_btn.click(bind(compare, service), review, [agreement, notice], api_name="compare_methods",
+                      api_visibility="private", **compute)
