@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import numpy as np
+import pyarrow.compute as pc
 import torch
 
 from .errors import DataError
@@ -84,14 +85,16 @@ def require_columns(ds, columns: list[str], what: str) -> None:
         raise DataError(f"{what} is empty")
 
 
-def text_column(ds, column: str, split: str) -> list[str]:
-    """The `column` of one split as strings; a missing value is an error naming its row (a None
-    review would otherwise fail deep inside the tokenizer, or become the text "None")."""
-    values = list(ds[column])
-    missing = [i for i, v in enumerate(values) if v is None]
-    if missing:
-        raise DataError(f"the {split} split, row {missing[0]} (0-based): no {column!r} value"
-                        + (f" (and {len(missing) - 1} more rows)" if len(missing) > 1 else ""))
+def text_column(ds, column: str, split: str, rows=None) -> list[str]:
+    """The `column` of one split as strings (only `rows`, when given). A missing value anywhere in
+    the split is an error naming its row: a None review would otherwise fail deep inside the
+    tokenizer, or become the text "None"."""
+    values = ds.with_format("arrow")[column]  # the whole split, without building Python objects
+    if values.null_count:
+        missing = pc.index(pc.is_null(values), True).as_py()
+        raise DataError(f"the {split} split, row {missing} (0-based): no {column!r} value"
+                        + (f" (and {values.null_count - 1} more rows)" if values.null_count > 1 else ""))
+    values = (values if rows is None else values.take(list(rows))).to_pylist()
     return [v if isinstance(v, str) else str(v) for v in values]
 
 
@@ -99,7 +102,7 @@ def label_column(ds, column: str, split: str, names: list[str]) -> list[int]:
     """The `column` of one split as class indices 0 .. len(names) - 1. Anything else (-1, 2, 1.0,
     True, None, "1") is an error naming the split and the first bad row: a label outside the
     classes must never be read as one of them."""
-    values = list(ds[column])
+    values = ds.with_format("arrow")[column].to_pylist()
     bad = [i for i, v in enumerate(values) if type(v) is not int or not 0 <= v < len(names)]
     if bad:
         v = values[bad[0]]

@@ -18,6 +18,7 @@ Bad options exit with status 2, bad data with status 1, each with one line on st
 """
 
 import argparse
+import itertools
 import json
 import os
 import shlex
@@ -103,7 +104,8 @@ def parse_sets(task: str, pairs: list[str]) -> dict:
         key, sep, value = pair.partition("=")
         if not sep or key not in allowed:
             raise UsageError(f"--set {pair}: expected KEY=VALUE with KEY one of {allowed}")
-        kind = types[key] if isinstance(types[key], str) else types[key].__name__
+        spelled = str(types[key])  # a class, a union such as `int | None`, or a string annotation
+        kind = "bool" if "bool" in spelled else "float" if "float" in spelled else "int"
         try:
             overrides[key] = value.lower() in ("1", "true", "yes") if kind == "bool" else (
                 float(value) if kind == "float" else int(value))
@@ -134,8 +136,18 @@ def record_command(commands: list[str], argv: list[str]) -> None:
 
 
 def default_out(task: str, info: DistInfo) -> Path:
-    """A new `runs/<task>-<timestamp>` folder; under DDP rank 0's name, so all ranks agree."""
-    name = [f"runs/{task}-{time.strftime('%Y%m%d-%H%M%S')}"]
+    """A new `runs/<task>-<timestamp>[-n]` folder, created here so that no other run can take it;
+    under DDP rank 0 creates it and tells the others."""
+    name = [None]
+    if info.is_main:
+        stamp = f"runs/{task}-{time.strftime('%Y%m%d-%H%M%S')}"
+        for n in itertools.count(1):
+            name[0] = stamp if n == 1 else f"{stamp}-{n}"
+            try:
+                Path(name[0]).mkdir(parents=True)
+                break
+            except FileExistsError:
+                continue
     if info.world_size > 1:
         dist.broadcast_object_list(name, src=0)
     return Path(name[0])
@@ -181,6 +193,11 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
             train_kwargs[name] = getattr(args, name)
     cfg = TrainConfig(**train_kwargs)
     explicit = parse_sets(args.task, args.overrides)  # parsed now: a bad --set fails before data loading
+    try:  # the shape is checked now too, with the default vocabulary (the tokenizer's comes later)
+        TASKS[args.task].model_class.config_class(**{**preset["model"], **explicit})
+    except ValueError as e:
+        given = " ".join([f"--preset {args.preset}", *(f"--set {pair}" for pair in args.overrides)])
+        raise UsageError(f"{given}: {e}") from None
     if args.val_size < 1:
         raise UsageError(f"--val-size must be >= 1, got {args.val_size}")
     if args.vocab_size < 260:

@@ -277,8 +277,7 @@ def _special_ids(tokenizer: BPETokenizer) -> dict:
 
 def _texts(ds, column: str, split: str, max_examples: int | None) -> list[str]:
     require_columns(ds, [column], f"the {split} split")
-    texts = text_column(ds, column, split)
-    return [clean_text(texts[i]) for i in _head(len(texts), max_examples)]
+    return [clean_text(t) for t in text_column(ds, column, split, _head(len(ds), max_examples))]
 
 
 def _head(n_rows: int, n: int | None) -> list[int] | range:
