@@ -1,0 +1,116 @@
+"""The app under load: another visitor's sentiment request while 8 max-length chats stream.
+
+    python -m benchmarks.app_load [--url URL | --checkpoints DIR] [--chats 8] [--tokens 512]
+                                  [--threads 1] [--json benchmarks/results/app_load.json]
+
+Run from the repository root. Without `--url`, a `python -m demo --device cpu --threads 1` server
+is started on a free port (shipped `checkpoints/` when complete, else a tiny random checkpoint)
+and stopped at the end. `--chats` chats of `--tokens` new tokens each (the API's cap, 512, by
+default) are submitted at once; while they stream, `/classify` requests are sent one after
+another, and each one's latency through the server is recorded. Printed: the worst and median
+sentiment latency, how many requests were made, how long the chats took, and the number of
+errors (an exception, or a chat or review answered with anything but a result). Target: the
+worst sentiment latency within 3 s, with 0 errors.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # also runnable as `python benchmarks/app_load.py`
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.app_latency import PROMPT, REVIEW, percentile  # noqa: E402
+from benchmarks.app_startup import free_port, pick_checkpoints, start_server, stop_server, wait_ready  # noqa: E402
+
+
+def run_chat(url: str, i: int, tokens: int) -> tuple[int, str]:
+    """One streamed chat on its own client; returns the tokens generated and the final notice."""
+    from gradio_client import Client
+
+    history, _, _, table, notice = Client(url, verbose=False).predict(
+        f"{PROMPT} (visitor {i})", [], tokens, 0.8, 40, 0.95, i, api_name="/chat")
+    return len(table["data"]) if isinstance(table, dict) else 0, str(notice)
+
+
+def load(url: str, chats: int, tokens: int) -> dict:
+    from gradio_client import Client
+
+    reviewer = Client(url, verbose=False)
+    reviewer.predict(REVIEW, api_name="/classify")  # warm
+    latencies, errors = [], []
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(chats) as pool:
+        futures = [pool.submit(run_chat, url, i, tokens) for i in range(chats)]
+        time.sleep(1.0)  # let every chat start streaming
+        while not all(f.done() for f in futures):
+            t = time.perf_counter()
+            try:
+                label, _, notice = reviewer.predict(REVIEW, api_name="/classify")
+                if not label or "label" not in label:
+                    errors.append(f"sentiment: {notice}")
+            except Exception as e:  # a refused or failed request is an error, and timed too
+                errors.append(f"sentiment: {e!r}")
+            latencies.append(time.perf_counter() - t)
+        chat_seconds = time.perf_counter() - t0
+        generated = []
+        for f in futures:
+            try:
+                n, notice = f.result()
+                generated.append(n)
+                if "Done" not in notice:
+                    errors.append(f"chat: {notice}")
+            except Exception as e:
+                errors.append(f"chat: {e!r}")
+    return {"sentiment_worst_s": max(latencies), "sentiment_p50_s": statistics.median(latencies),
+            "sentiment_p95_s": percentile(latencies, 95), "sentiment_requests": len(latencies),
+            "chats": chats, "tokens_requested": tokens, "tokens_generated": generated,
+            "chats_seconds": chat_seconds, "errors": errors}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="an already running demo (default: start one)")
+    parser.add_argument("--checkpoints", metavar="DIR", help="default: checkpoints/ if complete, else tiny")
+    parser.add_argument("--chats", type=int, default=8, help="concurrent chats (default 8)")
+    parser.add_argument("--tokens", type=int, default=512, help="new tokens per chat (default 512, the cap)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of the server (default 1)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        checkpoints, kind = pick_checkpoints(args.checkpoints, Path(scratch))
+        process, url = None, args.url
+        if url is None:
+            port = free_port()
+            process = start_server(checkpoints, port, device="cpu", extra_args=["--threads", str(args.threads)])
+            wait_ready(process, port)
+            url = f"http://127.0.0.1:{port}/"
+        try:
+            result = load(url, args.chats, args.tokens)
+        finally:
+            if process is not None:
+                log = stop_server(process)
+                result["server_tracebacks"] = log.count("Traceback")
+    result["checkpoints"] = kind if args.url is None else "server at " + args.url
+    print(f"checkpoints: {result['checkpoints']} (CPU, {args.threads} torch thread(s))")
+    print(f"{args.chats} concurrent chats of {args.tokens} tokens: done in {result['chats_seconds']:.1f} s, "
+          f"tokens generated {sorted(result['tokens_generated'])}")
+    print(f"sentiment during the chats ({result['sentiment_requests']} requests): worst "
+          f"{result['sentiment_worst_s'] * 1000:.0f} ms, p95 {result['sentiment_p95_s'] * 1000:.0f} ms, "
+          f"p50 {result['sentiment_p50_s'] * 1000:.0f} ms")
+    print(f"errors: {len(result['errors'])}" + (f" ({result['errors'][:3]})" if result["errors"] else "")
+          + (f", server tracebacks: {result['server_tracebacks']}" if "server_tracebacks" in result else ""))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()
