@@ -1,10 +1,16 @@
 """T5-style span corruption: coverage, sentinels, exact reconstruction, batches and initialisation."""
 
+import math
+import random
+
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
+from tokenization import BPETokenizer
+from training import run
 from training.span import (
     N_SENTINELS,
     SpanSet,
@@ -112,3 +118,30 @@ def test_init_from_the_lm_fills_the_first_rows_of_a_larger_vocabulary():
     for mine, theirs in zip(span_model.encoder.layers, lm.decoder.layers, strict=True):
         assert all(torch.equal(a, b) for a, b in zip(mine.state_dict().values(), theirs.state_dict().values(),
                                                      strict=True))
+
+
+def test_span_pretraining_then_fine_tuning_learns_a_separable_toy_task(tmp_path):
+    """Reviews made of filler words plus one class's words: span pretraining (whole model, vocabulary
+    grown by the sentinels) lowers its loss, and a classifier started from it separates the classes."""
+    rng = random.Random(0)
+    filler, good, bad = "the a film plot it was and of".split(), "great superb loved wonderful".split(), \
+        "awful boring hated terrible".split()
+    review = lambda label: " ".join(rng.choice(filler + (good if label else bad)) for _ in range(rng.randint(8, 30)))
+    data = tmp_path / "data"
+    data.mkdir()
+    pd.DataFrame([{"text": review(i % 2), "label": i % 2} for i in range(400)]).to_parquet(data / "train.parquet")
+    pd.DataFrame([{"text": review(i % 2), "label": -1} for i in range(400)]).to_parquet(data / "unsupervised.parquet")
+    tokenizer = tmp_path / "tokenizer.json"
+    common = ["--preset", "tiny", "--data-dir", str(data), "--tokenizer", str(tokenizer), "--vocab-size", "300",
+              "--val-size", "100"]
+    span = run.main(["--task", "span", "--out", str(tmp_path / "span"), *common, "--max-steps", "80",
+                     "--eval-every", "20", "--lr", "3e-3"])
+    vocab = span["model_config"]["vocab_size"]
+    assert vocab == BPETokenizer.from_file(tokenizer).vocab_size + N_SENTINELS
+    losses = [point["val_loss"] for point in span["history"]]
+    assert losses == sorted(losses, reverse=True) and losses[-1] < 0.5 * math.log(vocab)  # ln V: a uniform guess
+    sentiment = run.main(["--task", "sentiment", "--out", str(tmp_path / "sentiment"), *common, "--max-steps", "300",
+                          "--eval-every", "100", "--init-from", str(tmp_path / "span"), "--max-tokens", "512"])
+    assert sentiment["model_config"]["vocab_size"] == BPETokenizer.from_file(tokenizer).vocab_size
+    assert sentiment["data"]["val_pairs"] == 40  # the selection rows of the 100 held out
+    assert sentiment["val_accuracy"] >= 0.9

@@ -31,6 +31,18 @@ PRESETS: dict[str, dict[str, dict]] = {
                  "train": dict(batch_size=32, max_steps=3000, lr=1.5e-4, warmup_steps=100, eval_every=250,
                                eval_batches=80)},
     },
+    # span corruption: the sentiment shapes (so a classifier can start from the whole model); `base`
+    # takes the LM's encoder shape with --init-from checkpoints/lm, and batches of 32 x 1,024 tokens
+    "span": {
+        "tiny": {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=64, d_ff=256,
+                               max_src_len=128, max_tgt_len=8, dropout=0.0),
+                 "train": dict(batch_size=16, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
+                               eval_batches=8)},
+        "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
+                               max_src_len=1024, max_tgt_len=8, dropout=0.1, norm_first=True),
+                 "train": dict(batch_size=32, max_steps=6000, lr=5e-4, warmup_steps=300, eval_every=500,
+                               eval_batches=20)},
+    },
     "seq2seq": {
         "tiny": {"model": dict(n_encoder_layer=2, n_decoder_layer=2, n_head=2, d_model=64, d_ff=256,
                                max_src_len=64, max_tgt_len=64, dropout=0.0, norm_first=True),

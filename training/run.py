@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from model import DecoderOnlyLM, load_pretrained, read_config, resolve_device
+from model import DecoderOnlyLM, EncoderDecoder, load_pretrained, read_config, resolve_device
 from storage import (
     CONFIG_NAME,
     CURVE_NAME,
@@ -46,6 +46,8 @@ from .data import HUB_IMDB, load_splits
 from .errors import UsageError
 from .plots import plot_curve
 from .presets import PRESETS
+from .recipe import Recipe
+from .span import init_from_pretrained
 from .tasks import TASKS, TaskOptions
 from .trainer import DistInfo, TrainConfig, Trainer, init_distributed, resume_mismatches, weights_in_sync
 
@@ -88,9 +90,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="override a model config field, e.g. --set d_model=384 --set n_layer=6")
     p.add_argument("--save-dtype", choices=["float32", "float16", "bfloat16"], default="float32",
                    help="storage dtype of model.safetensors")
-    p.add_argument("--init-from", metavar="LM_DIR",
-                   help="sentiment/seq2seq: start the encoder from a trained language-model checkpoint "
-                        "(its width, heads and layers are taken over)")
+    p.add_argument("--init-from", metavar="CHECKPOINT",
+                   help="encoder-decoder tasks: start the encoder from a trained language model, or the whole "
+                        "model from a span-pretrained encoder-decoder (its width, heads and layers are taken over)")
+    p.add_argument("--max-tokens", type=int,
+                   help="encoder-decoder tasks: length-bucketed batches of this many padded tokens (each example "
+                        "once per epoch) instead of --batch-size random examples")
+    recipe = p.add_argument_group("fine-tuning recipe (training.recipe; all off by default)")
+    recipe.add_argument("--layer-decay", type=float, default=1.0, help="lr factor per encoder layer below the top")
+    recipe.add_argument("--unfreeze-every", type=int, default=0, help="unfreeze one more layer group every N steps")
+    recipe.add_argument("--label-smoothing", type=float, default=0.0)
+    recipe.add_argument("--adversarial-eps", type=float, default=0.0,
+                        help="FGM perturbation of the source embeddings (L2 size per example)")
+    recipe.add_argument("--average-last", type=int, default=1, help="keep the mean weights of the last N evaluations")
+    recipe.add_argument("--crop-prob", type=float, default=0.0,
+                        help="sentiment: fraction of training reviews replaced by 1-3 of their sentences")
     p.add_argument("--seed", type=int, default=1337)
     return p.parse_args(argv)
 
@@ -187,7 +201,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     if args.preset not in PRESETS[args.task]:
         raise UsageError(f"--preset {args.preset}: choose one of {sorted(PRESETS[args.task])}")
     preset = PRESETS[args.task][args.preset]
-    train_kwargs = {**preset["train"], "seed": args.seed, "max_minutes": args.max_minutes}
+    recipe = Recipe(args.layer_decay, args.unfreeze_every, args.label_smoothing, args.adversarial_eps,
+                    args.average_last, args.crop_prob)
+    train_kwargs = {**preset["train"], "seed": args.seed, "max_minutes": args.max_minutes,
+                    "max_tokens": args.max_tokens, "recipe": recipe}
     for name in ("max_steps", "batch_size", "lr", "warmup_steps", "eval_every", "eval_batches"):
         if getattr(args, name) is not None:
             train_kwargs[name] = getattr(args, name)
@@ -214,6 +231,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     except ValueError as e:
         raise UsageError(f"--device: {e}") from None
     info = init_distributed(device)
+    if info.world_size > 1 and (recipe.adversarial_eps or recipe.unfreeze_every):
+        raise UsageError("--adversarial-eps and --unfreeze-every run on one process only (not under torchrun)")
     try:
         return train(args, argv, cfg, preset, explicit, device, info, start)
     finally:
@@ -248,10 +267,14 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     lm, lm_shape = None, {}
     if args.init_from:
         lm = load_pretrained(args.init_from)
-        if not isinstance(lm, DecoderOnlyLM) or lm.config.vocab_size != tokenizer.vocab_size:
-            raise UsageError(f"--init-from {args.init_from}: needs a language model using {tokenizer_path}")
         shape = ("d_model", "n_head", "d_ff", "norm_first")
-        lm_shape = {k: getattr(lm.config, k) for k in shape} | {"n_encoder_layer": lm.config.n_layer}
+        if isinstance(lm, DecoderOnlyLM) and lm.config.vocab_size == tokenizer.vocab_size:
+            lm_shape = {k: getattr(lm.config, k) for k in shape} | {"n_encoder_layer": lm.config.n_layer}
+        elif isinstance(lm, EncoderDecoder) and lm.config.vocab_size >= tokenizer.vocab_size:
+            lm_shape = {k: getattr(lm.config, k) for k in (*shape, "n_encoder_layer", "n_decoder_layer")}
+        else:
+            raise UsageError(f"--init-from {args.init_from}: needs a language model or encoder-decoder using "
+                             f"{tokenizer_path}")
 
     data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
     if state is not None:
@@ -259,7 +282,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     torch.manual_seed(args.seed)
     model = task.build(data)
     if lm is not None:
-        model.init_encoder_from(lm)
+        init_from_pretrained(model, lm)
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     if info.is_main:
         start_marker(out, argv, args.overwrite)

@@ -15,9 +15,10 @@ A new task is one subclass of `Task` registered in `TASKS`.
 
 import random
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from model import (
@@ -30,6 +31,7 @@ from model import (
 )
 from tokenization import BPETokenizer, clean_text
 
+from .bucketing import BucketSampler
 from .data import (
     DataError,
     PairSet,
@@ -41,6 +43,9 @@ from .data import (
     validation_split,
 )
 from .evaluate import evaluate_classifier, evaluate_lm
+from .heldout import selection_report_split
+from .recipe import SentenceCrops
+from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
 from .trainer import TrainConfig
 
 SENTIMENT_LABELS = ["negative", "positive"]  # label 0 and 1 of IMDB, written out as the decoder's target
@@ -179,6 +184,7 @@ class Seq2SeqTask(Task):
     model_class = EncoderDecoder
     labels: ClassVar[list[str] | None] = None  # classification tasks: the target words, in label order
     validation_from_data: ClassVar[bool] = True
+    select_on_selection_rows: ClassVar[bool] = False  # validate on the held-out rows' selection part only
 
     def __init__(self, splits: dict, options: TaskOptions):
         self.options = options
@@ -187,6 +193,8 @@ class Seq2SeqTask(Task):
             self.val_rows = self._rows(splits, "validation")
         else:
             tr, va = validation_split(len(self.train_rows[0]), options.val_size, options.seed)
+            if self.select_on_selection_rows:  # the report rows (training.heldout) are never seen
+                va, _ = selection_report_split(va)
             self.val_rows = tuple([column[i] for i in va] for column in self.train_rows)
             self.train_rows = tuple([column[i] for i in tr] for column in self.train_rows)
         self.test_rows = self._rows(splits, "test") if "test" in splits else None
@@ -220,9 +228,19 @@ class Seq2SeqTask(Task):
         return [self.labels.index(t) for t in targets] if self.labels else None
 
     def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
-        cfg = data.train_cfg
-        return data.splits["train"].random_batch(cfg.batch_size, step_generator(cfg.seed, step, rank),
-                                                 **_special_ids(data.tokenizer))
+        return data.splits["train"].batch(self._indices(data, step, rank, world_size), **_special_ids(data.tokenizer))
+
+    def _indices(self, data: TaskData, step: int, rank: int, world_size: int) -> list[int]:
+        """The training examples of a step: batch_size drawn at random, or with --max-tokens a
+        length-bucketed batch of that many padded tokens (each example once per epoch)."""
+        cfg, pairs = data.train_cfg, data.splits["train"]
+        if cfg.max_tokens is None:
+            gen = step_generator(cfg.seed, step, rank)
+            return torch.randint(0, len(pairs), (cfg.batch_size,), generator=gen).tolist()
+        if getattr(self, "_sampler", None) is None:  # a pure function of (seed, step): built once, kept
+            lengths = [len(s) + len(t) + 1 for s, t in zip(pairs.sources, pairs.targets, strict=True)]
+            self._sampler = BucketSampler(lengths, cfg.max_tokens, cfg.seed)
+        return self._sampler.batch(step, rank, world_size)
 
     @staticmethod
     def tokens(batch: dict) -> int:
@@ -256,6 +274,18 @@ class SentimentTask(Seq2SeqTask):
     name = "sentiment"
     labels = SENTIMENT_LABELS
     validation_from_data = False
+    select_on_selection_rows = True
+
+    def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
+        """With --crop-prob, that fraction of the reviews is replaced by 1-3 of their sentences."""
+        indices, cfg, pairs = self._indices(data, step, rank, world_size), data.train_cfg, data.splits["train"]
+        if cfg.recipe.crop_prob:
+            if getattr(self, "_crops", None) is None:
+                self._crops = SentenceCrops(self.train_rows[0], data.tokenizer, data.config.max_src_len)
+            rng = np.random.default_rng([cfg.seed, step, rank, 1])
+            sources = self._crops.sources(pairs.sources, indices, cfg.recipe.crop_prob, rng)
+            pairs, indices = PairSet(sources, [pairs.targets[i] for i in indices]), range(len(indices))
+        return pairs.batch(indices, **_special_ids(data.tokenizer))
 
     def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
         require_columns(ds, ["text", "label"], f"the {split} split")
@@ -269,6 +299,47 @@ class SentimentTask(Seq2SeqTask):
 
     def better(self, new: dict, old: dict) -> bool:
         return (new["accuracy"], -new["loss"]) > (old["accuracy"], -old["loss"])
+
+
+class SpanTask(LMTask):
+    """T5-style span corruption (`training.span`) of review text (IMDB train + unsupervised, minus
+    the held-out reviews): pretrains the whole encoder-decoder, whose vocabulary is the tokenizer's
+    plus N_SENTINELS sentinel ids. `--init-from` an LM starts its encoder; a classifier then starts
+    from it with `--init-from`."""
+
+    name = "span"
+    model_class = EncoderDecoder
+    samples = Task.samples  # nothing to sample
+
+    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
+        config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size + N_SENTINELS, pad_token_id=tokenizer.pad_id,
+                                      bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, **model_overrides)
+        config = replace(config, max_tgt_len=max(config.max_tgt_len, max_target_length(config.max_src_len)))
+        texts = {"train": self.train_texts, "val": self.val_texts}
+        if self.test_texts:
+            texts["test"] = self.test_texts
+        splits = {name: SpanSet.from_texts(t, tokenizer, config.max_src_len) for name, t in texts.items()}
+        return TaskData(config, tokenizer, train_cfg, splits,
+                        {"train_chunks": len(splits["train"]), "train_tokens": sum(map(len, splits["train"].chunks)),
+                         "val_chunks": len(splits["val"])})
+
+    @staticmethod
+    def _budget(data: TaskData) -> int:
+        return data.train_cfg.max_tokens or data.train_cfg.batch_size * data.config.max_src_len
+
+    def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
+        """Length-bucketed chunks (each once per epoch), corrupted afresh at every step."""
+        if getattr(self, "_sampler", None) is None:  # a pure function of (seed, step): built once, kept
+            self._sampler = data.splits["train"].sampler(self._budget(data), data.train_cfg.seed)
+        rng = np.random.default_rng([data.train_cfg.seed, step, rank])
+        return data.splits["train"].batch(self._sampler.batch(step, rank, world_size), rng)
+
+    tokens = staticmethod(Seq2SeqTask.tokens)
+
+    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", full: bool = False) -> dict:
+        cfg = data.train_cfg
+        return evaluate_spans(model, data.splits[split], self._budget(data), cfg.seed,
+                              None if full else cfg.eval_batches * cfg.batch_size)
 
 
 def _special_ids(tokenizer: BPETokenizer) -> dict:
@@ -294,4 +365,4 @@ def _split(splits: dict, name: str):
     return splits[name]
 
 
-TASKS: dict[str, type[Task]] = {"lm": LMTask, "sentiment": SentimentTask, "seq2seq": Seq2SeqTask}
+TASKS: dict[str, type[Task]] = {"lm": LMTask, "sentiment": SentimentTask, "seq2seq": Seq2SeqTask, "span": SpanTask}
