@@ -75,7 +75,8 @@ def test_sentiment_end_to_end_and_evaluate_cli(tmp_path, tokenizer_path, capsys)
     metrics = train("sentiment", tmp_path / "s", tokenizer_path, "--max-steps", "30", "--eval-every", "15",
                     "--set", "src_keep_tail=32")
     assert REQUIRED_METRICS <= set(metrics) and 0.0 <= metrics["val_accuracy"] <= 1.0
-    assert metrics["val_examples"] == 40 and sum(map(sum, metrics["val_confusion"])) == 40
+    # validated on the selection part of the 40 held-out reviews (training.heldout): 16 of them
+    assert metrics["val_examples"] == 16 and sum(map(sum, metrics["val_confusion"])) == 16
     model = load_pretrained(tmp_path / "s")
     assert isinstance(model, EncoderDecoder) and model.config.labels == ["negative", "positive"]
     assert model.config.src_keep_tail == 32  # saved, so evaluation and the app cut reviews the same way
@@ -118,7 +119,7 @@ def test_evaluate_cli_rescores_a_run_on_its_own_validation_split(tmp_path, token
                             "--eval-every", "4"])
         result = evaluate.main(["--checkpoint", str(tmp_path / task), "--data-dir", str(data), "--val-size", "30"])
         assert result[key] == pytest.approx(metrics[f"val_{key}"], rel=1e-6)
-    assert result["confusion"] == metrics["val_confusion"] and result["examples"] == 30
+    assert result["confusion"] == metrics["val_confusion"] and result["examples"] == 12  # the selection 40% of 30
 
 
 @pytest.mark.parametrize("task", ["lm", "sentiment"])

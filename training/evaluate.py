@@ -8,8 +8,9 @@
         --short-text
 
 `--split` picks a part of the held-out reviews (`training.heldout`): all of them (validation), the
-selection rows checkpoints are chosen on, or the report rows nothing is tuned on. `--short-text`
-scores the first and last sentences of those reviews instead, labelled with the review's label.
+selection rows checkpoints are chosen on (a classifier's default: what its run validated on), or the
+report rows nothing is tuned on. `--short-text` scores the first and last sentences of those
+reviews instead, labelled with the review's label.
 
 A sentiment checkpoint needs `text` and `label` columns (0 = negative, 1 = positive) and prints
 accuracy and a confusion matrix; a language-model checkpoint reads a `text` column or a plain
@@ -116,8 +117,9 @@ def main(argv: list[str] | None = None) -> dict:
                                          "train split (with the same --val-size and --seed)")
     parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
     parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
-    parser.add_argument("--split", default="validation", choices=HELD_OUT_PARTS,
-                        help="with --data-dir: all held-out rows, the selection rows or the report rows")
+    parser.add_argument("--split", choices=HELD_OUT_PARTS,
+                        help="with --data-dir: all held-out rows, the selection rows or the report rows (default: "
+                             "the rows the run validated on: selection for a classifier, validation for an LM)")
     parser.add_argument("--short-text", action="store_true",
                         help="sentiment: score the first and last sentence of each review instead of the review")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N rows/windows")
@@ -129,8 +131,9 @@ def main(argv: list[str] | None = None) -> dict:
         ckpt = resolve_checkpoint(args.checkpoint)  # a local folder or a Hub repo id
         model = load_pretrained(ckpt, args.device)
         tokenizer = BPETokenizer.from_file(ckpt)
-        held_out = held_out_rows(args.data_dir, args.val_size, args.seed, args.split) if args.data_dir else None
-        what = f"the {args.split} rows of {args.data_dir}" if args.data_dir else args.data
+        split = args.split or ("validation" if isinstance(model, DecoderOnlyLM) else "selection")
+        held_out = held_out_rows(args.data_dir, args.val_size, args.seed, split) if args.data_dir else None
+        what = f"the {split} rows of {args.data_dir}" if args.data_dir else args.data
         if isinstance(model, DecoderOnlyLM):
             texts = [clean_text(t) for t in held_out["text"]] if held_out is not None else _texts(Path(args.data))
             result = evaluate_lm(model, TokenStream.from_texts(texts, tokenizer), args.limit)
