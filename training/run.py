@@ -229,7 +229,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     try:
         device = resolve_device(args.device)
     except ValueError as e:
-        raise UsageError(f"--device: {e}") from None
+        raise UsageError(f"--{e}") from None  # "--device cuda: no CUDA device is available ..."
     info = init_distributed(device)
     if info.world_size > 1 and (recipe.adversarial_eps or recipe.unfreeze_every):
         raise UsageError("--adversarial-eps and --unfreeze-every run on one process only (not under torchrun)")
