@@ -126,7 +126,7 @@ def test_resume_refuses_a_changed_batch_size_seed_or_model_shape(tmp_path, revie
 
 def test_max_minutes_counts_this_invocation_so_resume_trains_on(tmp_path, reviews):
     args = lm_args(reviews, "--out", str(tmp_path / "run"), "--max-steps", "100000", "--eval-every", "100000",
-                   "--max-minutes", "0.005")  # 0.3 s a call
+                   "--max-minutes", "0.01")  # 0.6 s a call
     first = run.main(args)
     second = run.main(args + ["--resume"])
     assert first["stopped_by"] == second["stopped_by"] == "max_minutes"
@@ -220,3 +220,5 @@ def test_a_run_killed_with_sigkill_resumes_to_bit_identical_weights(tmp_path, re
     ma, mb = (json.loads((d / METRICS_NAME).read_text()) for d in (straight, killed))
     assert [h["val_loss"] for h in ma["history"]] == [h["val_loss"] for h in mb["history"]]
     assert ma["val_loss"] == mb["val_loss"] and not (killed / IN_PROGRESS_NAME).exists()
+    # the killed run and its --resume are one segment: its command alone reproduces the run
+    assert mb["command"] == ma["command"].replace(str(straight), str(killed))
