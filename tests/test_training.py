@@ -191,7 +191,8 @@ def test_a_crash_while_saving_leaves_the_last_checkpoint_loadable(tmp_path, toke
     (["--set", "n_layer=two"], 2, "--set n_layer=two: n_layer takes an integer"),
     (["--resume", "--overwrite"], 2, "--resume and --overwrite exclude each other"),
     (["--init-from", "checkpoints/lm"], 2, "--init-from applies to the encoder-decoder tasks"),
-    *([] if torch.cuda.is_available() else [(["--device", "cuda"], 2, "no CUDA device is available")]),
+    (["--device", "tpu"], 2, "--device must be auto, cpu, cuda or cuda:N, not 'tpu'"),
+    *([] if torch.cuda.is_available() else [(["--device", "cuda:0"], 2, "--device cuda:0: no CUDA device")]),
 ])
 def test_bad_options_fail_early_with_one_line(tmp_path, tokenizer_path, capsys, extra, status, message):
     """Usage errors exit with status 2 (as argparse's own), data errors with 1: one line each."""

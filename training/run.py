@@ -75,7 +75,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tokenizer", default="checkpoints/tokenizer.json",
                    help="tokenizer.json to use; trained on the training text and saved there if missing")
     p.add_argument("--vocab-size", type=int, default=8192, help="vocabulary size when training a tokenizer")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto = CUDA when present")
+    p.add_argument("--device", default="auto",
+                   help="auto (CUDA when present), cpu, cuda or cuda:N; under torchrun each process takes its own GPU")
     p.add_argument("--max-steps", type=int, help="optimizer steps (the LR schedule spans them)")
     p.add_argument("--max-minutes", type=float,
                    help="stop this invocation (checkpointed; --resume trains on) after this many minutes")
@@ -242,7 +243,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
 
 def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: dict, explicit: dict,
           device: str, info: DistInfo, start: float) -> dict | None:
-    if device == "cuda" and info.world_size > 1:
+    if device.startswith("cuda") and info.world_size > 1:
         device = f"cuda:{info.local_rank}"
         torch.cuda.set_device(device)
     out = Path(args.out) if args.out else default_out(args.task, info)
