@@ -8,7 +8,8 @@ stack trace.
 Under load, two limits keep the server responsive (see `demo.budget`): Gradio admits at most
 `ACTIVE_REQUESTS` requests at once, all tabs together (one shared `concurrency_id`), and queues
 `QUEUE_SIZE` more; the model calls of the admitted requests share the machine's compute slots,
-token by token.
+token by token. A classification, one short model call, skips Gradio's queue and waits for a
+slot only.
 
 Run it with `python -m demo` or, as Hugging Face Spaces does with its `app_file`,
 `python demo/app.py`.

@@ -114,8 +114,9 @@ def classify(ckpt: Checkpoint, text: object) -> SentimentResult:
         memory, _ = model.encode(source.ids)  # (1, S, C)
         probs = model.candidate_scores(memory, candidates).float().softmax(-1)[0].cpu()
         best = int(probs.argmax())
-        tgt = torch.tensor([[model.config.bos_token_id, *candidates[best]]], device=source.ids.device)
-        _, maps = model.decode(tgt, memory, need_weights=True)
+        # the label step reads only the start token: its cross-attention is the same for every label
+        _, maps = model.decode(torch.tensor([[model.config.bos_token_id]], device=ckpt.device), memory,
+                               need_weights=True)
         cross = torch.stack([m.weights[0, :, 0, :] for m in maps if m.kind == "cross"])  # (L, H, S)
         weights = cross.float().mean(dim=(0, 1)).cpu().tolist()  # (S,)
     return SentimentResult(dict(zip(labels, probs.tolist(), strict=True)), labels[best], shade(source, weights),

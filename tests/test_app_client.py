@@ -292,10 +292,11 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     handler), and the model calls inside share the service's compute slots."""
     app, _ = server
     compute = [fn for fn in app.fns.values() if fn.api_name in {
-        "chat", "chat_click", "retry", "rate_reply", "classify", "classify_submit", "attention", "tokenize",
-        "tokenize_submit"}]
-    assert len(compute) == 9
+        "chat", "chat_click", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
+    assert len(compute) == 8
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in compute} == {("compute", ACTIVE_REQUESTS)}
+    classify = [fn for fn in app.fns.values() if fn.api_name in {"classify", "classify_submit"}]
+    assert len(classify) == 2 and not any(fn.queue for fn in classify)  # short: only the compute slots bound it
     assert app._queue.max_size == QUEUE_SIZE >= 20
     assert service.budget.slots >= 1 and service.budget.busy_slots == 0  # every slot given back
     deps = app.config["dependencies"]
