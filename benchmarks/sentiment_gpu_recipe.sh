@@ -5,6 +5,7 @@
 #   bash benchmarks/sentiment_gpu_recipe.sh span           # span pretraining, first 8 minutes
 #   bash benchmarks/sentiment_gpu_recipe.sh span-resume    # ... and on to --max-steps (repeat until done)
 #   bash benchmarks/sentiment_gpu_recipe.sh finetune span  # a fine-tune variant (names below), ~2-5 min each
+#   RESUME=1 bash benchmarks/sentiment_gpu_recipe.sh finetune span  # ... continued if it ran out of time
 #   bash benchmarks/sentiment_gpu_recipe.sh select         # selection-row accuracy of every variant: choose here
 #   bash benchmarks/sentiment_gpu_recipe.sh report span    # the chosen variant vs the baseline, report rows
 #
@@ -44,7 +45,9 @@ case "${1:-}" in
       unfreeze)     extra=(--init-from runs/span-base --unfreeze-every 200) ;;
       *) echo "unknown variant $variant" >&2; exit 2 ;;
     esac
-    python -m training.run --task sentiment "${SENTIMENT[@]}" "${extra[@]}" --out "runs/sent-$variant" ;;
+    # RESUME=1 continues a variant that ran out of --max-minutes
+    python -m training.run --task sentiment "${SENTIMENT[@]}" "${extra[@]}" --out "runs/sent-$variant" \
+      ${RESUME:+--resume} ;;
   select)
     python -m training.report runs/sent-* ;;
   report)
@@ -52,5 +55,5 @@ case "${1:-}" in
     python -m benchmarks.sentiment_report --checkpoint "runs/sent-$variant" --data-dir "$DATA" --device cuda \
       --json "benchmarks/results/sentiment_report_$variant.json" ;;
   *)
-    sed -n '2,21p' "$0"; exit 2 ;;
+    sed -n '2,22p' "$0"; exit 2 ;;
 esac

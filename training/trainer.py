@@ -128,8 +128,8 @@ def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_s
     (anything else, e.g. a raised --max-steps, is a new segment recorded in the run's commands):
     the batch and seed fix the data order, the model config the weights' meaning."""
     saved_cfg = state["train_config"]
-    found = [f"--{k.replace('_', '-')} {saved_cfg[k]} (now {getattr(cfg, k)})"
-             for k in ("batch_size", "seed") if saved_cfg[k] != getattr(cfg, k)]
+    found = [f"--{k.replace('_', '-')} {saved_cfg.get(k)} (now {getattr(cfg, k)})"
+             for k in ("batch_size", "seed", "max_tokens") if saved_cfg.get(k) != getattr(cfg, k)]
     if state.get("world_size", 1) != world_size:
         found.append(f"{state.get('world_size', 1)} processes (now {world_size})")
     saved_model = state.get("model_config")
