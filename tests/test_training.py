@@ -259,3 +259,19 @@ def test_validation_prefix_is_a_random_sample_of_both_classes():
     assert 0.4 < sum(prefix) / len(prefix) < 0.6
     again = validation_split(len(labels), 2500, 1337)[1]
     assert list(again) == list(val_idx)  # fixed seed: the same split every time
+
+
+def test_weight_decay_falls_on_every_matrix_and_nothing_else():
+    """Decided by shape (p.dim() >= 2); checked here by module type: the embedding table and every
+    linear weight are decayed, biases and norm gains are not."""
+    from model import DecoderOnlyConfig
+    from training.trainer import TrainConfig, make_optimizer
+
+    model = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=300, block_size=8, n_layer=2, n_head=2, d_model=16, d_ff=32))
+    optimizer = make_optimizer(model, TrainConfig(weight_decay=0.1))
+    decay = {id(p): g["weight_decay"] for g in optimizer.param_groups for p in g["params"]}
+    matrices = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Linear | torch.nn.Embedding)}
+    embedding = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    assert len(decay) == len(list(model.parameters())) and len(embedding) == 1 and embedding < matrices
+    assert {i for i, wd in decay.items() if wd == 0.1} == matrices  # the embedding table too (it was exempt)
+    assert {i for i, wd in decay.items() if wd == 0.0} == {id(p) for p in model.parameters()} - matrices
