@@ -24,17 +24,7 @@ from model import load_pretrained
 from storage import STATE_NAME, WEIGHTS_NAME
 from tokenization import BPETokenizer, clean_text
 from training.data import PairSet, validation_rows
-from training.evaluate import label_candidates
-
-
-@torch.inference_mode()
-def probabilities(model, pairs: PairSet, candidates: list[list[int]], tokenizer: BPETokenizer) -> torch.Tensor:
-    """Class probabilities in the split's order, (N, K)."""
-    ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
-    out = torch.empty(len(pairs), len(candidates))
-    for idx, batch in pairs.batches(64, **ids):
-        out[idx] = model.score_candidates(batch["src_ids"], candidates, batch["src_mask"]).softmax(-1)
-    return out
+from training.evaluate import classify
 
 
 def main() -> None:
@@ -66,9 +56,8 @@ def main() -> None:
     texts, labels = [clean_text(t) for t in rows["text"]], torch.tensor(rows["label"])
     words = [stored.config.labels[y] for y in labels.tolist()]
     pairs = PairSet.from_texts(texts, words, tokenizer, stored.config)
-    candidates = label_candidates(stored, tokenizer)
 
-    p16, p32 = (probabilities(m, pairs, candidates, tokenizer) for m in (stored, full))
+    p16, p32 = (classify(m, pairs, tokenizer, max_tokens=16384).softmax(-1) for m in (stored, full))
     result = {
         "checkpoint": str(ckpt), "stored_dtype": str(stored_dtype), "step": state["step"], "examples": len(rows),
         "accuracy_stored": (p16.argmax(-1) == labels).float().mean().item(),

@@ -214,9 +214,6 @@ class PairSet:
             targets[row, : len(t) + 1] = torch.tensor([*t, eos_id])
         return {"src_ids": src_ids, "src_mask": src_mask, "tgt_ids": tgt_ids, "targets": targets}
 
-    def random_batch(self, batch_size: int, gen: torch.Generator, **ids) -> dict:
-        return self.batch(torch.randint(0, len(self), (batch_size,), generator=gen).tolist(), **ids)
-
     def batches(self, batch_size: int, limit: int | None = None, **ids):
         """Batches in order, for evaluation; sorted by length so padding is minimal."""
         order = sorted(range(len(self) if limit is None else min(limit, len(self))),
