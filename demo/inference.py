@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from demo import attention as attention_logic
-from demo import chat, sentiment, tokens
+from demo import chat, lens, sentiment, tokens
 from demo.budget import ComputeBudget, machine_slots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
 from demo.inputs import DemoError
@@ -94,6 +94,11 @@ class DemoService:
     def continue_text(self, prompt: object, **settings) -> chat.ChatUpdate:
         """The whole continuation at once (the last update of `stream_continuation`)."""
         return deque(self.stream_continuation(prompt, **settings), maxlen=1)[0]
+
+    def logit_lens(self, token_ids, n_generated: int) -> lens.LensView:
+        """Each layer's prediction before each generated token (see `demo.lens`)."""
+        with self.budget.slot():
+            return lens.lens_view(self.lm, token_ids, n_generated)
 
     # -- sentiment ----------------------------------------------------------------------------
 

@@ -69,3 +69,8 @@ EXPLAIN_INTRO = ("### Why this label? Explanations, and whether to trust them\n"
                  "and `integrated_gradients` (gradients on the token embeddings), `occlusion` (the probability "
                  "lost when a token or word is deleted) and `random` (the floor). Attention alone is not an "
                  "explanation: the deletion test below checks the chosen method on your own review.")
+
+LENS_INTRO = ("### Look inside: the logit lens\n"
+              "How each generated token formed through depth: the final LayerNorm and the unembedding applied "
+              "to every layer's residual stream show what the model would have predicted had it stopped there. "
+              "The last row is the model's own prediction.")

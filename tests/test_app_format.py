@@ -12,7 +12,7 @@ from demo.checkpoint import Checkpoint
 from demo.inference import DemoService
 from demo.inputs import DemoError
 from demo.tabs.about import about_markdown, curve_html, header_markdown
-from demo.tabs.chat import message_text, token_highlights, token_table
+from demo.tabs.chat import look_inside, message_text, token_highlights, token_table
 from demo.tabs.common import failure, notice_markdown
 from demo.tabs.sentiment import benchmark_sentence, deletion_markdown, read_benchmark_sentence
 from demo.tabs.tokenizer import pieces_html
@@ -150,3 +150,11 @@ def test_benchmark_sentence_reads_the_faithfulness_results(tmp_path: Path) -> No
 def test_deletion_markdown() -> None:
     text = deletion_markdown("positive", 0.98, [(0.05, 0.9), (0.1, 0.4), (0.2, 0.05)])
     assert "P(positive) is 0.98" in text and "top 10% deleted: **0.40**" in text
+
+
+def test_look_inside_handler(service: DemoService) -> None:
+    figure, notice = look_inside(service, None)
+    assert figure is None and "Generate a continuation first" in notice
+    update = service.continue_text("This movie was", max_new_tokens=3, temperature=0)
+    figure, notice = look_inside(service, (list(update.token_ids), len(update.steps)))
+    assert figure.data[0].type == "heatmap" and notice == ""

@@ -453,3 +453,34 @@ def test_concurrent_requests_give_the_same_answers(service: DemoService) -> None
         probs = list(pool.map(lambda t: service.classify(t).probabilities, texts))
     assert got == expected
     assert probs == [service.classify(t).probabilities for t in texts]
+
+
+# -- logit lens -------------------------------------------------------------------------------
+
+
+def test_logit_lens_of_a_continuation(service: DemoService) -> None:
+    update = service.continue_text("This movie was", max_new_tokens=6, temperature=0)
+    view = service.logit_lens(update.token_ids, len(update.steps))
+    n_layers = service.lm.model.config.n_layer
+    assert view.layers == ["embeddings"] + [f"block {i + 1}" for i in range(n_layers)]
+    assert view.tokens == [visible(s.token, show_spaces=True) for s in update.steps]
+    assert view.top_probs.shape == (n_layers + 1, len(update.steps), 5)
+    # the last row is the model's own prediction: greedy picked its top token, with the same probability
+    assert [row[0] for row in view.top_tokens[-1]] == view.tokens
+    np.testing.assert_allclose(view.token_probs[-1], [s.prob for s in update.steps], rtol=1e-5)
+    np.testing.assert_allclose(view.top_probs[-1, :, 0], [s.prob for s in update.steps], rtol=1e-5)
+    with pytest.raises(DemoError, match="Generate a continuation first"):
+        service.logit_lens(update.token_ids, 0)
+
+
+def test_logit_lens_shows_the_last_generated_tokens(service: DemoService, monkeypatch) -> None:
+    from demo import lens
+
+    monkeypatch.setattr(lens, "MAX_LENS_POSITIONS", 4)
+    update = service.continue_text("This movie was", max_new_tokens=10, temperature=0)
+    view = service.logit_lens(update.token_ids, len(update.steps))
+    assert view.tokens == [visible(s.token, show_spaces=True) for s in update.steps[-4:]]
+    assert any("last 4 of the 10" in n for n in view.notices)
+    figure = plots.lens_figure(view)
+    assert np.asarray(figure.data[0].z).shape == (len(view.layers), 4)
+    assert "P(“" in figure.data[0].customdata[0][0]

@@ -5,11 +5,12 @@ from collections.abc import Iterable, Iterator
 
 import gradio as gr
 
+from demo import plots
 from demo.chat import EMPTY_PROMPT, ChatUpdate
 from demo.inference import DemoService
 from demo.inputs import DemoError, clean_text, model_text
 from demo.tabs.common import bind, failure, lenient, notice_markdown
-from demo.text import CHAT_EXAMPLES, CHAT_INTRO, PROBABILITY_BANDS, TABLE_HEADERS
+from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS
 from tokenization import visible
 
 CONTINUATION = "…"  # the bot's message continues the visitor's text, so it starts with an ellipsis
@@ -61,25 +62,27 @@ def coalesce(updates: Iterable[ChatUpdate], seconds: float, clock=time.perf_coun
 
 
 def chat(service: DemoService, message, history, max_new_tokens, temperature, top_k, top_p, seed):
-    """Stream a continuation of `message`: outputs are chatbot, textbox, tokens, table, notice."""
+    """Stream a continuation of `message`: outputs are chatbot, textbox, tokens, table, notice, and
+    (a `gr.State`, not part of the API) the token ids for the logit lens once done."""
     history = list(history or [])
     text, cleaning = clean_text(message)  # the history shows the cleaned text
     if not model_text(text):
-        yield history, message, gr.skip(), gr.skip(), failure(DemoError(EMPTY_PROMPT))
+        yield history, message, gr.skip(), gr.skip(), failure(DemoError(EMPTY_PROMPT)), gr.skip()
         return
     history += [{"role": "user", "content": text}, {"role": "assistant", "content": CONTINUATION}]
-    yield history, "", [], [], "✍️ Writing…"
+    yield history, "", [], [], "✍️ Writing…", None
     try:
         updates = service.stream_continuation(text, max_new_tokens, temperature, top_k, top_p, seed)
         for update in coalesce(updates, UPDATE_SECONDS):
             history[-1] = {"role": "assistant", "content": CONTINUATION + update.text}
             notices = cleaning + update.notices + (
                 [f"Done: {len(update.steps)} tokens (seed {update.seed})."] if update.done else [])
-            yield history, "", token_highlights(update), token_table(update), notice_markdown(notices)
+            generated = (list(update.token_ids), len(update.steps)) if update.done else gr.skip()
+            yield history, "", token_highlights(update), token_table(update), notice_markdown(notices), generated
     except Exception as e:
         if message_text(history[-1]) == CONTINUATION:
             history = history[:-1]  # no reply at all: drop the empty bubble
-        yield history, "", gr.skip(), gr.skip(), failure(e)
+        yield history, "", gr.skip(), gr.skip(), failure(e), gr.skip()
 
 
 def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top_p, seed):
@@ -87,7 +90,7 @@ def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top
     history = list(history or [])
     users = [i for i, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "user"]
     if not users:
-        yield history, gr.skip(), gr.skip(), gr.skip(), failure(DemoError("Nothing to retry yet."))
+        yield history, gr.skip(), gr.skip(), gr.skip(), failure(DemoError("Nothing to retry yet.")), gr.skip()
         return
     last = users[-1]
     yield from chat(service, message_text(history[last]), history[:last], max_new_tokens, temperature, top_k,
@@ -95,7 +98,17 @@ def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top
 
 
 def clear():
-    return [], "", [], [], "", None
+    return [], "", [], [], "", None, None, None
+
+
+def look_inside(service: DemoService, generated):
+    """The logit lens of the last continuation: a figure and a notice."""
+    try:
+        token_ids, n_generated = generated or ((), 0)
+        view = service.logit_lens(token_ids, n_generated)
+        return plots.lens_figure(view), notice_markdown(view.notices)
+    except Exception as e:
+        return None, failure(e)
 
 
 def rate_reply(service: DemoService, history):
@@ -143,9 +156,14 @@ def build(service: DemoService, compute: dict) -> None:
         color_map=PROBABILITY_COLOURS, show_legend=True, show_inline_category=False, combine_adjacent=False)
     table = gr.Dataframe(headers=TABLE_HEADERS, label="Each step: probability and top alternatives",
                          interactive=False, max_height=320, wrap=True, elem_id="chat-table")
+    gr.Markdown(LENS_INTRO)
+    lens_btn = gr.Button("Look inside: logit lens", elem_id="chat-lens")
+    lens_notice = gr.Markdown(elem_id="chat-lens-notice")
+    lens_plot = gr.Plot(label="Logit lens", elem_id="chat-lens-plot")
+    generated = gr.State(None)  # (token ids, number generated) of the last continuation
 
     settings = [max_new, temperature, top_k, top_p, seed]
-    outputs = [chatbot, prompt, token_view, table, chat_notice]
+    outputs = [chatbot, prompt, token_view, table, chat_notice, generated]
     stream = {**compute, "show_progress": "hidden"}
     chat_events = [
         prompt.submit(bind(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat", **stream),
@@ -154,5 +172,7 @@ def build(service: DemoService, compute: dict) -> None:
         retry_btn.click(bind(retry, service), [chatbot, *settings], outputs, api_name="retry", **stream),
     ]
     stop.click(None, None, None, cancels=chat_events, api_name="stop", api_visibility="private")
-    clear_btn.click(clear, None, [*outputs, rating], api_name="clear", queue=False)
+    clear_btn.click(clear, None, [*outputs, rating, lens_plot], api_name="clear", queue=False)
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
+    lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice], api_name="logit_lens",
+                   api_visibility="private", **compute)
