@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from model import DecoderOnlyConfig, DecoderOnlyLM
+from storage import IN_PROGRESS_NAME, METRICS_NAME, STATE_NAME
 from tokenization import BPETokenizer
 from training.data import step_generator
 from training.tasks import Corpus, Task, TaskData, TaskOptions
@@ -120,7 +121,7 @@ def test_time_stop_is_agreed_by_all_ranks(tmp_path):
     ranks = [json.loads(r.read_text()) for r in results]
     expected = {"step": STOP_BEFORE_STEP, "reason": "max_minutes", "in_sync": True}
     assert ranks == [expected, expected]  # rank 0's clock never ran out: it stopped because rank 1's did
-    state = torch.load(tmp_path / "out" / "trainer_state.pt", weights_only=True)
+    state = torch.load(tmp_path / "out" / STATE_NAME, weights_only=True)
     assert state["step"] == STOP_BEFORE_STEP and [h["step"] for h in state["history"]] == [5, STOP_BEFORE_STEP]
 
 
@@ -143,8 +144,8 @@ def test_two_process_gloo_run_with_a_time_limit(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = json.loads((out / METRICS_NAME).read_text())
     assert metrics["world_size"] == 2 and metrics["ddp_weights_in_sync"] is True
     assert metrics["stopped_by"] == "max_minutes" and 0 < metrics["steps"] < 10000
     assert metrics["tokens_seen"] == metrics["steps"] * 2 * 8 * 64  # steps x ranks x batch x block
-    assert not (out / "RUN_IN_PROGRESS").exists()
+    assert not (out / IN_PROGRESS_NAME).exists()
