@@ -3,6 +3,12 @@
 reference's 5.3 M-parameter shape); `base` is what the shipped checkpoints were trained with on
 one GPU (their metrics.json spells the same settings out as --set options)."""
 
+# the sentiment and span-corruption tasks share their tiny shape (a classifier can start from a span model)
+ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=64, d_ff=256,
+                                      max_src_len=128, max_tgt_len=8, dropout=0.0),
+                        "train": dict(batch_size=16, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
+                                      eval_batches=8)}
+
 PRESETS: dict[str, dict[str, dict]] = {
     "lm": {
         "tiny": {"model": dict(n_layer=2, n_head=2, d_model=64, d_ff=256, block_size=64, dropout=0.0),
@@ -16,10 +22,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                                eval_batches=40)},
     },
     "sentiment": {
-        "tiny": {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=64, d_ff=256,
-                               max_src_len=128, max_tgt_len=8, dropout=0.0),
-                 "train": dict(batch_size=16, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
-                               eval_batches=8)},
+        "tiny": ENCODER_DECODER_TINY,
         "small": {"model": dict(n_encoder_layer=3, n_decoder_layer=1, n_head=4, d_model=192, d_ff=768,
                                 max_src_len=256, max_tgt_len=8, dropout=0.1, norm_first=True),
                   "train": dict(batch_size=32, max_steps=1500, lr=1e-3, warmup_steps=100, eval_every=100,
@@ -34,10 +37,7 @@ PRESETS: dict[str, dict[str, dict]] = {
     # span corruption: the sentiment shapes (so a classifier can start from the whole model); `base`
     # takes the LM's encoder shape with --init-from checkpoints/lm, and batches of 32 x 1,024 tokens
     "span": {
-        "tiny": {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=64, d_ff=256,
-                               max_src_len=128, max_tgt_len=8, dropout=0.0),
-                 "train": dict(batch_size=16, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
-                               eval_batches=8)},
+        "tiny": ENCODER_DECODER_TINY,
         "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
                                max_src_len=1024, max_tgt_len=8, dropout=0.1, norm_first=True),
                  "train": dict(batch_size=32, max_steps=6000, lr=5e-4, warmup_steps=300, eval_every=500,
