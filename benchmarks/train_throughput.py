@@ -18,7 +18,9 @@ read from checkpoints/lm/config.json. Both models get the same batches; after a 
 they are timed alternately, one step each per round (who goes first swaps every round), so that a
 slow spell of a shared machine hits both. A repeat's ratio is ours/ref of the median tokens/s of
 its rounds; the ratio printed per shape (`ratio X`, the shipped shape last) is the median of
-`--repeats` repeats.
+`--repeats` repeats. The same ratio in process CPU time follows it: on a machine shared with other
+jobs the CPU time a step takes varies much less than its wall-clock time (with --threads 1 it is
+the step's work alone; with more threads it adds up every thread's time, waiting included).
 
 On a machine shared with other jobs, prefix the command with OMP_WAIT_POLICY=PASSIVE (or pass
 --threads 1): otherwise an OpenMP thread that spins waiting for a descheduled partner can make
@@ -146,23 +148,29 @@ def run_shape(config: DecoderOnlyConfig, batch: int, rounds: int, repeats: int) 
 
     order = list(models)
     seconds = {name: [] for name in models}
+    cpu_seconds = {name: [] for name in models}
     for r in range(repeats * rounds + 1):  # round 0 is the warm-up
         idx, targets = data[r, :, :-1].contiguous(), data[r, :, 1:].contiguous()
         for name in order if r % 2 else order[::-1]:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             step(*models[name], idx, targets)
             if r > 0:
                 seconds[name].append(time.perf_counter() - t0)
+                cpu_seconds[name].append(time.process_time() - c0)
 
-    ratios = [statistics.median(seconds["ref"][i * rounds:(i + 1) * rounds]) /
-              statistics.median(seconds["ours"][i * rounds:(i + 1) * rounds]) for i in range(repeats)]
+    def ratios(times: dict) -> list[float]:
+        return [statistics.median(times["ref"][i * rounds:(i + 1) * rounds]) /
+                statistics.median(times["ours"][i * rounds:(i + 1) * rounds]) for i in range(repeats)]
+
     return {
         "config": {**vars(config), "batch": batch},
         "tokens_per_s": {name: tokens_per_step / statistics.median(s) for name, s in seconds.items()},
         "seconds_per_step": seconds,
+        "cpu_seconds_per_step": cpu_seconds,
         "params": {name: sum(p.numel() for p in m.parameters()) for name, (m, _) in models.items()},
-        "ratio_per_repeat": ratios,
-        "ratio_ours_over_ref": statistics.median(ratios),
+        "ratio_per_repeat": ratios(seconds),
+        "ratio_ours_over_ref": statistics.median(ratios(seconds)),
+        "cpu_time_ratio_ours_over_ref": statistics.median(ratios(cpu_seconds)),
     }
 
 
@@ -191,7 +199,8 @@ def main() -> None:
               f"(params {res['params']['ours']:,} / {res['params']['ref']:,}); repeats "
               + ", ".join(f"{r:.3f}" for r in res["ratio_per_repeat"]))
     for name, res in results.items():
-        print(f"ratio {res['ratio_ours_over_ref']:.3f}  ({name}, ours/ref tokens per second, median of repeats)")
+        print(f"ratio {res['ratio_ours_over_ref']:.3f}  ({name}, ours/ref tokens per second, median of repeats; "
+              f"in CPU time {res['cpu_time_ratio_ours_over_ref']:.3f})")
     if args.json:
         result = {"threads": torch.get_num_threads(), "rounds": args.rounds, "repeats": args.repeats, **results}
         with open(args.json, "w", encoding="utf-8") as f:
