@@ -30,7 +30,13 @@ from sklearn.pipeline import Pipeline, make_pipeline  # noqa: E402
 
 from tokenization import BPETokenizer, clean_text  # noqa: E402
 from training.data import load_splits, validation_split  # noqa: E402
-from training.heldout import HELD_OUT_PARTS, accuracy_with_interval, selection_report_split, short_texts  # noqa: E402
+from training.heldout import (  # noqa: E402
+    HELD_OUT_PARTS,
+    accuracy_with_interval,
+    add_held_out_arguments,
+    selection_report_split,
+    short_texts,
+)
 
 
 def fit_baseline(texts: list[str], labels: list[int], C: float = 8.0) -> Pipeline:
@@ -52,9 +58,7 @@ def imdb_split(data_dir: str, val_size: int, seed: int, part: str) -> tuple[list
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default="../shared/data/imdb")
-    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
-    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+    add_held_out_arguments(parser)
     parser.add_argument("--split", default="validation", choices=HELD_OUT_PARTS, help="which held-out rows to score")
     parser.add_argument("--short-text", action="store_true", help="score their first and last sentences instead")
     parser.add_argument("--C", type=float, default=8.0, help="inverse regularisation strength")

@@ -25,7 +25,13 @@ from storage import METRICS_NAME, resolve_checkpoint
 from tokenization import BPETokenizer
 from training.data import PairSet
 from training.evaluate import classify
-from training.heldout import SELECTION_FRACTION, accuracy_with_interval, bootstrap_interval, short_texts
+from training.heldout import (
+    SELECTION_FRACTION,
+    accuracy_with_interval,
+    add_held_out_arguments,
+    bootstrap_interval,
+    short_texts,
+)
 
 
 def compare(ours: np.ndarray, baseline: np.ndarray) -> dict:
@@ -39,9 +45,7 @@ def compare(ours: np.ndarray, baseline: np.ndarray) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default="checkpoints/sentiment")
-    parser.add_argument("--data-dir", default="../shared/data/imdb")
-    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
-    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+    add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, help="score only the first N report reviews (a quick check)")
     parser.add_argument("--max-tokens", type=int, default=16384, help="padded source tokens per batch")
     parser.add_argument("--device", default="cpu")

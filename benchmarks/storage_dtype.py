@@ -25,14 +25,13 @@ from storage import STATE_NAME, WEIGHTS_NAME
 from tokenization import BPETokenizer, clean_text
 from training.data import PairSet, validation_rows
 from training.evaluate import classify
+from training.heldout import add_held_out_arguments
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default="checkpoints/sentiment")
-    parser.add_argument("--data-dir", default="../shared/data/imdb")
-    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
-    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+    add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, help="score only the first N validation reviews")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()

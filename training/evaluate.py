@@ -31,7 +31,7 @@ from tokenization import BPETokenizer, clean_text
 
 from .bucketing import length_batches
 from .data import DataError, PairSet, TokenStream, load_table, require_columns
-from .heldout import HELD_OUT_PARTS, held_out_rows, short_texts
+from .heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, short_texts
 
 
 @torch.inference_mode()
@@ -115,8 +115,7 @@ def main(argv: list[str] | None = None) -> dict:
     data.add_argument("--data", help="a .parquet/.csv/.jsonl file (or .txt for a language model)")
     data.add_argument("--data-dir", help="the validation split that training.run carves out of this folder's "
                                          "train split (with the same --val-size and --seed)")
-    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
-    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+    add_held_out_arguments(parser, data_dir=None)  # --data-dir is one of the data choices above
     parser.add_argument("--split", choices=HELD_OUT_PARTS,
                         help="with --data-dir: all held-out rows, the selection rows or the report rows (default: "
                              "the rows the run validated on: selection for a classifier, validation for an LM)")

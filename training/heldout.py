@@ -42,6 +42,14 @@ def selection_report_split(val_indices):
     return val_indices[:n_selection], val_indices[n_selection:]
 
 
+def add_held_out_arguments(parser, data_dir: str | None = "../shared/data/imdb") -> None:
+    """--data-dir, --val-size and --seed: which held-out rows, as `training.run` carves them out."""
+    if data_dir is not None:
+        parser.add_argument("--data-dir", default=data_dir)
+    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
+    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+
+
 def held_out_rows(data_dir: str, val_size: int, seed: int, part: str):
     """The train-split rows of one held-out part (validation = all, selection or report), in the
     held-out order, as a datasets.Dataset."""
