@@ -11,6 +11,7 @@ own row) would otherwise squash every other weight into the darkest colour.
 """
 
 import functools
+import html
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,12 @@ def future_mask(t_q: int, t_k: int, causal: bool) -> np.ndarray:
     return np.triu(np.ones((t_q, t_k), dtype=bool), k=1 + (t_k - t_q))
 
 
+def _plotly_text(tokens: list[str]) -> list[str]:
+    """Plotly reads a few HTML tags in labels (`<s>` would strike the rest through and vanish):
+    tokens are escaped, which it shows as the characters they are."""
+    return [html.escape(t, quote=False) for t in tokens]
+
+
 def select_head(result: AttentionResult, head: object) -> tuple[np.ndarray, str]:
     """The (T_q, T_k) map of one head, or the mean over heads for `MEAN`/None/out of range."""
     h = int(read_number(head, MEAN, low=MEAN, high=result.n_heads))
@@ -53,7 +60,8 @@ def heatmap(result: AttentionResult, head: object = MEAN):
     masked = future_mask(t_q, t_k, result.causal)
     shown = np.where(masked, np.nan, np.sqrt(weights))  # colour: square root; NaN: blank
     hover = np.where(masked, np.nan, weights)
-    labels = np.array([[[q, k] for k in result.key_tokens] for q in result.query_tokens], dtype=object)
+    queries, keys = _plotly_text(result.query_tokens), _plotly_text(result.key_tokens)
+    labels = np.array([[[q, k] for k in keys] for q in queries], dtype=object)
     ticks = [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0]
     figure = go.Figure(go.Heatmap(
         z=shown, customdata=np.dstack([labels, hover]), colorscale="Viridis", zmin=0.0,
@@ -68,9 +76,9 @@ def heatmap(result: AttentionResult, head: object = MEAN):
         height=min(max(360, 140 + 18 * t_q), 1400), margin={"l": 10, "r": 10, "t": 110, "b": 10},
         plot_bgcolor="white", font={"size": 11},
     )
-    figure.update_xaxes(tickvals=list(range(t_k)), ticktext=result.key_tokens, tickangle=-90, side="top",
+    figure.update_xaxes(tickvals=list(range(t_k)), ticktext=keys, tickangle=-90, side="top",
                         title_text="attended to (keys)", showgrid=False)
-    figure.update_yaxes(tickvals=list(range(t_q)), ticktext=result.query_tokens, autorange="reversed",
+    figure.update_yaxes(tickvals=list(range(t_q)), ticktext=queries, autorange="reversed",
                         title_text="attending (queries)", showgrid=False)
     return figure
 
@@ -146,10 +154,12 @@ def lens_figure(view):
     import plotly.graph_objects as go
 
     top1 = view.top_probs[..., 0]  # (L+1, N)
-    text = [[token for token, *_ in row] for row in view.top_tokens]
-    hover = [[f"<b>{view.layers[li]}</b>, before “{view.tokens[j]}”<br>"
-              + "<br>".join(f"{t} {p:.3f}" for t, p in zip(view.top_tokens[li][j], view.top_probs[li, j], strict=True))
-              + f"<br>P(“{view.tokens[j]}”) = {view.token_probs[li, j]:.3f}"
+    tokens = _plotly_text(view.tokens)
+    tops = [[_plotly_text(cell) for cell in row] for row in view.top_tokens]
+    text = [[cell[0] for cell in row] for row in tops]
+    hover = [[f"<b>{view.layers[li]}</b>, before “{tokens[j]}”<br>"
+              + "<br>".join(f"{t} {p:.3f}" for t, p in zip(tops[li][j], view.top_probs[li, j], strict=True))
+              + f"<br>P(“{tokens[j]}”) = {view.token_probs[li, j]:.3f}"
               for j in range(len(view.tokens))] for li in range(len(view.layers))]
     figure = go.Figure(go.Heatmap(
         z=top1, text=text, texttemplate="%{text}", textfont={"size": 10}, customdata=hover, colorscale="Viridis",
@@ -160,7 +170,7 @@ def lens_figure(view):
                "font": {"size": 14}},
         height=160 + 44 * len(view.layers), width=max(700, 120 + 64 * len(view.tokens)),
         margin={"l": 10, "r": 10, "t": 110, "b": 10}, plot_bgcolor="white")
-    figure.update_xaxes(tickvals=list(range(len(view.tokens))), ticktext=view.tokens, tickangle=-90, side="top",
+    figure.update_xaxes(tickvals=list(range(len(view.tokens))), ticktext=tokens, tickangle=-90, side="top",
                         title_text="generated token (the prediction made just before it)", showgrid=False)
     figure.update_yaxes(tickvals=list(range(len(view.layers))), ticktext=view.layers, autorange="reversed",
                         showgrid=False)

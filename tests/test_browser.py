@@ -1,8 +1,9 @@
 """A real browser (the system Chromium, driven by Playwright) uses every tab of the app.
 
-Loads the page, types an opening and sees the reply stream in, rates it, classifies a review,
-draws an attention heatmap, tokenizes text and opens About, with a screenshot of each tab (in a
-temporary directory). Skipped when Playwright or /usr/bin/chromium is missing; never runs
+Loads the page, types an opening and sees the reply stream in, rates it and opens its logit lens,
+classifies a review and explains it by a chosen method, finds the Attention and Tokenizer tabs
+already drawn, hovers the heatmap and opens a thumbnail at full size, and opens About, with a
+screenshot of each view (in a temporary directory). Skipped when Playwright or /usr/bin/chromium is missing; never runs
 `playwright install`.
 
 To refresh the README screenshots with the shipped checkpoints:
@@ -110,6 +111,9 @@ def test_chat_streams_the_reply(page, shots: Path) -> None:
     assert page.locator("#chat-table tbody tr").count() >= 1
     page.locator("#chat-rate").click()
     page.locator("#chat-rating").get_by_text("%").first.wait_for()
+    page.locator("#chat-lens").click()
+    page.locator("#chat-lens-plot .js-plotly-plot").wait_for()
+    assert "Logit lens" in page.locator("#chat-lens-plot").inner_text()
     assert_no_error_box(page)
     page.screenshot(path=shots / "screenshot_chat.png", full_page=True)
 
@@ -122,7 +126,7 @@ def test_empty_chat_input_is_explained(page) -> None:
     assert_no_error_box(page)
 
 
-def test_sentiment_tab_classifies(page, shots: Path) -> None:
+def test_sentiment_tab_classifies_and_explains(page, shots: Path) -> None:
     open_tab(page, "Sentiment")
     page.locator("#review-input textarea").fill("A wonderful film with superb acting. I loved every minute!")
     page.locator("#review-classify").click()
@@ -130,24 +134,42 @@ def test_sentiment_tab_classifies(page, shots: Path) -> None:
     tokens = page.locator("#review-attention .token")
     tokens.first.wait_for()
     assert tokens.count() >= 5 and "film" in page.locator("#review-attention").inner_text()
+    page.locator("#review-method").get_by_text("occlusion").click()  # picking a method explains at once
+    page.locator("#review-deletion").get_by_text("Deletion test").wait_for()
+    assert "occlusion" in page.locator("#review-method").inner_text()
+    page.locator("#review-compare").click()
+    page.locator("#review-agreement .js-plotly-plot").wait_for(timeout=3 * TIMEOUT_MS)
     assert_no_error_box(page)
     page.screenshot(path=shots / "screenshot_sentiment.png", full_page=True)
 
 
-def test_attention_tab_draws_a_heatmap(page, shots: Path) -> None:
-    open_tab(page, "Attention")
-    page.locator("#att-show").click()
-    page.locator("#att-heatmap img").wait_for()
-    page.locator("#att-grid img").wait_for()
-    assert page.locator("#att-heatmap img").bounding_box()["height"] > 100
+def test_attention_tab_opens_drawn_with_hover_and_full_size_thumbnails(page, shots: Path) -> None:
+    open_tab(page, "Attention")  # no button pressed: the example is drawn on load
+    page.locator("#att-heatmap .js-plotly-plot").wait_for()
+    thumbnails = page.locator("#att-grid img")
+    thumbnails.first.wait_for()
+    assert thumbnails.count() >= 4  # every layer x head
     page.locator("#att-notice").get_by_text("causal mask").wait_for()
+    cells = page.locator("#att-heatmap .nsewdrag").first
+    box = cells.bounding_box()
+    cells.hover(position={"x": box["width"] * 0.3, "y": box["height"] * 0.8})  # below the diagonal
+    hover = page.locator("#att-heatmap .hovertext").first
+    hover.wait_for()
+    text = hover.text_content()  # an SVG element: no inner_text
+    assert "query:" in text and "key:" in text and "weight:" in text
     assert_no_error_box(page)
     page.screenshot(path=shots / "screenshot_attention.png", full_page=True)
+    small = thumbnails.nth(1).bounding_box()
+    thumbnails.nth(1).click()  # opens it at full size (and focuses the heatmap on that head)
+    page.wait_for_function("""() => [...document.querySelectorAll('#att-grid img')]
+        .some(img => img.getBoundingClientRect().width > 400)""")
+    big = max(img.bounding_box()["width"] for img in page.locator("#att-grid img").all() if img.is_visible())
+    assert big > 2 * small["width"]
+    page.screenshot(path=shots / "screenshot_attention_head.png", full_page=False)
 
 
-def test_tokenizer_tab(page, shots: Path) -> None:
-    open_tab(page, "Tokenizer")
-    page.locator("#tok-run").click()
+def test_tokenizer_tab_opens_drawn(page, shots: Path) -> None:
+    open_tab(page, "Tokenizer")  # no button pressed
     page.locator("#tok-pieces span").first.wait_for()
     assert page.locator("#tok-pieces span").count() > 5
     page.locator("#tok-summary").get_by_text("tokens").first.wait_for()
