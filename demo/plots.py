@@ -148,30 +148,29 @@ def overview(result: AttentionResult) -> list[tuple[object, str]]:
 
 
 def lens_figure(view):
-    """The logit lens as a layer × position grid: each cell names the layer's likeliest next token
-    and is coloured by its probability; hover lists the top tokens and the probability of the token
-    that was generated. `view`: a `demo.lens.LensView`."""
+    """The logit lens as a grid of layers (columns, embeddings first) by generated tokens (rows,
+    one per token, so that a long continuation scrolls rather than shrinks): each cell names the
+    layer's likeliest next token and is coloured by its probability; hover lists the top tokens and
+    the probability of the token that was generated. `view`: a `demo.lens.LensView`."""
     import plotly.graph_objects as go
 
-    top1 = view.top_probs[..., 0]  # (L+1, N)
+    top1 = view.top_probs[..., 0].T  # (N, L+1)
     tokens = _plotly_text(view.tokens)
-    tops = [[_plotly_text(cell) for cell in row] for row in view.top_tokens]
-    text = [[cell[0] for cell in row] for row in tops]
+    tops = [[_plotly_text(cell) for cell in row] for row in view.top_tokens]  # (L+1, N, k)
+    text = [[tops[li][j][0] for li in range(len(view.layers))] for j in range(len(tokens))]
     hover = [[f"<b>{view.layers[li]}</b>, before “{tokens[j]}”<br>"
               + "<br>".join(f"{t} {p:.3f}" for t, p in zip(tops[li][j], view.top_probs[li, j], strict=True))
               + f"<br>P(“{tokens[j]}”) = {view.token_probs[li, j]:.3f}"
-              for j in range(len(view.tokens))] for li in range(len(view.layers))]
+              for li in range(len(view.layers))] for j in range(len(tokens))]
     figure = go.Figure(go.Heatmap(
-        z=top1, text=text, texttemplate="%{text}", textfont={"size": 10}, customdata=hover, colorscale="Viridis",
+        z=top1, text=text, texttemplate="%{text}", textfont={"size": 11}, customdata=hover, colorscale="Viridis",
         zmin=0, zmax=1, xgap=1, ygap=1, hovertemplate="%{customdata}<extra></extra>",
         colorbar={"title": {"text": "top-1 probability"}}))
     figure.update_layout(
-        title={"text": "Logit lens: what each layer would predict next (rows: depth; columns: generated tokens)",
-               "font": {"size": 14}},
-        height=160 + 44 * len(view.layers), width=max(700, 120 + 64 * len(view.tokens)),
-        margin={"l": 10, "r": 10, "t": 110, "b": 10}, plot_bgcolor="white")
-    figure.update_xaxes(tickvals=list(range(len(view.tokens))), ticktext=tokens, tickangle=-90, side="top",
+        title={"text": "Logit lens: what each layer would predict next", "font": {"size": 14}},
+        height=150 + 24 * len(tokens), margin={"l": 10, "r": 10, "t": 100, "b": 10}, plot_bgcolor="white")
+    figure.update_xaxes(tickvals=list(range(len(view.layers))), ticktext=view.layers, side="top",
+                        title_text="layer (the last is the model's own prediction)", showgrid=False)
+    figure.update_yaxes(tickvals=list(range(len(tokens))), ticktext=tokens, autorange="reversed",
                         title_text="generated token (the prediction made just before it)", showgrid=False)
-    figure.update_yaxes(tickvals=list(range(len(view.layers))), ticktext=view.layers, autorange="reversed",
-                        showgrid=False)
     return figure

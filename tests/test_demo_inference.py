@@ -482,5 +482,5 @@ def test_logit_lens_shows_the_last_generated_tokens(service: DemoService, monkey
     assert view.tokens == [visible(s.token, show_spaces=True) for s in update.steps[-4:]]
     assert any("last 4 of the 10" in n for n in view.notices)
     figure = plots.lens_figure(view)
-    assert np.asarray(figure.data[0].z).shape == (len(view.layers), 4)
+    assert np.asarray(figure.data[0].z).shape == (4, len(view.layers))  # a row per token, a column per layer
     assert "P(“" in figure.data[0].customdata[0][0]
