@@ -11,6 +11,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .row_linear import Linear
+
 
 def scaled_dot_product_attention(
     q: torch.Tensor,
@@ -99,8 +101,8 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         assert d_model % n_head == 0, "d_model must be divisible by n_head"
         self.d_model, self.n_head, self.dropout = d_model, n_head, dropout
-        self.in_proj = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.in_proj = Linear(d_model, 3 * d_model)
+        self.out_proj = Linear(d_model, d_model)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape

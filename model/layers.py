@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from .attention import AttentionCache, MultiHeadAttention
 from .config import TransformerConfig
+from .row_linear import Linear, row_linear
 
 
 @dataclass
@@ -49,7 +50,7 @@ class Embeddings(nn.Module):
         return self.lut(idx) * self.scale  # (B, T, C)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.lut.weight)  # (B, T, vocab)
+        return row_linear(x, self.lut.weight)  # (B, T, vocab)
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -88,8 +89,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.w_1 = nn.Linear(config.d_model, config.d_ff)
-        self.w_2 = nn.Linear(config.d_ff, config.d_model)
+        self.w_1 = Linear(config.d_model, config.d_ff)
+        self.w_2 = Linear(config.d_ff, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
