@@ -16,7 +16,9 @@ fits in the 256-token context, so no mode slides the window. Modes:
 
 The modes alternate over `--rounds` rounds (who goes first rotates), so that a slow spell of a
 shared machine hits all of them, and the median new tokens per second are reported, with
-`ratio ours/HF X` (cache over hf). Both run under `torch.inference_mode()`.
+`ratio ours/HF X` (cache over hf). Both run under `torch.inference_mode()`. The same ratio in
+process CPU time follows it: on a machine shared with other jobs it varies much less than the
+wall-clock one (with --threads 1 it is the run's own work).
 
 On a machine shared with other jobs, prefix the command with OMP_WAIT_POLICY=PASSIVE (or pass
 --threads 1): otherwise an OpenMP thread that spins waiting for a descheduled partner can make
@@ -83,15 +85,16 @@ def main() -> None:
         print("transformers is not installed: no Hugging Face comparison (pip install -r benchmarks/requirements.txt)")
 
     modes = list(runs)
-    seconds, outputs = {m: [] for m in modes}, {}
+    seconds, cpu_seconds, outputs = {m: [] for m in modes}, {m: [] for m in modes}, {}
     with torch.inference_mode():
         for mode in modes:  # warm-up
             runs[mode]()
         for r in range(args.rounds):
             for mode in modes[r % len(modes):] + modes[: r % len(modes)]:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 outputs[mode] = runs[mode]()
                 seconds[mode].append(time.perf_counter() - t0)
+                cpu_seconds[mode].append(time.process_time() - c0)
     if outputs["cache"] != outputs["no_cache"]:
         raise SystemExit("the cached and uncached runs generated different tokens")
     if any(len(out) != args.tokens for out in outputs.values()):
@@ -104,6 +107,7 @@ def main() -> None:
                    "threads": torch.get_num_threads(), "rounds": args.rounds, "checkpoint": args.checkpoint},
         "new_tokens_per_s": tps,
         "seconds_per_round": seconds,
+        "cpu_seconds_per_round": cpu_seconds,
         "speedup_cache": tps["cache"] / tps["no_cache"],
     }
     print(f"model: {c.n_layer} layers, {c.n_head} heads, d_model {c.d_model}, d_ff {c.d_ff}, vocab {c.vocab_size}, "
@@ -117,9 +121,12 @@ def main() -> None:
         import transformers
 
         result["ratio_ours_over_hf"] = tps["cache"] / tps["hf"]
+        result["cpu_time_ratio_ours_over_hf"] = statistics.median(cpu_seconds["hf"]) / statistics.median(
+            cpu_seconds["cache"])
         result["transformers"] = transformers.__version__
         result["hf_attention"] = hf.config._attn_implementation
-        print(f"ratio ours/HF {result['ratio_ours_over_hf']:.3f} (transformers {transformers.__version__}, "
+        print(f"ratio ours/HF {result['ratio_ours_over_hf']:.3f} (in CPU time "
+              f"{result['cpu_time_ratio_ours_over_hf']:.3f}; transformers {transformers.__version__}, "
               f"attention {result['hf_attention']})")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
