@@ -14,7 +14,7 @@ from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, 
 from tokenization import visible
 
 CONTINUATION = "…"  # the bot's message continues the visitor's text, so it starts with an ellipsis
-UPDATE_SECONDS = 0.03  # stream to the browser at most this often: each update costs the server a render
+UPDATE_SECONDS = 0.05  # stream to the browser at most 20 times a second: each update costs the server a render
 PROBABILITY_COLOURS = {category: colour for _, category, colour in PROBABILITY_BANDS}
 
 
