@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from demo.inference import DemoError, DemoService
+from demo.inference import DemoService
+from demo.inputs import DemoError
 
 T = TypeVar("T")
 REVIEW = ("I went in expecting a dull remake, but the cast is wonderful and the last act is moving. "
