@@ -24,7 +24,7 @@ CHAT_EXAMPLES = [
 
 SENTIMENT_INTRO = ("Paste a review: the sentiment model writes a label, and the review is shaded by how much "
                    "the label step's cross-attention looked at each token (mean over heads and layers; "
-                   "darkest = most).")
+                   "darkest = most). Below, other methods explain the label, and a deletion test checks them.")
 SENTIMENT_EXAMPLES = [
     "A wonderful film. The acting is superb, the story is moving and the ending left me in tears. "
     "One of the best movies I have seen in years, highly recommended!",
