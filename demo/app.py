@@ -30,6 +30,12 @@ if sys.path and Path(sys.path[0] or ".").resolve() == REPO_ROOT / "demo":
 elif str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+# After every event, Gradio's queue recomputes a summary of all recorded events (up to 10,000) with
+# pandas: a cost per request that grows with the server's age. Every 100 events over the last 1,000
+# is plenty for its monitoring page (read when the queue is created, so set before the app is built).
+os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "100")
+os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
+
 import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 

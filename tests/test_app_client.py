@@ -298,6 +298,8 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     classify = [fn for fn in app.fns.values() if fn.api_name in {"classify", "classify_submit"}]
     assert len(classify) == 2 and not any(fn.queue for fn in classify)  # short: only the compute slots bound it
     assert app._queue.max_size == QUEUE_SIZE >= 20
+    # the queue's per-event statistics stay cheap however long the server runs
+    assert app._queue.ANAYLTICS_CACHE_FREQUENCY == 100 and app._queue.ANALYTICS_MAX_EVENTS == 1000
     assert service.budget.slots >= 1 and service.budget.busy_slots == 0  # every slot given back
     deps = app.config["dependencies"]
     chat_ids = {d["id"] for d in deps if d.get("api_name") in {"chat", "chat_click", "retry"}}
