@@ -83,9 +83,10 @@ def main(argv: list[str] | None = None) -> dict:
             scores[method]["seconds"].append(time.perf_counter() - start)
             for name, value in faithfulness(model, ids, candidates, result).items():
                 scores[method][name].append(value)
-            if result.baseline_target is not None:  # completeness: |sum - (f(x) - f(x'))| / |f(x) - f(x')|
+            if result.baseline_target is not None:  # completeness: |sum - (f(x) - f(x'))|, absolute and relative
                 gap = result.target - result.baseline_target
-                ig_gaps.append(abs(float(result.scores.sum()) - gap) / max(abs(gap), 1e-6))
+                error = abs(float(result.scores.sum()) - gap)
+                ig_gaps.append((error, error / max(abs(gap), 1e-6), result.steps))
         print(f"{i + 1}/{len(rows)} reviews ({ids.numel()} tokens)", file=sys.stderr, flush=True)
 
     summary = {}
@@ -99,8 +100,11 @@ def main(argv: list[str] | None = None) -> dict:
         "checkpoint": args.checkpoint, "reviews": len(rows), "val_size": args.val_size, "seed": args.seed,
         "mean_tokens": statistics.fmean(lengths), "fractions": list(ERASER_FRACTIONS),
         "threads": args.threads, "device": args.device, "methods": summary,
-        "integrated_gradients_completeness_gap": (
-            {"mean": statistics.fmean(ig_gaps), "max": max(ig_gaps)} if ig_gaps else None),
+        "integrated_gradients_completeness": {
+            "mean_abs_error": statistics.fmean(g[0] for g in ig_gaps), "max_abs_error": max(g[0] for g in ig_gaps),
+            "mean_rel_error": statistics.fmean(g[1] for g in ig_gaps), "max_rel_error": max(g[1] for g in ig_gaps),
+            "mean_steps": statistics.fmean(g[2] for g in ig_gaps), "max_steps": max(g[2] for g in ig_gaps),
+        } if ig_gaps else None,
         "command": "python -m benchmarks.faithfulness " + " ".join(sys.argv[1:] if argv is None else argv),
     }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

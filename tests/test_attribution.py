@@ -142,6 +142,19 @@ def test_integrated_gradients_is_complete_at_64_steps(marker_model):
         gap = result.target - result.baseline_target
         assert abs(gap) > 1.0  # the all-pad baseline does not predict "positive": a real test
         assert result.scores.sum().item() == pytest.approx(gap, rel=0.05)
+        assert result.steps == 64
+
+
+def test_integrated_gradients_adds_nodes_until_complete(marker_model):
+    row = marker_batch(1, torch.Generator().manual_seed(1), marker=True)[0][0]
+    coarse = attribute(marker_model, row, CANDIDATES, "integrated_gradients", steps=1, max_steps=1)
+    refined = attribute(marker_model, row, CANDIDATES, "integrated_gradients", steps=1, max_steps=64)
+    gap = refined.target - refined.baseline_target
+    assert coarse.steps == 1 and abs(coarse.scores.sum().item() - gap) > 0.05 * abs(gap)  # one node is not enough
+    assert refined.steps in (2, 4, 8, 16, 32, 64)
+    assert abs(refined.scores.sum().item() - gap) <= 0.05 * abs(gap)
+    again = attribute(marker_model, row, CANDIDATES, "integrated_gradients", steps=refined.steps, max_steps=1)
+    torch.testing.assert_close(refined.scores, again.scores)  # the refined answer is the plain one at that count
 
 
 def test_occlusion_equals_manual_deletion(random_model):
