@@ -12,6 +12,12 @@ at the end. Reported:
   `--chat-runs` streamed requests of `--tokens` new tokens (sampling, fixed seeds). For
   comparison, the same figures calling `DemoService` directly, without the server.
 - sentiment: p50/p95/mean latency of `--requests` sequential `/classify` requests.
+
+Each server figure is measured twice: through `gradio_client` (the lines kept from earlier runs,
+so that they stay comparable) and through Gradio's plain HTTP API (`POST /gradio_api/call/<api>`,
+then its event stream read as it arrives, as a browser reads its stream). `gradio_client` checks
+for a new message every 50 ms (`time.sleep(0.05)` in its message loop), which adds up to 50 ms to
+each message it waits for: the "raw HTTP" lines leave that client-side delay out.
 """
 
 import argparse
@@ -26,7 +32,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # also runnable as `python benchmarks/app_latency.py`
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.app_startup import free_port, pick_checkpoints, start_server, stop_server, wait_ready  # noqa: E402
+from benchmarks.app_startup import add_server_arguments, pick_checkpoints, serving  # noqa: E402
 
 PROMPT = "I went into this film expecting very little, but"
 REVIEW = ("I went into this film expecting very little, but it turned out to be one of the most charming "
@@ -41,16 +47,46 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
-def chat_through_server(client, tokens: int, runs: int) -> dict:
+def client_stream(client):
+    """`stream(api, data)` through `gradio_client`: each output as the client hands it over."""
+    def stream(api: str, data: list):
+        job = client.submit(*data, api_name=api)
+        yield from job  # each streamed update
+        yield job.result()
+
+    return stream
+
+
+def http_stream(url: str):
+    """`stream(api, data)` through Gradio's HTTP API: each output as its server-sent event arrives."""
+    import httpx
+
+    http = httpx.Client(timeout=600)
+
+    def stream(api: str, data: list):
+        event_id = http.post(f"{url}gradio_api/call/{api.strip('/')}", json={"data": data}).json()["event_id"]
+        with http.stream("GET", f"{url}gradio_api/call/{api.strip('/')}/{event_id}") as response:
+            event = None
+            for line in response.iter_lines():
+                if line.startswith("event:"):
+                    event = line.removeprefix("event:").strip()
+                elif line.startswith("data:") and event in ("generating", "complete"):
+                    yield json.loads(line.removeprefix("data:"))
+                elif line.startswith("data:") and event == "error":
+                    raise RuntimeError(f"{api} failed: {line}")
+
+    return stream
+
+
+def chat_through_server(stream, tokens: int, runs: int) -> dict:
     first, speeds, counts = [], [], []
     for run in range(runs + 1):  # run 0 warms up
         t0 = time.perf_counter()
-        job = client.submit(PROMPT, [], tokens, 0.8, 40, 0.95, run, api_name="/chat")
-        t_first = None
-        for update in job:  # yields each streamed update as it arrives
+        t_first = final = None
+        for update in stream("/chat", [PROMPT, [], tokens, 0.8, 40, 0.95, run]):  # as each update arrives
             if t_first is None and update[3] and update[3]["data"]:
                 t_first = time.perf_counter()
-        final = job.result()
+            final = update
         t_end = time.perf_counter()
         n = len(final[3]["data"])
         if run == 0 or t_first is None:
@@ -83,13 +119,17 @@ def chat_direct(service, tokens: int, runs: int) -> dict:
             "tokens_per_s": statistics.median(speeds) if speeds else None}
 
 
-def sentiment_through_server(client, requests: int) -> dict:
+def sentiment_through_server(stream, requests: int) -> dict:
+    def classify() -> None:
+        *_, (label, _, _) = stream("/classify", [REVIEW])
+        assert label and label.get("label"), "no label came back"
+
     for _ in range(3):
-        client.predict(REVIEW, api_name="/classify")
+        classify()
     seconds = []
     for _ in range(requests):
         t0 = time.perf_counter()
-        client.predict(REVIEW, api_name="/classify")
+        classify()
         seconds.append(time.perf_counter() - t0)
     return {"p50_s": percentile(seconds, 50), "p95_s": percentile(seconds, 95),
             "mean_s": statistics.mean(seconds), "requests": requests}
@@ -97,13 +137,10 @@ def sentiment_through_server(client, requests: int) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", help="an already running demo (default: start one)")
-    parser.add_argument("--checkpoints", metavar="DIR", help="default: checkpoints/ if complete, else tiny")
+    add_server_arguments(parser)  # --url, --checkpoints, --threads (server and direct), --json
     parser.add_argument("--chat-runs", type=int, default=5, help="timed chat requests (default 5)")
     parser.add_argument("--tokens", type=int, default=64, help="new tokens per chat request (default 64)")
     parser.add_argument("--requests", type=int, default=100, help="sentiment requests (default 100)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads, server and direct (default 1)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
 
     import torch
@@ -113,25 +150,19 @@ def main(argv: list[str] | None = None) -> dict:
 
     with tempfile.TemporaryDirectory() as scratch:
         checkpoints, kind = pick_checkpoints(args.checkpoints, Path(scratch))
-        process = None
-        url = args.url
-        if url is None:
-            port = free_port()
-            process = start_server(checkpoints, port, device="cpu", extra_args=["--threads", str(args.threads)])
-            wait_ready(process, port)
-            url = f"http://127.0.0.1:{port}/"
-        try:
-            client = Client(url, verbose=False)
-            served = chat_through_server(client, args.tokens, args.chat_runs)
-            sentiment = sentiment_through_server(client, args.requests)
-        finally:
-            if process is not None:
-                stop_server(process)
+        with serving(args.url, checkpoints, args.threads) as url:
+            through_client = client_stream(Client(url, verbose=False))
+            served = chat_through_server(through_client, args.tokens, args.chat_runs)
+            sentiment = sentiment_through_server(through_client, args.requests)
+            through_http = http_stream(url)
+            served_http = chat_through_server(through_http, args.tokens, args.chat_runs)
+            sentiment_http = sentiment_through_server(through_http, args.requests)
         torch.set_num_threads(args.threads)
         direct = chat_direct(DemoService(checkpoints, device="cpu"), args.tokens, args.chat_runs)
 
     result = {"checkpoints": kind if args.url is None else "server at " + args.url, "device": "cpu",
               "chat_server": served, "chat_direct": direct, "sentiment_server": sentiment,
+              "chat_server_raw_http": served_http, "sentiment_server_raw_http": sentiment_http,
               "new_tokens_requested": args.tokens, "threads": args.threads}
     tps = served["tokens_per_s"]
     print(f"checkpoints: {result['checkpoints']} (CPU, {args.threads} torch thread(s))")
@@ -141,6 +172,11 @@ def main(argv: list[str] | None = None) -> dict:
           f"{direct['tokens_per_s']:.1f} tokens/s" if direct["tokens_per_s"] else "chat direct: no tokens")
     print(f"sentiment via server ({args.requests} requests): p50 {sentiment['p50_s'] * 1000:.0f} ms, "
           f"p95 {sentiment['p95_s'] * 1000:.0f} ms, mean {sentiment['mean_s'] * 1000:.0f} ms")
+    tps = served_http["tokens_per_s"]
+    print(f"chat via server, raw HTTP: time to first token {served_http['time_to_first_token_s'] * 1000:.0f} ms, "
+          f"{tps:.1f} tokens/s" if tps else "chat via server, raw HTTP: no tokens generated")
+    print(f"sentiment via server, raw HTTP ({args.requests} requests): p50 {sentiment_http['p50_s'] * 1000:.0f} ms, "
+          f"p95 {sentiment_http['p95_s'] * 1000:.0f} ms, mean {sentiment_http['mean_s'] * 1000:.0f} ms")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result

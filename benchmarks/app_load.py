@@ -27,7 +27,7 @@ if str(REPO_ROOT) not in sys.path:  # also runnable as `python benchmarks/app_lo
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.app_latency import PROMPT, REVIEW, percentile  # noqa: E402
-from benchmarks.app_startup import free_port, pick_checkpoints, start_server, stop_server, wait_ready  # noqa: E402
+from benchmarks.app_startup import add_server_arguments, pick_checkpoints, serving  # noqa: E402
 
 
 def run_chat(url: str, i: int, tokens: int) -> tuple[int, str]:
@@ -76,28 +76,18 @@ def load(url: str, chats: int, tokens: int) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", help="an already running demo (default: start one)")
-    parser.add_argument("--checkpoints", metavar="DIR", help="default: checkpoints/ if complete, else tiny")
+    add_server_arguments(parser)  # --url, --checkpoints, --threads, --json
     parser.add_argument("--chats", type=int, default=8, help="concurrent chats (default 8)")
     parser.add_argument("--tokens", type=int, default=512, help="new tokens per chat (default 512, the cap)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads of the server (default 1)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as scratch:
         checkpoints, kind = pick_checkpoints(args.checkpoints, Path(scratch))
-        process, url = None, args.url
-        if url is None:
-            port = free_port()
-            process = start_server(checkpoints, port, device="cpu", extra_args=["--threads", str(args.threads)])
-            wait_ready(process, port)
-            url = f"http://127.0.0.1:{port}/"
-        try:
+        log: list[str] = []
+        with serving(args.url, checkpoints, args.threads, log) as url:
             result = load(url, args.chats, args.tokens)
-        finally:
-            if process is not None:
-                log = stop_server(process)
-                result["server_tracebacks"] = log.count("Traceback")
+    if log:
+        result["server_tracebacks"] = log[0].count("Traceback")
     result["checkpoints"] = kind if args.url is None else "server at " + args.url
     print(f"checkpoints: {result['checkpoints']} (CPU, {args.threads} torch thread(s))")
     print(f"{args.chats} concurrent chats of {args.tokens} tokens: done in {result['chats_seconds']:.1f} s, "

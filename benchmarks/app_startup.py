@@ -21,6 +21,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -99,6 +100,32 @@ def stop_server(process: subprocess.Popen) -> str:
     output = server_output(process)
     process.log.close()  # type: ignore[attr-defined]
     return output
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the benchmarks that talk to a demo server (see `serving`)."""
+    parser.add_argument("--url", help="an already running demo (default: start one)")
+    parser.add_argument("--checkpoints", metavar="DIR", help="default: checkpoints/ if complete, else tiny")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of the server (default 1)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
+
+
+@contextmanager
+def serving(url: str | None, checkpoints: Path, threads: int, log: list[str] | None = None):
+    """The URL of a demo: `url` when given, else a `python -m demo --device cpu` started on a free
+    port and stopped at the end (its output appended to `log`)."""
+    if url is not None:
+        yield url
+        return
+    port = free_port()
+    process = start_server(checkpoints, port, device="cpu", extra_args=["--threads", str(threads)])
+    try:
+        wait_ready(process, port)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        output = stop_server(process)
+        if log is not None:
+            log.append(output)
 
 
 def measure(checkpoints: Path, entry: str = "module") -> float:
