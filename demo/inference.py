@@ -28,6 +28,7 @@ from demo.inputs import DemoError
 from model import resolve_device
 
 MAX_WAITING = 64  # requests waiting for a compute slot before new ones are told "busy"
+MAX_HEAVY_WAITING = 8  # explanations waiting for their turn before new ones are told "busy"
 
 
 def serving_device(choice: str | None) -> tuple[str, str | None]:
@@ -49,6 +50,9 @@ class DemoService:
         self.device, device_notice = serving_device(device)
         self.notices = [device_notice] if device_notice else []
         self.budget = ComputeBudget(slots or machine_slots(), max_waiting)
+        # explanations take seconds (integrated gradients on a 1,024-token review: tens of seconds on
+        # one busy core): they never hold every slot, so chats and classifications keep moving
+        self.heavy = ComputeBudget(max(1, self.budget.slots - 1), MAX_HEAVY_WAITING)
         if not self.root.is_dir():
             self.notices.append(f"No checkpoints directory `{self.root.name}/` found.")
         shared_tokenizer, _ = load_tokenizer(self.root, Scrubber(self.root))
@@ -107,11 +111,11 @@ class DemoService:
             return sentiment.classify(self.sentiment, text)
 
     def explain(self, text: object, method: object) -> sentiment.Explanation:
-        with self.budget.slot():
+        with self.heavy.slot(), self.budget.slot():
             return sentiment.explain(self.sentiment, text, method)
 
     def agreement(self, text: object) -> tuple[list[str], list[list[float]]]:
-        with self.budget.slot():
+        with self.heavy.slot(), self.budget.slot():
             return sentiment.agreement(self.sentiment, text)
 
     # -- attention ----------------------------------------------------------------------------

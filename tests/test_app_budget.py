@@ -91,3 +91,25 @@ def test_every_tab_draws_on_the_services_budget() -> None:
     service.budget.release()
     assert service.classify("A fine film.").label in {"negative", "positive"}
     assert service.budget.busy_slots == 0
+
+
+def test_explanations_never_take_every_slot() -> None:
+    service = DemoService(shared_tiny_checkpoints(), device="cpu", slots=2)
+    assert service.heavy.slots == 1
+    service.heavy.acquire()  # an explanation is running: the next one waits, a classification does not
+    started = threading.Event()
+
+    def explain() -> None:
+        started.set()
+        service.explain("A fine film.", "attention")
+
+    waiter = threading.Thread(target=explain)
+    waiter.start()
+    started.wait()
+    while not service.heavy._waiters:
+        time.sleep(0.001)
+    assert service.classify("A fine film.").label in {"negative", "positive"}
+    assert waiter.is_alive()  # still waiting for the explanation before it
+    service.heavy.release()
+    waiter.join()
+    assert service.heavy.busy_slots == 0 and service.budget.busy_slots == 0
