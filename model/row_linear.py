@@ -16,23 +16,22 @@ import torch.nn.functional as F
 
 
 def _transposed(weight: torch.Tensor) -> torch.Tensor:
-    """weight (out, in) -> a contiguous (in, out) copy, cached on the weight while it is unchanged."""
+    """weight (out, in) -> the same values, shape (out, in), stored (in, out): cached on the weight
+    while it is unchanged. `F.linear` with it multiplies by the contiguous (in, out) matrix."""
     key = (None if weight.is_inference() else weight._version, weight.data_ptr())  # inference tensors have none
     cached = getattr(weight, "_row_linear_t", None)
     if cached is None or cached[0] != key:
         with torch.inference_mode(False), torch.no_grad():  # a plain tensor, usable outside inference mode
-            cached = (key, weight.t().contiguous())
+            cached = (key, weight.t().contiguous().t())
         weight._row_linear_t = cached
     return cached[1]
 
 
 def row_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """`F.linear(x, weight, bias)`, x: (..., in) -> (..., out); one row on CPU without grad is faster."""
-    if x.numel() != x.size(-1) or x.device.type != "cpu" or torch.is_grad_enabled():
+    if x.numel() != x.shape[-1] or not x.is_cpu or torch.is_grad_enabled():
         return F.linear(x, weight, bias)
-    row = x.reshape(1, -1)  # (1, in)
-    out = row @ _transposed(weight) if bias is None else torch.addmm(bias, row, _transposed(weight))
-    return out.view(*x.shape[:-1], weight.size(0))  # (..., out)
+    return F.linear(x, _transposed(weight), bias)
 
 
 class Linear(nn.Linear):

@@ -15,7 +15,7 @@ def test_single_row_matches_f_linear_and_caches_the_transposed_weight():
         assert out.shape == (1, 1, 40)
         torch.testing.assert_close(out, F.linear(x, layer.weight, layer.bias), atol=1e-6, rtol=0)
         cached = layer.weight._row_linear_t[1]
-        assert cached.shape == (24, 40) and cached.is_contiguous() and torch.equal(cached, layer.weight.t())
+        assert cached.shape == (40, 24) and cached.t().is_contiguous() and torch.equal(cached, layer.weight)
         layer(x)
         assert layer.weight._row_linear_t[1] is cached  # made once
     torch.testing.assert_close(row_linear(x[0, 0], layer.weight), x[0, 0] @ layer.weight.t(), atol=1e-6, rtol=0)
