@@ -74,8 +74,9 @@ class AttentionCache:
         """k/v: (B, H, T_new, d_k) -> every key/value so far, (B, H, T_past + T_new, d_k)."""
         start = 0 if self.k is None else self.k.size(2)
         end = start + k.size(2)
-        if self._k_buf is None or end > self._k_buf.size(2):
-            size = max(end, self.capacity, 2 * (0 if self._k_buf is None else self._k_buf.size(2)))
+        buf = self._k_buf
+        if buf is None or end > buf.size(2) or buf.shape[:2] != k.shape[:2] or buf.dtype != k.dtype:
+            size = max(end, self.capacity, 2 * buf.size(2) if start else 0)
             k_buf, v_buf = k.new_empty(*k.shape[:2], size, k.size(3)), v.new_empty(*v.shape[:2], size, v.size(3))
             if start:
                 k_buf[:, :, :start], v_buf[:, :, :start] = self.k, self.v

@@ -241,6 +241,10 @@ def test_attention_cache_writes_in_place_and_grows(capacity):
     k, v = chunks[1]
     all_k, all_v = cache.append(k, v)
     assert torch.equal(all_k, k) and torch.equal(all_v, v) and all_k.data_ptr() == pointer
+    cache.reset()
+    k, v = k[:1], v[:1]  # another batch size after a reset gets its own buffers
+    all_k, all_v = cache.append(k, v)
+    assert torch.equal(all_k, k) and torch.equal(all_v, v)
 
 
 def test_mha_cross_attention_cache_is_filled_once():
