@@ -68,7 +68,8 @@ EXPLAIN_INTRO = ("### Why this label? Explanations, and whether to trust them\n"
                  "label step's cross-attention), `rollout` (attention traced through the encoder), `grad_x_input` "
                  "and `integrated_gradients` (gradients on the token embeddings), `occlusion` (the probability "
                  "lost when a token or word is deleted) and `random` (the floor). Attention alone is not an "
-                 "explanation: the deletion test below checks the chosen method on your own review.")
+                 "explanation: the deletion test below checks the chosen method on your own review. The gradient "
+                 "methods and occlusion re-run the model many times: allow a few seconds on a long review.")
 
 LENS_INTRO = ("### Look inside: the logit lens\n"
               "How each generated token formed through depth: the final LayerNorm and the unembedding applied "
