@@ -27,13 +27,13 @@ The methods, `METHODS`:
   (input − baseline). The path integral uses Gauss–Legendre nodes, evaluated in batches: with the
   same passes they leave a smaller completeness gap (scores sum to f(input) − f(baseline),
   `Attribution.baseline_target`) than the usual midpoint Riemann sum (8 passes, three held-out
-  reviews: 6.6% vs 7.3%, 0.01% vs 0.08%, 0.12% vs 0.40%). It starts with `IG_STEPS` (8) nodes,
-  what the 3 s target on one CPU thread allows, and doubles them, up to `IG_MAX_STEPS` (32), while
-  the gap exceeds `IG_TOLERANCE` (5% of f(input) − f(baseline), or 0.01 nats if larger): the
-  explanation is complete, and only the hard reviews pay for it (`Attribution.steps` says how many
-  nodes were used). On 100 held-out reviews 67 needed 8 nodes and 33 needed 16 (8 + 16 passes);
-  the sum missed f(input) − f(baseline) by 1.0% on average. Pass `steps=64` where time does not
-  matter.
+  reviews: 6.6% vs 7.3%, 0.01% vs 0.08%, 0.12% vs 0.40%). It starts with `IG_STEPS` (16) nodes,
+  what the 3 s target on one CPU thread allows (~2.5 s for a 200-word review), and doubles them,
+  up to `IG_MAX_STEPS` (32), while the gap exceeds `IG_TOLERANCE` (5% of f(input) − f(baseline),
+  or 0.01 nats if larger): the explanation is complete, and only the hard reviews pay for it
+  (`Attribution.steps` says how many nodes were used). 8 nodes were not enough: on 100 held-out
+  reviews a third needed 16 (the 200-word review of the speed benchmark: 32% off with 8, 0.1%
+  with 16). Pass `steps=64` where time does not matter.
 - `occlusion`: leave-one-out, batched: f(review) − f(review with the unit deleted), every token of
   a unit getting the unit's score. Deleted means removed from the sequence (later tokens move up a
   position), exactly as a visitor would delete it. A unit is one token when the review has at most
@@ -67,7 +67,7 @@ import torch
 from .encoder_decoder import EncoderDecoder
 
 METHODS = ("attention", "rollout", "grad_x_input", "integrated_gradients", "occlusion", "random")
-IG_STEPS = 8  # Gauss-Legendre nodes to start with: one forward/backward pass each
+IG_STEPS = 16  # Gauss-Legendre nodes to start with: one forward/backward pass each
 IG_MAX_STEPS = 32  # doubled up to this many while completeness is off by more than IG_TOLERANCE
 IG_TOLERANCE = 0.05  # of |f(input) - f(baseline)|, or IG_ABS_TOLERANCE where that is larger
 IG_ABS_TOLERANCE = 0.01  # nats: a 1% change of the probability
