@@ -36,7 +36,9 @@ def test_card_metadata_holds_the_metrics_json_figures(name):
     assert f"{metrics['parameters']:,} parameters" in card.text
     for key, label, split, fmt in report.ROWS:
         if key in expected:
-            assert f"| {label} | {fmt.format(metrics[key])} | {split} |" in card.text
+            held_out = metrics["data"].get("val_texts") or metrics["data"]["val_pairs"]
+            assert held_out == 2500  # both shipped runs validated on all the held-out reviews
+            assert f"| {label} | {fmt.format(metrics[key])} | {split.format(n=held_out)} |" in card.text
 
 
 def test_sentiment_card_states_its_confusion_matrix_and_truncation():
