@@ -133,7 +133,7 @@ def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[lis
             scores, baseline, used_steps = _integrated_gradients(
                 model, ids, candidates, label, float(log_probs[label]), steps, max(steps, max_steps or IG_MAX_STEPS))
         elif method == "occlusion":
-            scores = _occlusion(model, ids, candidates, label, words, max_units)
+            scores = _occlusion(model, ids, candidates, label, float(log_probs[label]), words, max_units)
         else:
             scores = torch.rand(ids.size(1), generator=torch.Generator().manual_seed(seed))
     finally:
@@ -263,7 +263,8 @@ def _label_log_probs(model, ids, drops, candidates, label) -> torch.Tensor:
     return torch.cat(out)
 
 
-def _occlusion(model, ids, candidates, label, words, max_units) -> torch.Tensor:
+def _occlusion(model, ids, candidates, label, target: float, words, max_units) -> torch.Tensor:
+    """`target`: f(source), already computed by `attribute`."""
     S = ids.size(1)
     eligible = (~_special(model, ids[0])).nonzero().flatten().tolist()
     scores = torch.zeros(S, device=ids.device)
@@ -277,11 +278,9 @@ def _occlusion(model, ids, candidates, label, words, max_units) -> torch.Tensor:
         drop = torch.zeros(S, dtype=torch.bool, device=ids.device)
         drop[unit] = True
         drops.append(drop)
-    with torch.inference_mode():
-        full = _target(model, candidates, label, ids)[0]
     deleted = _label_log_probs(model, ids[0], drops, candidates, label)
     for unit, f in zip(units, deleted.tolist(), strict=True):
-        scores[unit] = float(full) - f
+        scores[unit] = target - f
     return scores
 
 
@@ -295,7 +294,8 @@ def erase(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[in
     s = scores.reshape(-1).to(ids.device).float()
     if s.numel() != ids.numel():
         raise ValueError(f"{s.numel()} scores for {ids.numel()} tokens")
-    eligible = (~_special(model, ids)).nonzero().flatten()
+    deletable = ~_special(model, ids)  # (S,)
+    eligible = deletable.nonzero().flatten()
     order = eligible[torch.sort(s[eligible], descending=True, stable=True).indices]  # best first
     drops = []
     for frac in fractions:
@@ -303,7 +303,7 @@ def erase(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[in
             raise ValueError(f"fractions are in [0, 1], got {frac}")
         top = torch.zeros_like(ids, dtype=torch.bool)
         top[order[: math.ceil(frac * len(eligible) - 1e-9)]] = True  # tolerance: 0.1 * 10 is 1.0000000000000002
-        drops.append(top if not keep else ~top & ~_special(model, ids))
+        drops.append(top if not keep else ~top & deletable)
     was_training = model.training
     model.eval()
     try:
