@@ -54,10 +54,6 @@ class Checkpoint:
     def device(self):
         return next(self.model.parameters()).device if self.model is not None else None
 
-    @property
-    def model_type(self) -> str | None:
-        return self.model.model_type if self.model is not None else None
-
     def require(self) -> tuple[PreTrainedModel, BPETokenizer]:
         """The model and tokenizer, or the visitor's explanation of why there are none."""
         if self.model is None or self.tokenizer is None:
