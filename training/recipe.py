@@ -22,7 +22,7 @@ and the seed, so `--resume` stays bit-exact.
 """
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -51,10 +51,6 @@ class Recipe:
             raise UsageError("--unfreeze-every must be >= 0 and --average-last >= 1")
         if not 0 <= self.label_smoothing < 1 or not 0 <= self.crop_prob <= 1 or self.adversarial_eps < 0:
             raise UsageError("--label-smoothing must be in [0, 1), --crop-prob in [0, 1], --adversarial-eps >= 0")
-
-    def describe(self) -> dict:
-        """The options in force, for metrics.json (empty when the run is plain)."""
-        return {k: v for k, v in asdict(self).items() if v != getattr(Recipe, k)}
 
 
 # --- layer groups: discriminative learning rates and gradual unfreezing ---------------------------
