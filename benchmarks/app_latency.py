@@ -10,8 +10,12 @@ at the end. Reported:
 - chat: time to first streamed token (from submitting the request to the first update holding a
   generated token) and decode speed in tokens/s after the first token, medians over
   `--chat-runs` streamed requests of `--tokens` new tokens (sampling, fixed seeds). For
-  comparison, the same figures calling `DemoService` directly, without the server.
+  comparison, the same figures calling `DemoService` directly, without the server. The three
+  ways (client, raw HTTP, direct) take turns request by request, so that a slow spell of a shared
+  machine hits all of them, and the streamed figure is also printed as a share of the direct one.
 - sentiment: p50/p95/mean latency of `--requests` sequential `/classify` requests.
+- the floor: the same latency for `/clear`, which runs no model and returns constants: what a
+  request costs the server and the client alone.
 
 Each server figure is measured twice: through `gradio_client` (the lines kept from earlier runs,
 so that they stay comparable) and through Gradio's plain HTTP API (`POST /gradio_api/call/<api>`,
@@ -78,45 +82,64 @@ def http_stream(url: str):
     return stream
 
 
-def chat_through_server(stream, tokens: int, runs: int) -> dict:
-    first, speeds, counts = [], [], []
+def chat_through_server(stream, tokens: int, seed: int) -> tuple[float | None, float | None, int]:
+    """One streamed chat request: (time to first token, tokens/s after it, tokens)."""
+    t0 = time.perf_counter()
+    t_first = final = None
+    for update in stream("/chat", [PROMPT, [], tokens, 0.8, 40, 0.95, seed]):  # as each update arrives
+        if t_first is None and update[3] and update[3]["data"]:
+            t_first = time.perf_counter()
+        final = update
+    t_end = time.perf_counter()
+    n = len(final[3]["data"])
+    if t_first is None:
+        return None, None, n
+    return t_first - t0, (n - 1) / (t_end - t_first) if n > 1 else None, n
+
+
+def chat_direct(service, tokens: int, seed: int) -> tuple[float | None, float | None, int]:
+    """The same request calling `DemoService` in this process, without a server."""
+    t0 = time.perf_counter()
+    t_first, n = None, 0
+    for update in service.stream_continuation(PROMPT, tokens, 0.8, 40, 0.95, seed):
+        if t_first is None and update.steps:
+            t_first = time.perf_counter()
+        n = len(update.steps)
+    t_end = time.perf_counter()
+    if t_first is None:
+        return None, None, n
+    return t_first - t0, (n - 1) / (t_end - t_first) if n > 1 else None, n
+
+
+def chat_rounds(ways: dict, tokens: int, runs: int) -> dict:
+    """`runs` timed requests per way (after one warm-up each), the ways taking turns; medians."""
+    measured = {name: [] for name in ways}
     for run in range(runs + 1):  # run 0 warms up
-        t0 = time.perf_counter()
-        t_first = final = None
-        for update in stream("/chat", [PROMPT, [], tokens, 0.8, 40, 0.95, run]):  # as each update arrives
-            if t_first is None and update[3] and update[3]["data"]:
-                t_first = time.perf_counter()
-            final = update
-        t_end = time.perf_counter()
-        n = len(final[3]["data"])
-        if run == 0 or t_first is None:
-            continue
-        first.append(t_first - t0)
-        counts.append(n)
-        if n > 1:
-            speeds.append((n - 1) / (t_end - t_first))
-    return {"time_to_first_token_s": statistics.median(first),
-            "tokens_per_s": statistics.median(speeds) if speeds else None,
-            "tokens_per_run": counts, "runs": len(first)}
+        order = list(ways)[run % len(ways):] + list(ways)[:run % len(ways)]  # who goes first rotates
+        for name in order:
+            first, speed, n = ways[name](tokens, run)
+            if run and first is not None:
+                measured[name].append((first, speed, n))
+    result = {}
+    for name, rows in measured.items():
+        speeds = [speed for _, speed, _ in rows if speed is not None]
+        result[name] = {"time_to_first_token_s": statistics.median(first for first, _, _ in rows),
+                        "tokens_per_s": statistics.median(speeds) if speeds else None,
+                        "tokens_per_run": [n for _, _, n in rows], "runs": len(rows)}
+    return result
 
 
-def chat_direct(service, tokens: int, runs: int) -> dict:
-    first, speeds = [], []
-    for run in range(runs + 1):
+def latency(request, requests: int) -> dict:
+    """p50/p95/mean of `requests` sequential calls of `request()`, after 3 warm-up calls."""
+    for _ in range(3):
+        request()
+    seconds = []
+    for _ in range(requests):
         t0 = time.perf_counter()
-        t_first, n = None, 0
-        for update in service.stream_continuation(PROMPT, tokens, 0.8, 40, 0.95, run):
-            if t_first is None and update.steps:
-                t_first = time.perf_counter()
-            n = len(update.steps)
-        t_end = time.perf_counter()
-        if run == 0 or t_first is None:
-            continue
-        first.append(t_first - t0)
-        if n > 1:
-            speeds.append((n - 1) / (t_end - t_first))
-    return {"time_to_first_token_s": statistics.median(first),
-            "tokens_per_s": statistics.median(speeds) if speeds else None}
+        request()
+        seconds.append(time.perf_counter() - t0)
+    return {"p50_s": percentile(seconds, 50), "p95_s": percentile(seconds, 95),
+            "mean_s": statistics.mean(seconds), "requests": requests}
 
 
 def sentiment_through_server(stream, requests: int) -> dict:
@@ -124,15 +147,20 @@ def sentiment_through_server(stream, requests: int) -> dict:
         *_, (label, _, _) = stream("/classify", [REVIEW])
         assert label and label.get("label"), "no label came back"
 
-    for _ in range(3):
-        classify()
-    seconds = []
-    for _ in range(requests):
-        t0 = time.perf_counter()
-        classify()
-        seconds.append(time.perf_counter() - t0)
-    return {"p50_s": percentile(seconds, 50), "p95_s": percentile(seconds, 95),
-            "mean_s": statistics.mean(seconds), "requests": requests}
+    return latency(classify, requests)
+
+
+def floor_through_server(stream, requests: int) -> dict:
+    def clear() -> None:
+        *_, outputs = stream("/clear", [])
+        assert outputs[0] == [], "/clear did not clear"
+
+    return latency(clear, requests)
+
+
+def ms(figures: dict) -> str:
+    return (f"p50 {figures['p50_s'] * 1000:.0f} ms, p95 {figures['p95_s'] * 1000:.0f} ms, "
+            f"mean {figures['mean_s'] * 1000:.0f} ms")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -148,21 +176,26 @@ def main(argv: list[str] | None = None) -> dict:
 
     from demo.inference import DemoService
 
+    torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as scratch:
         checkpoints, kind = pick_checkpoints(args.checkpoints, Path(scratch))
+        service = DemoService(checkpoints, device="cpu")
         with serving(args.url, checkpoints, args.threads) as url:
-            through_client = client_stream(Client(url, verbose=False))
-            served = chat_through_server(through_client, args.tokens, args.chat_runs)
+            through_client, through_http = client_stream(Client(url, verbose=False)), http_stream(url)
+            chats = chat_rounds({"client": lambda n, seed: chat_through_server(through_client, n, seed),
+                                 "http": lambda n, seed: chat_through_server(through_http, n, seed),
+                                 "direct": lambda n, seed: chat_direct(service, n, seed)},
+                                args.tokens, args.chat_runs)
             sentiment = sentiment_through_server(through_client, args.requests)
-            through_http = http_stream(url)
-            served_http = chat_through_server(through_http, args.tokens, args.chat_runs)
             sentiment_http = sentiment_through_server(through_http, args.requests)
-        torch.set_num_threads(args.threads)
-        direct = chat_direct(DemoService(checkpoints, device="cpu"), args.tokens, args.chat_runs)
+            floor = floor_through_server(through_client, args.requests)
+            floor_http = floor_through_server(through_http, args.requests)
+    served, served_http, direct = chats["client"], chats["http"], chats["direct"]
 
     result = {"checkpoints": kind if args.url is None else "server at " + args.url, "device": "cpu",
               "chat_server": served, "chat_direct": direct, "sentiment_server": sentiment,
               "chat_server_raw_http": served_http, "sentiment_server_raw_http": sentiment_http,
+              "floor_server": floor, "floor_server_raw_http": floor_http,
               "new_tokens_requested": args.tokens, "threads": args.threads}
     tps = served["tokens_per_s"]
     print(f"checkpoints: {result['checkpoints']} (CPU, {args.threads} torch thread(s))")
@@ -170,13 +203,16 @@ def main(argv: list[str] | None = None) -> dict:
           f"{tps:.1f} tokens/s" if tps else "chat via server: no tokens generated")
     print(f"chat direct (no server): time to first token {direct['time_to_first_token_s'] * 1000:.0f} ms, "
           f"{direct['tokens_per_s']:.1f} tokens/s" if direct["tokens_per_s"] else "chat direct: no tokens")
-    print(f"sentiment via server ({args.requests} requests): p50 {sentiment['p50_s'] * 1000:.0f} ms, "
-          f"p95 {sentiment['p95_s'] * 1000:.0f} ms, mean {sentiment['mean_s'] * 1000:.0f} ms")
+    print(f"sentiment via server ({args.requests} requests): {ms(sentiment)}")
     tps = served_http["tokens_per_s"]
     print(f"chat via server, raw HTTP: time to first token {served_http['time_to_first_token_s'] * 1000:.0f} ms, "
           f"{tps:.1f} tokens/s" if tps else "chat via server, raw HTTP: no tokens generated")
-    print(f"sentiment via server, raw HTTP ({args.requests} requests): p50 {sentiment_http['p50_s'] * 1000:.0f} ms, "
-          f"p95 {sentiment_http['p95_s'] * 1000:.0f} ms, mean {sentiment_http['mean_s'] * 1000:.0f} ms")
+    print(f"sentiment via server, raw HTTP ({args.requests} requests): {ms(sentiment_http)}")
+    if tps and direct["tokens_per_s"]:
+        result["streamed_share_of_direct_raw_http"] = tps / direct["tokens_per_s"]
+        print(f"streamed tokens/s, raw HTTP: {100 * tps / direct['tokens_per_s']:.0f}% of direct "
+              f"(medians of {args.chat_runs} turns each)")
+    print(f"floor, no model (/clear) via server: {ms(floor)}; raw HTTP: {ms(floor_http)}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result

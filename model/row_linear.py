@@ -1,13 +1,16 @@
 """A linear layer that reads its weight in the faster layout when it is given a single row.
 
-Generating one token at a time, every projection multiplies one row x by a weight W. CPU BLAS does
-x @ Wᵀ with W stored (out, in), nn.Linear's layout, about 20-25% slower than the same product
-with W stored (in, out), GPT-2's `Conv1D` layout (one thread, the shipped LM's weights: 4.3 ms
-against 3.3 ms a token, `python -m benchmarks.generate` measures the whole effect). So for a
-single row, without autograd, on CPU, the product goes through a transposed copy of the weight,
-made on first use and remade whenever the weight changes (an optimizer step or a load bumps its
-version counter). Everything else (training, multi-row passes, GPUs) is plain `F.linear`; the
-parameters, their names and the checkpoints are nn.Linear's.
+Generating one token at a time, every projection multiplies one row x by a weight W (out, in),
+nn.Linear's layout, in which CPU BLAS computes `out` dot products of length `in`. When the output
+is the wider side (the Q/K/V projection, the feed-forward's first layer, the vocabulary
+projection), the same product is faster with W stored (in, out), GPT-2's `Conv1D` layout; when the
+input is wider (the feed-forward's second layer) nn.Linear's layout is the faster one, and
+choosing per layer beats either layout for all (`python -m benchmarks.generate` measures the whole
+effect; the copies also cost memory, so only the layers that gain get one). So for a single row of
+a wide-output layer, without autograd, on CPU, the product goes through a transposed copy of the
+weight, made on first use and remade whenever the weight changes (an optimizer step or a load
+bumps its version counter). Everything else (training, multi-row passes, GPUs) is plain `F.linear`; the parameters,
+their names and the checkpoints are nn.Linear's.
 """
 
 import torch
@@ -28,8 +31,9 @@ def _transposed(weight: torch.Tensor) -> torch.Tensor:
 
 
 def row_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """`F.linear(x, weight, bias)`, x: (..., in) -> (..., out); one row on CPU without grad is faster."""
-    if x.numel() != x.shape[-1] or not x.is_cpu or torch.is_grad_enabled():
+    """`F.linear(x, weight, bias)`, x: (..., in) -> (..., out); one row on CPU without grad, to a
+    wider output, is faster."""
+    if x.numel() != x.shape[-1] or weight.size(0) <= weight.size(1) or not x.is_cpu or torch.is_grad_enabled():
         return F.linear(x, weight, bias)
     return F.linear(x, _transposed(weight), bias)
 

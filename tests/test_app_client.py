@@ -5,6 +5,7 @@ import inspect
 import json
 import re
 import socket
+import time
 
 import httpx
 import pytest
@@ -79,7 +80,15 @@ def test_every_endpoint_is_listed(client) -> None:
 
 
 def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) -> None:
-    monkeypatch.setattr(chat_tab, "UPDATE_SECONDS", 0.0)  # no coalescing: one update per token
+    monkeypatch.setattr(chat_tab, "UPDATE_SECONDS", 0.0)  # no coalescing
+    stream = service.stream_continuation
+
+    def one_token_per_30_ms(*args, **kwargs):  # slower than the server renders: every token gets its own update
+        for update in stream(*args, **kwargs):
+            time.sleep(0.03)
+            yield update
+
+    monkeypatch.setattr(service, "stream_continuation", one_token_per_30_ms)
     job = client.submit("This movie was", [], 8, 0.9, 40, 0.95, 5, api_name="/chat")
     final = job.result(timeout=60)
     texts = [reply_text(out[0]) for out in job.outputs()]

@@ -12,7 +12,7 @@ from demo.checkpoint import Checkpoint
 from demo.inference import DemoService
 from demo.inputs import DemoError
 from demo.tabs.about import about_markdown, curve_html, header_markdown
-from demo.tabs.chat import coalesce, look_inside, message_text, token_highlights, token_table
+from demo.tabs.chat import look_inside, message_text, token_highlights, token_table
 from demo.tabs.common import failure, notice_markdown
 from demo.tabs.sentiment import benchmark_sentence, deletion_markdown, read_benchmark_sentence
 from demo.tabs.tokenizer import pieces_html
@@ -158,10 +158,3 @@ def test_look_inside_handler(service: DemoService) -> None:
     update = service.continue_text("This movie was", max_new_tokens=3, temperature=0)
     figure, notice = look_inside(service, (list(update.token_ids), len(update.steps)))
     assert figure.data[0].type == "heatmap" and notice == ""
-
-
-def test_coalesce_sends_the_first_update_then_one_per_interval_and_the_last() -> None:
-    updates = [ChatUpdate(str(i), [], [], done=i == 9) for i in range(10)]
-    times = iter([0.0, 0.01, 0.02, 0.05, 0.06, 0.11, 0.12, 0.13, 0.14, 0.15])  # the clock at each update
-    sent = [u.text for u in coalesce(updates, 0.05, clock=lambda: next(times))]
-    assert sent == ["0", "3", "5", "9"]  # first; >= 0.05 s after 0; >= 0.05 s after 3; the final one

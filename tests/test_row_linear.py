@@ -23,17 +23,17 @@ def test_single_row_matches_f_linear_and_caches_the_transposed_weight():
 
 def test_a_changed_weight_is_transposed_again():
     torch.manual_seed(1)
-    layer = Linear(8, 5)
-    x = torch.randn(1, 8)
+    layer = Linear(5, 8)
+    x = torch.randn(1, 5)
     optimizer = torch.optim.SGD(layer.parameters(), lr=0.5)
     with torch.no_grad():
         before = layer(x)
-    layer(torch.randn(3, 8)).sum().backward()  # training: several rows, with grad
+    layer(torch.randn(3, 5)).sum().backward()  # training: several rows, with grad
     optimizer.step()
     with torch.no_grad():
         after = layer(x)
         expected_after = F.linear(x, layer.weight, layer.bias)
-        layer.weight.copy_(torch.randn(5, 8))  # as load_state_dict does
+        layer.weight.copy_(torch.randn(8, 5))  # as load_state_dict does
         loaded = layer(x)
         expected_loaded = F.linear(x, layer.weight, layer.bias)
     assert not torch.allclose(before, after)
@@ -51,3 +51,13 @@ def test_with_grad_or_several_rows_it_is_f_linear():
         rows = torch.randn(2, 3, 6)
         torch.testing.assert_close(layer(rows), F.linear(rows, layer.weight, layer.bias), atol=0, rtol=0)
     assert isinstance(layer, torch.nn.Linear) and set(layer.state_dict()) == {"weight", "bias"}
+
+
+def test_a_narrowing_layer_keeps_nn_linear_layout():
+    """out <= in (the feed-forward's second layer): (out, in) is already the faster layout, no copy."""
+    torch.manual_seed(2)
+    layer = Linear(40, 24)
+    x = torch.randn(1, 1, 40)
+    with torch.inference_mode():
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), atol=0, rtol=0)
+    assert not hasattr(layer.weight, "_row_linear_t")
