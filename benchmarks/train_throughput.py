@@ -21,6 +21,8 @@ its rounds; the ratio printed per shape (`ratio X`, the shipped shape last) is t
 `--repeats` repeats. The same ratio in process CPU time follows it: on a machine shared with other
 jobs the CPU time a step takes varies much less than its wall-clock time (with --threads 1 it is
 the step's work alone; with more threads it adds up every thread's time, waiting included).
+Each shape's line also gives the median page faults per step of each model (`minor_faults`):
+fresh memory costs time on first touch, and the timings include it.
 
 On a machine shared with other jobs, prefix the command with OMP_WAIT_POLICY=PASSIVE (or pass
 --threads 1): otherwise an OpenMP thread that spins waiting for a descheduled partner can make
@@ -30,6 +32,7 @@ every parallel op wait out a time slice, and the run slows down tens of times.
 import argparse
 import json
 import math
+import resource
 import statistics
 import time
 from dataclasses import replace
@@ -127,6 +130,13 @@ class NanoGPT(nn.Module):
         return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, fused=use_fused)
 
 
+def minor_faults() -> int:
+    """Page faults of this process so far: memory the OS hands over fresh, zeroed, a page at a time.
+    Tensors over glibc's mmap threshold (32 MB at most) come fresh at every step, so a step's faults
+    count how much of its memory it allocates anew, a cost the ops' timings include."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def step(model: nn.Module, optimizer: torch.optim.Optimizer, idx: torch.Tensor, targets: torch.Tensor) -> None:
     out = model(idx, targets=targets)
     loss = out[1] if isinstance(out, tuple) else out.loss
@@ -149,14 +159,16 @@ def run_shape(config: DecoderOnlyConfig, batch: int, rounds: int, repeats: int) 
     order = list(models)
     seconds = {name: [] for name in models}
     cpu_seconds = {name: [] for name in models}
+    faults = {name: [] for name in models}
     for r in range(repeats * rounds + 1):  # round 0 is the warm-up
         idx, targets = data[r, :, :-1].contiguous(), data[r, :, 1:].contiguous()
         for name in order if r % 2 else order[::-1]:
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0, f0 = time.perf_counter(), time.process_time(), minor_faults()
             step(*models[name], idx, targets)
             if r > 0:
                 seconds[name].append(time.perf_counter() - t0)
                 cpu_seconds[name].append(time.process_time() - c0)
+                faults[name].append(minor_faults() - f0)
 
     def ratios(times: dict) -> list[float]:
         return [statistics.median(times["ref"][i * rounds:(i + 1) * rounds]) /
@@ -168,6 +180,7 @@ def run_shape(config: DecoderOnlyConfig, batch: int, rounds: int, repeats: int) 
         "seconds_per_step": seconds,
         "cpu_seconds_per_step": cpu_seconds,
         "params": {name: sum(p.numel() for p in m.parameters()) for name, (m, _) in models.items()},
+        "page_faults_per_step": {name: statistics.median(f) for name, f in faults.items()},
         "ratio_per_repeat": ratios(seconds),
         "ratio_ours_over_ref": statistics.median(ratios(seconds)),
         "cpu_time_ratio_ours_over_ref": statistics.median(ratios(cpu_seconds)),
@@ -196,7 +209,8 @@ def main() -> None:
         c, tps = config, res["tokens_per_s"]
         print(f"{name}: {c.n_layer} layers, {c.n_head} heads, d_model {c.d_model}, d_ff {c.d_ff}, vocab "
               f"{c.vocab_size}, context {c.block_size}; ours {tps['ours']:.0f} tokens/s, ref {tps['ref']:.0f} "
-              f"(params {res['params']['ours']:,} / {res['params']['ref']:,}); repeats "
+              f"(params {res['params']['ours']:,} / {res['params']['ref']:,}); page faults per step "
+              f"{res['page_faults_per_step']['ours']:,.0f} / {res['page_faults_per_step']['ref']:,.0f}; repeats "
               + ", ".join(f"{r:.3f}" for r in res["ratio_per_repeat"]))
     for name, res in results.items():
         print(f"ratio {res['ratio_ours_over_ref']:.3f}  ({name}, ours/ref tokens per second, median of repeats; "
