@@ -110,16 +110,22 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         return self.candidate_scores(self.encode(src_ids, src_mask)[0], candidates, src_mask)
 
     def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
-        """`score_candidates` from an encoded source (B, S, C) -> (B, K); differentiable, for attributions."""
+        """`score_candidates` from an encoded source (B, S, C) -> (B, K); differentiable, for attributions.
+
+        One decoder pass scores every candidate: each source is repeated once per candidate, and
+        shorter candidates are right-padded (causality keeps the padding from reaching their tokens;
+        padded positions add nothing to the sum)."""
         c = self.config
-        B, scores = memory.size(0), []
-        for cand in candidates:
-            tgt_in = torch.tensor([c.bos_token_id, *cand], device=memory.device).expand(B, -1)  # (B, L+1)
-            tgt_out = torch.tensor([*cand, c.eos_token_id], device=memory.device).expand(B, -1)  # (B, L+1)
-            logits, _ = self.decode(tgt_in, memory, src_mask)
-            log_probs = logits.float().log_softmax(-1).gather(-1, tgt_out[..., None]).squeeze(-1)
-            scores.append(log_probs.sum(-1))
-        return torch.stack(scores, dim=-1)
+        B, K = memory.size(0), len(candidates)
+        width = max(len(cand) for cand in candidates) + 1
+        tgt_in = torch.tensor([[c.bos_token_id, *cand] + [c.pad_token_id] * (width - 1 - len(cand))
+                               for cand in candidates], device=memory.device).repeat(B, 1)  # (B·K, width)
+        tgt_out = torch.tensor([[*cand, c.eos_token_id] + [-1] * (width - 1 - len(cand)) for cand in candidates],
+                               device=memory.device).repeat(B, 1)  # (B·K, width), -1 = padding
+        logits, _ = self.decode(tgt_in, memory.repeat_interleave(K, 0),
+                                None if src_mask is None else src_mask.repeat_interleave(K, 0))
+        log_probs = logits.float().log_softmax(-1).gather(-1, tgt_out.clamp(min=0)[..., None]).squeeze(-1)
+        return (log_probs * (tgt_out >= 0)).sum(-1).view(B, K)
 
     def new_cache(self) -> KVCache:
         return KVCache.empty(self.config.n_decoder_layer)
