@@ -2,11 +2,11 @@
 
 Gradio pulls a generator handler one item at a time (`next` on a worker thread) and only asks for
 the next item once it has rendered and sent the previous one. A chat that generates inside that
-generator therefore stops generating while every update is rendered: at 20 updates a second that
-cost about a sixth of the tokens/s (`python -m benchmarks.app_latency`). `run_ahead` moves the
-source into a thread of its own, so the model keeps computing while the server renders, and hands
-over only the newest state when asked. Each item must be the whole state so far (a `ChatUpdate`
-is), so the skipped ones lose nothing.
+generator therefore stops generating while every update is rendered. `run_ahead` moves the source
+into a thread of its own, so the model keeps computing while the server renders, and hands over
+only the newest state when asked. Each item must be the whole state so far (a `ChatUpdate` is),
+so the skipped ones lose nothing. Rendering is Python, though, and holds the GIL that the model's
+thread needs between its ops, so each update still costs the model a few ms (docs/log.md).
 """
 
 import threading
