@@ -120,11 +120,12 @@ def test_notice_markdown() -> None:
 
 def test_token_views() -> None:
     update = ChatUpdate("x", [TokenView(" the", 0.5, [(" the", 0.5), ("\n", 0.25)])], [], True, 1)
-    assert token_highlights(update) == [(" the", "likely (≥ 50%)")]
+    assert token_highlights(update.steps) == [(" the", "likely (≥ 50%)")]
     probs = [0.9, 0.2, 0.05, 0.001]
-    bands = [token_highlights(ChatUpdate("", [TokenView("x", p, [])], []))[0][1] for p in probs]
+    bands = [token_highlights([TokenView("x", p, [])])[0][1] for p in probs]
     assert bands == ["likely (≥ 50%)", "plausible (10–50%)", "unlikely (1–10%)", "surprising (< 1%)"]
-    assert token_table(update) == [[1, "␣the", 0.5, "␣the 0.500   ↵ 0.250"]]
+    assert token_table(update.steps) == [[1, "␣the", 0.5, "␣the 0.500   ↵ 0.250"]]
+    assert token_table(update.steps, first=7)[0][0] == 7  # numbered on from the rows already shown
 
 
 def test_curve_html_inlines_the_image() -> None:

@@ -5,7 +5,7 @@ from contextlib import closing
 import gradio as gr
 
 from demo import plots
-from demo.chat import EMPTY_PROMPT, ChatUpdate
+from demo.chat import EMPTY_PROMPT, TokenView
 from demo.inference import DemoService
 from demo.inputs import DemoError, clean_text, model_text
 from demo.streaming import run_ahead
@@ -32,16 +32,17 @@ def probability_band(prob: float) -> str:
     return next(category for bound, category, _ in PROBABILITY_BANDS if prob >= bound)
 
 
-def token_highlights(update: ChatUpdate) -> list[tuple[str, str]]:
+def token_highlights(steps: list[TokenView]) -> list[tuple[str, str]]:
     """Generated tokens coloured by the model's probability of them, in four bands (the exact
     numbers are in the table below)."""
-    return [(visible(step.token).replace("↵", "↵\n"), probability_band(step.prob)) for step in update.steps]
+    return [(visible(step.token).replace("↵", "↵\n"), probability_band(step.prob)) for step in steps]
 
 
-def token_table(update: ChatUpdate) -> list[list]:
-    """One row per generated step: the token, its probability and the top alternatives."""
+def token_table(steps: list[TokenView], first: int = 1) -> list[list]:
+    """One row per generated step, numbered from `first`: the token, its probability and the top
+    alternatives."""
     rows = []
-    for i, step in enumerate(update.steps, start=1):
+    for i, step in enumerate(steps, start=first):
         alternatives = "   ".join(f"{visible(t, show_spaces=True)} {p:.3f}" for t, p in step.alternatives)
         rows.append([i, visible(step.token, show_spaces=True), round(step.prob, 4), alternatives])
     return rows
@@ -59,13 +60,17 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
     yield history, "", [], [], "✍️ Writing…", None
     try:
         updates = service.stream_continuation(text, max_new_tokens, temperature, top_k, top_p, seed)
+        highlights, rows = [], []  # grown by the new steps of each update: every update holds all steps
         with closing(run_ahead(updates, UPDATE_SECONDS)) as stream:  # generation goes on while Gradio renders
             for update in stream:
                 history[-1] = {"role": "assistant", "content": CONTINUATION + update.text}
                 notices = cleaning + update.notices + (
                     [f"Done: {len(update.steps)} tokens (seed {update.seed})."] if update.done else [])
                 generated = (list(update.token_ids), len(update.steps)) if update.done else gr.skip()
-                yield history, "", token_highlights(update), token_table(update), notice_markdown(notices), generated
+                new = update.steps[len(rows):]
+                highlights += token_highlights(new)
+                rows += token_table(new, first=len(rows) + 1)
+                yield history, "", list(highlights), list(rows), notice_markdown(notices), generated
     except Exception as e:
         if message_text(history[-1]) == CONTINUATION:
             history = history[:-1]  # no reply at all: drop the empty bubble
