@@ -2,9 +2,9 @@
 each layer. How a prediction forms through depth, position by position.
 
 The residual stream after the embeddings (token embeddings + positions) and after each block is
-read off with forward hooks, then sent through what the model puts after its last block: the final
-LayerNorm and the tied unembedding (`embed.logits`). The last row is therefore the model's own
-output, exactly.
+read off by running the blocks one by one, then sent through what the model puts after its last
+block: the final LayerNorm and the tied unembedding (`embed.logits`). The last row is therefore
+the model's own output, exactly.
 
     from model import logit_lens
     lens = logit_lens(lm, input_ids, k=5)   # input_ids: (T,) or (1, T), at most block_size tokens
@@ -47,20 +47,20 @@ def layer_log_probs(model: DecoderOnlyLM, input_ids: torch.Tensor) -> torch.Tens
     if not 0 < ids.size(1) <= model.config.block_size:
         raise ValueError(f"the logit lens reads 1 to {model.config.block_size} tokens (the model's context), "
                          f"got {ids.size(1)}")
-    streams: list[torch.Tensor] = []
-    layers = model.decoder.layers
-    hooks = [layers[0].register_forward_pre_hook(lambda _, args: streams.append(args[0]))]  # embeddings + positions
-    hooks += [layer.register_forward_hook(lambda _, __, out: streams.append(out[0])) for layer in layers]
     was_training = model.training
     model.eval()  # no dropout: the lens must show what the model computes
     try:
         with torch.inference_mode():
-            model(ids)
+            # the layers run here, one by one, rather than hooks on the model: a hook would also
+            # fire for other threads' passes through the same (shared) model
+            x = model.pos(model.embed(ids))  # (1, T, C): embeddings + positions
+            streams = [x]
+            for layer in model.decoder.layers:
+                x, _, _ = layer(x)
+                streams.append(x)
             residual = torch.cat(streams)  # (L+1, T, C)
             return model.embed.logits(model.decoder.norm(residual)).float().log_softmax(-1)
     finally:
-        for hook in hooks:
-            hook.remove()
         model.train(was_training)
 
 
