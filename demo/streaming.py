@@ -17,7 +17,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def run_ahead(states: Iterator[T], interval: float, clock=time.monotonic) -> Iterator[T]:
+def run_ahead(states: Iterator[T], interval: float) -> Iterator[T]:
     """Yield the newest item of `states`, computed ahead in a background thread: the first one as
     soon as it exists, then at most one every `interval` seconds, and always the last one.
 
@@ -42,12 +42,14 @@ def run_ahead(states: Iterator[T], interval: float, clock=time.monotonic) -> Ite
         except BaseException as e:  # handed to the consumer, which raises it
             box["error"] = e
         finally:
-            close = getattr(states, "close", None)
-            if close is not None:
-                close()
-            with changed:
-                box["finished"] = True
-                changed.notify()
+            try:
+                close = getattr(states, "close", None)
+                if close is not None:
+                    close()
+            finally:  # the consumer waits for this, whatever closing does
+                with changed:
+                    box["finished"] = True
+                    changed.notify()
 
     threading.Thread(target=produce, name="run-ahead", daemon=True).start()
     last_sent = None
@@ -56,7 +58,7 @@ def run_ahead(states: Iterator[T], interval: float, clock=time.monotonic) -> Ite
             with changed:
                 while not box["finished"]:
                     if box["fresh"]:
-                        wait = 0.0 if last_sent is None else last_sent + interval - clock()
+                        wait = 0.0 if last_sent is None else last_sent + interval - time.monotonic()
                         if wait <= 0:
                             break
                         changed.wait(wait)  # woken early only if the source finishes
@@ -69,7 +71,7 @@ def run_ahead(states: Iterator[T], interval: float, clock=time.monotonic) -> Ite
                         raise box["error"]
                     return
                 item, box["fresh"] = box["item"], False
-            last_sent = clock()
+            last_sent = time.monotonic()
             yield item
     finally:
         stop.set()

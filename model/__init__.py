@@ -21,7 +21,7 @@ from .layers import (
 )
 from .logit_lens import LogitLens, layer_log_probs, logit_lens
 from .masks import causal_padding_mask, padding_mask, subsequent_mask
-from .outputs import ModelOutput
+from .outputs import IGNORE_INDEX, ModelOutput
 from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
     "LogitLens", "layer_log_probs", "logit_lens",
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
-    "GenerationConfig", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
+    "GenerationConfig", "IGNORE_INDEX", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
     "PreTrainedModel", "SublayerConnection", "TokenStep", "TransformerConfig",
     "causal_padding_mask", "filter_logits", "load_pretrained", "padding_mask", "read_config", "resolve_device",
     "scaled_dot_product_attention", "sinusoidal_table", "subsequent_mask",

@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow.compute as pc
 import torch
 
+from model import IGNORE_INDEX
+
 from .errors import DataError
 
 HUB_IMDB = "stanfordnlp/imdb"
@@ -206,7 +208,7 @@ class PairSet:
         src_ids = torch.full((len(src), S), pad_id, dtype=torch.long)
         src_mask = torch.zeros((len(src), S), dtype=torch.long)
         tgt_ids = torch.full((len(src), T), pad_id, dtype=torch.long)
-        targets = torch.full((len(src), T), -100, dtype=torch.long)
+        targets = torch.full((len(src), T), IGNORE_INDEX, dtype=torch.long)
         for row, (s, t) in enumerate(zip(src, tgt, strict=True)):
             src_ids[row, : len(s)] = torch.tensor(s)
             src_mask[row, : len(s)] = 1

@@ -28,8 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model import EncoderDecoder, PreTrainedModel
-from model.outputs import IGNORE_INDEX
+from model import IGNORE_INDEX, EncoderDecoder, PreTrainedModel
 
 from .errors import UsageError
 from .heldout import sentences
@@ -115,9 +114,10 @@ def training_loss(model: PreTrainedModel, forward, batch: dict, recipe: Recipe) 
     r = eps x g / ||g|| per example, g = d loss / d e (Miyato et al. 2017, eq. 2-3; r is held
     constant, as there)."""
     if recipe.adversarial_eps == 0:
-        out = forward(**batch)
-        return out.loss if recipe.label_smoothing == 0 else smoothed_loss(out.logits, batch["targets"],
-                                                                          recipe.label_smoothing)
+        if recipe.label_smoothing == 0:
+            return forward(**batch).loss
+        inputs = {k: v for k, v in batch.items() if k != "targets"}  # the model's own loss would go unused
+        return smoothed_loss(forward(**inputs).logits, batch["targets"], recipe.label_smoothing)
     embeds = model.embed(batch["src_ids"])  # (B, S, C)
     clean = _loss_from_embeds(model, batch, embeds, recipe.label_smoothing)
     (grad,) = torch.autograd.grad(clean, embeds, retain_graph=True)

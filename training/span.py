@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model import DecoderOnlyLM, EncoderDecoder, PreTrainedModel
+from model import IGNORE_INDEX, DecoderOnlyLM, EncoderDecoder, PreTrainedModel
 
 from .bucketing import BucketSampler, length_batches
 from .data import PairSet
@@ -144,7 +144,7 @@ def evaluate_spans(model: EncoderDecoder, spans: SpanSet, max_tokens: int, seed:
     for idx in length_batches([len(c) + 1 for c in spans.chunks[:n]], max_tokens):
         batch = {k: v.to(device) for k, v in spans.batch(idx, rng).items()}
         logits = model(batch["src_ids"], batch["tgt_ids"], batch["src_mask"]).logits
-        keep = batch["targets"] != -100
+        keep = batch["targets"] != IGNORE_INDEX
         loss_sum += torch.nn.functional.cross_entropy(logits[keep].float(), batch["targets"][keep],
                                                       reduction="sum").item()
         correct += (logits[keep].argmax(-1) == batch["targets"][keep]).sum().item()

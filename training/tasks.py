@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from model import (
+    IGNORE_INDEX,
     DecoderOnlyConfig,
     DecoderOnlyLM,
     EncoderDecoder,
@@ -247,7 +248,7 @@ class Seq2SeqTask(Task):
 
     @staticmethod
     def tokens(batch: dict) -> int:
-        return int(batch["src_mask"].sum()) + int((batch["targets"] != -100).sum())
+        return int(batch["src_mask"].sum()) + int((batch["targets"] != IGNORE_INDEX).sum())
 
     def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", full: bool = False) -> dict:
         """Mean target loss, and exact-match accuracy of greedy decoding (on a sample when not full)."""

@@ -62,8 +62,6 @@ class TrainConfig:
             raise UsageError(f"--max-minutes must be > 0, got {self.max_minutes}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise UsageError(f"--max-tokens must be >= 1, got {self.max_tokens}")
-        if isinstance(self.recipe, dict):  # as read back from a saved state
-            self.recipe = Recipe(**self.recipe)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
