@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     model = load_pretrained(args.checkpoint)
     tokenizer = BPETokenizer.from_file(args.checkpoint)
-    train_texts, train_labels, _, _ = imdb_split(args.data_dir, 2500, 1337, "validation")
+    train_texts, train_labels, selection_texts, _ = imdb_split(args.data_dir, 2500, 1337, "selection")
     words = [model.config.labels[y] for y in train_labels]
     pairs = PairSet.from_texts(train_texts, words, tokenizer, model.config)
     lengths = np.array([len(s) for s in pairs.sources])
@@ -77,8 +77,7 @@ def main(argv: list[str] | None = None) -> dict:
                          length_batches(lengths, args.eval_tokens), lengths)},
     }
     if args.time:
-        _, _, texts, labels = imdb_split(args.data_dir, 2500, 1337, "selection")
-        held = PairSet.from_texts(texts[: args.time], [words[0]] * args.time, tokenizer, model.config)
+        held = PairSet.from_texts(selection_texts[: args.time], [words[0]] * args.time, tokenizer, model.config)
         start = time.perf_counter()
         before = sorted_fixed_scores(model, held, tokenizer, B)
         fixed_s = time.perf_counter() - start

@@ -25,6 +25,7 @@ from benchmarks.faithfulness import source
 from model import METHODS, GenerationConfig, attribute, load_pretrained, logit_lens
 from tokenization import BPETokenizer, clean_text
 from training.data import validation_rows
+from training.evaluate import label_candidates
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"attention": None, "rollout": 0.5, "grad_x_input": 0.5, "integrated_gradients": 3.0, "occlusion": 3.0,
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> dict:
     review = " ".join(clean_text(review).split()[:WORDS])
     classifier = load_pretrained(args.sentiment, "cpu").eval()
     tokenizer = BPETokenizer.from_file(args.sentiment)  # the folder holding tokenizer.json
-    candidates = [tokenizer.encode(label) for label in classifier.config.labels]
+    candidates = label_candidates(classifier, tokenizer)
     ids, words = source(review, tokenizer, classifier.config.max_src_len, classifier.config.src_keep_tail)
 
     figures = {}

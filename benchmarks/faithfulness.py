@@ -29,10 +29,12 @@ from pathlib import Path
 
 import torch
 
+from demo.sentiment import read_source
 from model import METHODS, attribute, faithfulness, load_pretrained, word_ids
 from model.attribution import ERASER_FRACTIONS
-from tokenization import BPETokenizer, clean_text, truncate
+from tokenization import BPETokenizer, clean_text
 from training.data import validation_rows
+from training.evaluate import label_candidates
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -40,9 +42,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def source(text: str, tokenizer: BPETokenizer, max_src_len: int, keep_tail: int):
     """(ids (S,), word ids) of a review as the classifier reads it: `encode(text) + [eos]`, cut as
     training cut it. The end token is a word of its own."""
-    pieces = truncate(tokenizer.pieces(clean_text(text)), max_src_len - 1, keep_tail)
-    ids = torch.tensor([*(p.id for p in pieces), tokenizer.eos_id])
-    return ids, word_ids([p.text for p in pieces] + [""])
+    read = read_source(clean_text(text), tokenizer, max_src_len, "review", keep_tail, "cpu")
+    return read.ids[0], word_ids([p.text for p in read.pieces] + [""])
 
 
 def mean_and_se(values: list[float]) -> tuple[float, float]:
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     model = load_pretrained(args.checkpoint, args.device).eval()
     tokenizer = BPETokenizer.from_file(args.checkpoint)  # the folder holding tokenizer.json
-    candidates = [tokenizer.encode(label) for label in model.config.labels]
+    candidates = label_candidates(model, tokenizer)
     rows = validation_rows(args.data_dir, args.val_size, args.seed)
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
 

@@ -3,7 +3,7 @@
 # command; every stage is resumable (--max-minutes + --resume). Run from the repository root:
 #
 #   bash benchmarks/sentiment_gpu_recipe.sh span           # span pretraining, first 8 minutes
-#   bash benchmarks/sentiment_gpu_recipe.sh span-resume    # ... and on to --max-steps (repeat until done)
+#   RESUME=1 bash benchmarks/sentiment_gpu_recipe.sh span  # ... and on to --max-steps (repeat until done)
 #   bash benchmarks/sentiment_gpu_recipe.sh finetune span  # a fine-tune variant (names below), ~2-5 min each
 #   RESUME=1 bash benchmarks/sentiment_gpu_recipe.sh finetune span  # ... continued if it ran out of time
 #   bash benchmarks/sentiment_gpu_recipe.sh select         # selection-row accuracy of every variant: choose here
@@ -29,10 +29,7 @@ SENTIMENT=("${COMMON[@]}" --save-dtype float16 --set max_src_len=1024 --set src_
 case "${1:-}" in
   span)
     python -m training.run --task span "${COMMON[@]}" --init-from checkpoints/lm --max-tokens 32768 \
-      --max-steps 3000 --lr 5e-4 --eval-every 500 --max-minutes 8 --out runs/span-base ;;
-  span-resume)
-    python -m training.run --task span "${COMMON[@]}" --init-from checkpoints/lm --max-tokens 32768 \
-      --max-steps 3000 --lr 5e-4 --eval-every 500 --max-minutes 8 --out runs/span-base --resume ;;
+      --max-steps 3000 --lr 5e-4 --eval-every 500 --max-minutes 8 --out runs/span-base ${RESUME:+--resume} ;;
   finetune)
     variant="${2:?name a variant: lm span crops llrd-smooth fgm avg-dropout unfreeze}"
     case "$variant" in
