@@ -30,7 +30,7 @@ from storage import resolve_checkpoint
 from tokenization import BPETokenizer, clean_text
 
 from .bucketing import length_batches
-from .data import DataError, PairSet, TokenStream, load_table, require_columns
+from .data import DataError, PairSet, TokenStream, label_column, load_table, require_columns, text_column
 from .heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, short_texts
 
 
@@ -137,16 +137,16 @@ def main(argv: list[str] | None = None) -> dict:
             texts = [clean_text(t) for t in held_out["text"]] if held_out is not None else _texts(Path(args.data))
             result = evaluate_lm(model, TokenStream.from_texts(texts, tokenizer), args.limit)
         else:
+            label_candidates(model, tokenizer)  # a checkpoint without labels says so before any row is judged
             ds = held_out if held_out is not None else load_table(args.data)
             require_columns(ds, ["text", "label"], what)
             rows = ds.select(range(min(args.limit, len(ds)))) if args.limit else ds
-            texts, labels = [clean_text(t) for t in rows["text"]], list(rows["label"])
+            name = split if held_out is not None else args.data
+            texts = [clean_text(t) for t in text_column(rows, "text", name)]
+            labels = label_column(rows, "label", name, model.config.labels)
             if args.short_text:
                 short = short_texts(texts, labels)
                 texts, labels = [r.text for r in short], [r.label for r in short]
-            bad = sorted({y for y in labels if not 0 <= y < len(model.config.labels or [])})
-            if bad:
-                raise DataError(f"{what}: labels {bad} are outside 0..{len(model.config.labels or []) - 1}")
             pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer, model.config)
             result = evaluate_classifier(model, pairs, labels, tokenizer, max_tokens=args.max_tokens)
     except (DataError, FileNotFoundError, ValueError) as e:
