@@ -128,7 +128,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         return (log_probs * (tgt_out >= 0)).sum(-1).view(B, K)
 
     def new_cache(self) -> KVCache:
-        return KVCache.empty(self.config.n_decoder_layer)
+        return KVCache.empty(self.config.n_decoder_layer, capacity=self.config.max_tgt_len)
 
     def next_token_logits(self, tokens, cache: KVCache | None, src_ids, src_mask=None) -> torch.Tensor:
         """(1, T) decoder tokens so far -> (1, vocab); the source is encoded once per cache."""
