@@ -101,6 +101,22 @@ def init_distributed(device: str) -> DistInfo:
     return info
 
 
+def _wait_released(*tensors: torch.Tensor) -> None:
+    """Return once gloo's worker thread has let go of the tensors of a collective that has completed.
+
+    The worker drops its reference a moment after the collective returns, and dropping a tensor
+    that Python also holds takes the GIL. If the process is shutting down by then (the collective
+    was a rank's last), the worker cannot take it and the process aborts with "terminate called
+    without an active exception" (pytorch/pytorch#190489): a rank that did its work exits with
+    SIGABRT. Waiting here, with the GIL released, lets the worker finish first. Only gloo is
+    waited for: NCCL's references go from its watchdog thread on its own schedule, and waiting
+    for that at every step would cost more than it guards (and no GPU here could test it)."""
+    if dist.get_backend() != dist.Backend.GLOO:
+        return
+    while any(t._use_count() > 1 for t in tensors):  # 1: the caller's own reference
+        time.sleep(0)  # releases the GIL
+
+
 def weights_in_sync(model: torch.nn.Module, info: DistInfo) -> bool:
     """True when every rank holds bit-identical weights (what DDP promises). Gathered on the
     weights' own device: NCCL cannot gather CPU tensors."""
@@ -109,6 +125,7 @@ def weights_in_sync(model: torch.nn.Module, info: DistInfo) -> bool:
     flat = torch.cat([p.detach().float().flatten() for p in model.parameters()])
     gathered = [torch.empty_like(flat) for _ in range(info.world_size)]
     dist.all_gather(gathered, flat)
+    _wait_released(flat, *gathered)
     return all(torch.equal(g, gathered[0]) for g in gathered)
 
 
@@ -118,6 +135,7 @@ def any_rank(flag: bool, device: str, info: DistInfo) -> bool:
         return flag
     t = torch.tensor([float(flag)], device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    _wait_released(t)
     return bool(t.item())
 
 
