@@ -14,9 +14,10 @@ ours gets its optimizer from `make_optimizer`, as in training.
 
 One step is forward + backward + AdamW update on a (batch, 256) batch of random tokens, CPU,
 float32, dropout 0. Two shapes: 4 layers x 256 (4 heads, d_ff 1024) and the shipped LM's shape,
-read from checkpoints/lm/config.json. Both models get the same batches; after a warm-up step each,
-they are timed alternately, one step each per round (who goes first swaps every round), so that a
-slow spell of a shared machine hits both. A repeat's ratio is ours/ref of the median tokens/s of
+read from checkpoints/lm/config.json. Ours is called as training calls it, with `loss_only=True`
+(its loss without storing the logits). Both models get the same batches; after a warm-up step
+each, they are timed alternately, one step each per round (who goes first swaps every round), so
+that a slow spell of a shared machine hits both. A repeat's ratio is ours/ref of the median tokens/s of
 its rounds; the ratio printed per shape (`ratio X`, the shipped shape last) is the median of
 `--repeats` repeats. The same ratio in process CPU time follows it: on a machine shared with other
 jobs the CPU time a step takes varies much less than its wall-clock time (with --threads 1 it is
@@ -138,8 +139,10 @@ def minor_faults() -> int:
 
 
 def step(model: nn.Module, optimizer: torch.optim.Optimizer, idx: torch.Tensor, targets: torch.Tensor) -> None:
-    out = model(idx, targets=targets)
-    loss = out[1] if isinstance(out, tuple) else out.loss
+    if isinstance(model, DecoderOnlyLM):
+        loss = model(idx, targets=targets, loss_only=True).loss  # as training calls it (training.recipe)
+    else:
+        loss = model(idx, targets)[1]
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()

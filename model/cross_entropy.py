@@ -4,14 +4,22 @@
 
 `F.cross_entropy` writes a full log-softmax (N, V) in the forward pass, then a zero-filled (N, V)
 gradient and another (N, V) for the log-softmax backward: at the LM's 4,096 positions x 8,192
-tokens, three 134 MB tensors and five passes over them. Here the forward keeps only one
-log-sum-exp per row, and the backward writes the gradient once, chunk by chunk, each chunk read
-while it is still in cache. Same numbers as `F.cross_entropy` (tested to 1e-6).
+tokens, three 134 MB tensors and five passes over them. `chunked_cross_entropy` keeps only one
+log-sum-exp per row in the forward pass, and its backward writes the gradient once, chunk by
+chunk, each chunk read while it is still in cache. Same numbers as `F.cross_entropy` (tested to 1e-6).
+
+`linear_cross_entropy` goes one step further when the logits themselves are not wanted (a
+training step): it takes the hidden states and the output projection, and computes each chunk's
+logits, loss and gradients in one go, so the (N, V) logits and their gradient never exist. Their
+memory is not only written: a tensor that large comes fresh from the OS at every step, a page
+fault per 4 KB, which on our CPU machine cost more than the arithmetic (docs/log.md).
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 CHUNK_ELEMENTS = 2**19  # 2 MB of float32 per chunk: about one core's L2 cache
+LOGITS_CHUNK_ELEMENTS = 2**22  # 16 MB of float32 logits per chunk: matmuls of full efficiency
 
 
 class ChunkedCrossEntropy(torch.autograd.Function):
@@ -48,3 +56,48 @@ class ChunkedCrossEntropy(torch.autograd.Function):
 def chunked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = -100) -> torch.Tensor:
     """`F.cross_entropy(logits, targets, ignore_index=...)` for (N, V) logits and (N,) targets."""
     return ChunkedCrossEntropy.apply(logits, targets, ignore_index)
+
+
+class LinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, ignore_index: int) -> torch.Tensor:
+        """x: (N, C) hidden states, weight: (V, C) output projection, targets: (N,) -> the mean loss
+        of the logits x Wᵀ. With a gradient wanted, it is computed here too, a chunk at a time
+        (dL/dx = G W, dL/dW = Gᵀ x, G the chunk's dL/dz), and the backward pass only scales it."""
+        V = weight.size(0)
+        rows = max(1, LOGITS_CHUNK_ELEMENTS // V)
+        keep = targets != ignore_index
+        safe_targets = targets.masked_fill(~keep, 0)[:, None]  # (N, 1)
+        n = keep.sum()
+        share = (keep.to(x.dtype) / n)[:, None]  # (N, 1): each kept row's share of the mean, 0 for ignored rows
+        want_grad = any(ctx.needs_input_grad[:2])
+        grad_x = torch.empty_like(x) if want_grad else None
+        grad_w = torch.zeros_like(weight) if want_grad else None
+        z_buf = x.new_empty(min(rows, x.size(0)), V)  # one chunk's logits, reused by every chunk
+        loss = x.new_zeros(())
+        for start in range(0, x.size(0), rows):
+            end = min(start + rows, x.size(0))
+            z = torch.mm(x[start:end], weight.t(), out=z_buf[: end - start])  # (rows, V)
+            lse = torch.logsumexp(z, dim=1)
+            loss += ((lse - z.gather(1, safe_targets[start:end])[:, 0]) * keep[start:end]).sum()
+            if want_grad:
+                z.sub_(lse[:, None]).exp_().mul_(share[start:end])  # softmax(z) x share
+                z.scatter_add_(1, safe_targets[start:end], -share[start:end])  # - onehot x share
+                torch.mm(z, weight, out=grad_x[start:end])
+                grad_w.addmm_(z.t(), x[start:end])
+        if want_grad:
+            ctx.save_for_backward(grad_x, grad_w)
+        return loss / n
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_loss: torch.Tensor):
+        grad_x, grad_w = ctx.saved_tensors
+        return grad_x * grad_loss, grad_w * grad_loss, None, None
+
+
+def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                         ignore_index: int = -100) -> torch.Tensor:
+    """`F.cross_entropy(x @ weight.T, targets, ignore_index=...)` for (N, C) x, (V, C) weight and (N,)
+    targets, without the (N, V) logits."""
+    return LinearCrossEntropy.apply(x, weight, targets, ignore_index)

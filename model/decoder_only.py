@@ -9,7 +9,7 @@ from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
 from .generation import GenerationMixin, KVCache
 from .layers import Decoder, Embeddings, PositionalEncoding
 from .masks import padding_mask
-from .outputs import ModelOutput, token_loss
+from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel
 
 
@@ -43,9 +43,11 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         attention_mask: torch.Tensor | None = None,
         cache: KVCache | None = None,
         output_attentions: bool = False,
+        loss_only: bool = False,
     ) -> ModelOutput:
         """input_ids: (B, T). targets: (B, T) next-token ids aligned with input_ids, -100 = ignore.
-        attention_mask: (B, T_past + T) 1 for real tokens, 0 for padding."""
+        attention_mask: (B, T_past + T) 1 for real tokens, 0 for padding. `loss_only` (with
+        targets): return the loss without the (B, T, vocab) logits, which are then never stored."""
         offset = cache.length if cache is not None else 0
         x = self.pos(self.embed(input_ids), offset)  # (B, T, C)
         mask = padding_mask(attention_mask) if attention_mask is not None else None
@@ -53,8 +55,7 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
                                need_weights=output_attentions)
         if cache is not None:
             cache.length += input_ids.size(1)
-        logits = self.embed.logits(x)  # (B, T, vocab)
-        loss = token_loss(logits, targets) if targets is not None else None
+        logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, maps if output_attentions else None)
 
     def new_cache(self) -> KVCache:

@@ -10,7 +10,7 @@ from .decoder_only import DecoderOnlyLM
 from .generation import GenerationMixin, KVCache
 from .layers import Decoder, Embeddings, Encoder, PositionalEncoding
 from .masks import padding_mask
-from .outputs import ModelOutput, token_loss
+from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel
 
 
@@ -84,6 +84,11 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
     def decode(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
         """tgt_ids: (B, T) -> logits (B, T, vocab), attention maps. Right-padded targets need no
         mask: causality keeps pads from influencing earlier positions, and the loss ignores them."""
+        x, maps = self._decoder_states(tgt_ids, memory, src_mask, cache, need_weights)
+        return self.embed.logits(x), maps
+
+    def _decoder_states(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
+        """`decode` before the output projection: hidden states (B, T, C), attention maps."""
         offset = cache.length if cache is not None else 0
         x = self.pos(self.embed(tgt_ids), offset)
         mask = padding_mask(src_mask) if src_mask is not None else None
@@ -91,13 +96,15 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
                                cache=cache.layers if cache is not None else None, need_weights=need_weights)
         if cache is not None:
             cache.length += tgt_ids.size(1)
-        return self.embed.logits(x), maps
+        return x, maps
 
-    def forward(self, src_ids, tgt_ids, src_mask=None, targets=None, output_attentions=False) -> ModelOutput:
-        """targets: (B, T) aligned with tgt_ids (tgt shifted left), -100 = ignore."""
+    def forward(self, src_ids, tgt_ids, src_mask=None, targets=None, output_attentions=False,
+                loss_only=False) -> ModelOutput:
+        """targets: (B, T) aligned with tgt_ids (tgt shifted left), -100 = ignore. `loss_only` (with
+        targets): return the loss without the (B, T, vocab) logits, which are then never stored."""
         memory, enc_maps = self.encode(src_ids, src_mask, output_attentions)
-        logits, dec_maps = self.decode(tgt_ids, memory, src_mask, need_weights=output_attentions)
-        loss = token_loss(logits, targets) if targets is not None else None
+        x, dec_maps = self._decoder_states(tgt_ids, memory, src_mask, need_weights=output_attentions)
+        logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None)
 
     @torch.inference_mode()

@@ -4,15 +4,15 @@ from dataclasses import dataclass
 
 import torch
 
-from .cross_entropy import chunked_cross_entropy
-from .layers import AttentionMap
+from .cross_entropy import chunked_cross_entropy, linear_cross_entropy
+from .layers import AttentionMap, Embeddings
 
 IGNORE_INDEX = -100  # a target position with this id adds nothing to the loss (padding, a prompt)
 
 
 @dataclass
 class ModelOutput:
-    logits: torch.Tensor  # (B, T, vocab)
+    logits: torch.Tensor | None  # (B, T, vocab); None when asked for the loss only
     loss: torch.Tensor | None = None
     attentions: list[AttentionMap] | None = None
 
@@ -25,3 +25,17 @@ def token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     (`model/cross_entropy.py`): `F.cross_entropy`'s numbers without its three (B·T, vocab) temporaries.
     """
     return chunked_cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), IGNORE_INDEX)
+
+
+def head_and_loss(embed: Embeddings, x: torch.Tensor, targets: torch.Tensor | None,
+                  loss_only: bool = False) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The tied output projection of hidden states x (B, T, C) and, given targets, the loss.
+
+    With `loss_only` (a training step's call) the loss comes straight from the hidden states
+    (`linear_cross_entropy`) and the logits are None: they are never stored. That path is float32
+    only; under autocast or in another dtype the logits are computed and dropped."""
+    if targets is not None and loss_only and x.dtype == torch.float32 and not torch.is_autocast_enabled(x.device.type):
+        return None, linear_cross_entropy(x.flatten(0, 1), embed.lut.weight, targets.flatten(), IGNORE_INDEX)
+    logits = embed.logits(x)  # (B, T, vocab)
+    loss = token_loss(logits, targets) if targets is not None else None
+    return (None if loss_only and loss is not None else logits), loss

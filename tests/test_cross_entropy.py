@@ -1,10 +1,10 @@
-"""The chunked cross-entropy gives F.cross_entropy's loss and gradient."""
+"""The chunked and the linear (fused) cross-entropy give F.cross_entropy's loss and gradients."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from model.cross_entropy import ChunkedCrossEntropy, chunked_cross_entropy
+from model.cross_entropy import ChunkedCrossEntropy, LinearCrossEntropy, chunked_cross_entropy, linear_cross_entropy
 
 
 @pytest.mark.parametrize("n, vocab, chunk", [(37, 50, 8), (64, 1000, 1000), (5, 7, 1), (4, 3, 2**19)])
@@ -50,3 +50,47 @@ def test_gradcheck():
     logits = torch.randn(6, 5, generator=g, dtype=torch.float64, requires_grad=True)
     targets = torch.tensor([0, 4, -100, 2, 2, 1])
     assert torch.autograd.gradcheck(lambda z: ChunkedCrossEntropy.apply(z, targets, -100), (logits,))
+
+
+@pytest.mark.parametrize("n, vocab, chunk", [(37, 50, 8), (64, 1000, 1000), (5, 7, 1), (4, 3, 2**22)])
+@pytest.mark.parametrize("grad_scale", [1.0, -2.5, 0.0])
+def test_linear_matches_torch_on_materialised_logits(monkeypatch, n, vocab, chunk, grad_scale):
+    """loss(x Wᵀ) and the gradients of x and W, against F.cross_entropy of the full logits: chunks of
+    1 row, several, a last partial one and one for all; ignored rows; any incoming gradient."""
+    monkeypatch.setattr("model.cross_entropy.LOGITS_CHUNK_ELEMENTS", chunk * vocab)
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(n, 6, generator=g, dtype=torch.float64, requires_grad=True)
+    w = (torch.randn(vocab, 6, generator=g, dtype=torch.float64) * 2).requires_grad_()
+    targets = torch.randint(0, vocab, (n,), generator=g)
+    targets[1::3] = -100
+    ours_x, ours_w = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    expected = F.cross_entropy(x @ w.T, targets, ignore_index=-100)
+    got = linear_cross_entropy(ours_x, ours_w, targets)
+    torch.testing.assert_close(got, expected, atol=1e-12, rtol=0)
+    (expected * grad_scale).backward()
+    (got * grad_scale).backward()
+    torch.testing.assert_close(ours_x.grad, x.grad, atol=1e-12, rtol=0)
+    torch.testing.assert_close(ours_w.grad, w.grad, atol=1e-12, rtol=0)
+
+
+def test_linear_without_grad_gives_the_loss_alone():
+    g = torch.Generator().manual_seed(3)
+    x, w = torch.randn(20, 8, generator=g), torch.randn(30, 8, generator=g, requires_grad=True)
+    targets = torch.randint(0, 30, (20,), generator=g)
+    with torch.no_grad():
+        loss = linear_cross_entropy(x, w, targets)
+    assert loss.grad_fn is None
+    torch.testing.assert_close(loss, F.cross_entropy(x @ w.detach().T, targets), atol=1e-6, rtol=0)
+
+
+def test_linear_all_rows_ignored_gives_nan_like_torch():
+    x, w, targets = torch.randn(3, 4), torch.randn(5, 4), torch.full((3,), -100)
+    assert torch.isnan(linear_cross_entropy(x, w, targets)) and torch.isnan(F.cross_entropy(x @ w.T, targets))
+
+
+def test_linear_gradcheck():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(6, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    targets = torch.tensor([0, 4, -100, 2, 2, 1])
+    assert torch.autograd.gradcheck(lambda a, b: LinearCrossEntropy.apply(a, b, targets, -100), (x, w))

@@ -44,6 +44,26 @@ def test_lm_logits_loss_and_attention_shapes():
     assert all((m.weights.triu(1) == 0).all() for m in out.attentions)
 
 
+@pytest.mark.parametrize("kind", ["lm", "seq2seq"])
+def test_loss_only_gives_the_same_loss_and_gradients_without_logits(kind):
+    """`loss_only`, a training step's call, skips the logits: same loss, same gradient on every
+    weight (the tied output projection included), and logits None."""
+    model = (tiny_lm() if kind == "lm" else tiny_seq2seq()).train()
+    targets = ids(2, 6, seed=2)
+    targets[1, 3:] = -100
+    inputs = {"input_ids": ids(2, 6)} if kind == "lm" else {"src_ids": ids(2, 9), "tgt_ids": ids(2, 6, seed=1)}
+    full = model(**inputs, targets=targets)
+    full.loss.backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+    model.zero_grad()
+    fused = model(**inputs, targets=targets, loss_only=True)
+    fused.loss.backward()
+    assert fused.logits is None and full.logits.shape == (2, 6, VOCAB)
+    torch.testing.assert_close(fused.loss, full.loss, atol=1e-6, rtol=0)
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(p.grad, grads[name], atol=1e-6, rtol=0, msg=name)
+
+
 def test_seq2seq_logits_loss_and_attention_shapes():
     model = tiny_seq2seq()
     src, tgt = ids(2, 9), ids(2, 6, seed=1)

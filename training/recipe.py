@@ -115,7 +115,7 @@ def training_loss(model: PreTrainedModel, forward, batch: dict, recipe: Recipe) 
     constant, as there)."""
     if recipe.adversarial_eps == 0:
         if recipe.label_smoothing == 0:
-            return forward(**batch).loss
+            return forward(**batch, loss_only=True).loss
         inputs = {k: v for k, v in batch.items() if k != "targets"}  # the model's own loss would go unused
         return smoothed_loss(forward(**inputs).logits, batch["targets"], recipe.label_smoothing)
     embeds = model.embed(batch["src_ids"])  # (B, S, C)
