@@ -12,7 +12,7 @@ import pytest
 
 gradio_client = pytest.importorskip("gradio_client")
 
-from demo.app import ACTIVE_REQUESTS, QUEUE_SIZE, build_app, launch  # noqa: E402
+from demo.app import ACTIVE_REQUESTS, QUEUE_POLL_SECONDS, QUEUE_SIZE, build_app, launch  # noqa: E402
 from demo.inference import DemoService  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
@@ -315,6 +315,16 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     stop = next(d for d in deps if d.get("api_name") == "stop")
     # Gradio adds the cancelling as its own dependency on the same trigger as the Stop button
     assert any(set(d["cancels"]) == chat_ids and d["targets"] == stop["targets"] for d in deps)
+
+
+def test_the_queue_polls_every_10_ms_not_every_1(server) -> None:
+    """Gradio's queue loop sleeps `sleep_when_free` between looks for new events; the app's value
+    replaces Gradio's 1 ms, and the loop still reads that attribute (a Gradio upgrade that renamed
+    it would make the setting do nothing)."""
+    app, _ = server
+    assert (app._queue.sleep_when_free, app._queue.progress_update_sleep_when_free) == QUEUE_POLL_SECONDS
+    assert "self.sleep_when_free" in inspect.getsource(type(app._queue).start_processing)
+    assert "self.progress_update_sleep_when_free" in inspect.getsource(type(app._queue).start_progress_updates)
 
 
 def test_uploads_are_capped_and_the_cache_is_cleaned(server) -> None:
