@@ -14,7 +14,9 @@ from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, 
 from tokenization import visible
 
 CONTINUATION = "…"  # the bot's message continues the visitor's text, so it starts with an ellipsis
-UPDATE_SECONDS = 0.1  # at most 10 updates a second: each costs the server ~5 ms of Python that the model waits out
+# at most 8 updates a second: each costs the server a few ms of Python that the model waits out
+# (streamed tokens/s against direct: 85-95% at 10 a second, 93-96% at 8; docs/log.md)
+UPDATE_SECONDS = 0.125
 PROBABILITY_COLOURS = {category: colour for _, category, colour in PROBABILITY_BANDS}
 
 
