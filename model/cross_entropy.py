@@ -70,9 +70,10 @@ class LinearCrossEntropy(torch.autograd.Function):
         safe_targets = targets.masked_fill(~keep, 0)[:, None]  # (N, 1)
         n = keep.sum()
         share = (keep.to(x.dtype) / n)[:, None]  # (N, 1): each kept row's share of the mean, 0 for ignored rows
-        want_grad = any(ctx.needs_input_grad[:2])
-        grad_x = torch.empty_like(x) if want_grad else None
-        grad_w = torch.zeros_like(weight) if want_grad else None
+        want_x, want_w = ctx.needs_input_grad[:2]  # a frozen output projection needs no dL/dW
+        want_grad = want_x or want_w
+        grad_x = torch.empty_like(x) if want_x else None
+        grad_w = torch.zeros_like(weight) if want_w else None
         z_buf = x.new_empty(min(rows, x.size(0)), V)  # one chunk's logits, reused by every chunk
         loss = x.new_zeros(())
         for start in range(0, x.size(0), rows):
@@ -83,17 +84,17 @@ class LinearCrossEntropy(torch.autograd.Function):
             if want_grad:
                 z.sub_(lse[:, None]).exp_().mul_(share[start:end])  # softmax(z) x share
                 z.scatter_add_(1, safe_targets[start:end], -share[start:end])  # - onehot x share
-                torch.mm(z, weight, out=grad_x[start:end])
-                grad_w.addmm_(z.t(), x[start:end])
-        if want_grad:
-            ctx.save_for_backward(grad_x, grad_w)
+                if want_x:
+                    torch.mm(z, weight, out=grad_x[start:end])
+                if want_w:
+                    grad_w.addmm_(z.t(), x[start:end])
+        ctx.grads = grad_x, grad_w
         return loss / n
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_loss: torch.Tensor):
-        grad_x, grad_w = ctx.saved_tensors
-        return grad_x * grad_loss, grad_w * grad_loss, None, None
+        return *(None if g is None else g * grad_loss for g in ctx.grads), None, None
 
 
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,

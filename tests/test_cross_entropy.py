@@ -94,3 +94,19 @@ def test_linear_gradcheck():
     w = torch.randn(5, 3, generator=g, dtype=torch.float64, requires_grad=True)
     targets = torch.tensor([0, 4, -100, 2, 2, 1])
     assert torch.autograd.gradcheck(lambda a, b: LinearCrossEntropy.apply(a, b, targets, -100), (x, w))
+
+
+@pytest.mark.parametrize("frozen", ["x", "weight"])
+def test_linear_skips_the_gradient_of_a_frozen_input(frozen):
+    """A frozen output projection (or input) gets no gradient, and the other one is still exact."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(9, 5, generator=g, dtype=torch.float64, requires_grad=frozen != "x")
+    w = torch.randn(11, 5, generator=g, dtype=torch.float64, requires_grad=frozen != "weight")
+    targets = torch.randint(0, 11, (9,), generator=g)
+    linear_cross_entropy(x, w, targets).backward()
+    trained = w if frozen == "x" else x
+    expected = trained.grad.clone()
+    trained.grad = None
+    F.cross_entropy(x @ w.T, targets).backward()
+    torch.testing.assert_close(expected, trained.grad, atol=1e-12, rtol=0)
+    assert (x if frozen == "x" else w).grad is None
