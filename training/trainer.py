@@ -113,7 +113,8 @@ def _wait_released(*tensors: torch.Tensor) -> None:
     for that at every step would cost more than it guards (and no GPU here could test it)."""
     if dist.get_backend() != dist.Backend.GLOO:
         return
-    while any(t._use_count() > 1 for t in tensors):  # 1: the caller's own reference
+    deadline = time.monotonic() + 1.0  # a gloo that kept them longer brings back the race, not a hang
+    while any(t._use_count() > 1 for t in tensors) and time.monotonic() < deadline:  # 1: the caller's own
         time.sleep(0)  # releases the GIL
 
 
