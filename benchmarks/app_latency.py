@@ -82,33 +82,31 @@ def http_stream(url: str):
     return stream
 
 
-def chat_through_server(stream, tokens: int, seed: int) -> tuple[float | None, float | None, int]:
-    """One streamed chat request: (time to first token, tokens/s after it, tokens)."""
+def first_token_and_speed(updates, tokens_in) -> tuple[float | None, float | None, int]:
+    """(time to first token, tokens/s after it, tokens) of a stream of cumulative updates, timed as
+    they arrive; `tokens_in(update)` is how many tokens an update holds."""
     t0 = time.perf_counter()
-    t_first = final = None
-    for update in stream("/chat", [PROMPT, [], tokens, 0.8, 40, 0.95, seed]):  # as each update arrives
-        if t_first is None and update[3] and update[3]["data"]:
+    t_first, n = None, 0
+    for update in updates:
+        n = tokens_in(update)
+        if t_first is None and n:
             t_first = time.perf_counter()
-        final = update
     t_end = time.perf_counter()
-    n = len(final[3]["data"])
     if t_first is None:
         return None, None, n
     return t_first - t0, (n - 1) / (t_end - t_first) if n > 1 else None, n
+
+
+def chat_through_server(stream, tokens: int, seed: int) -> tuple[float | None, float | None, int]:
+    """One streamed chat request: its token table (output 3) holds a row per token so far."""
+    return first_token_and_speed(stream("/chat", [PROMPT, [], tokens, 0.8, 40, 0.95, seed]),
+                                 lambda update: len(update[3]["data"]) if update[3] else 0)
 
 
 def chat_direct(service, tokens: int, seed: int) -> tuple[float | None, float | None, int]:
     """The same request calling `DemoService` in this process, without a server."""
-    t0 = time.perf_counter()
-    t_first, n = None, 0
-    for update in service.stream_continuation(PROMPT, tokens, 0.8, 40, 0.95, seed):
-        if t_first is None and update.steps:
-            t_first = time.perf_counter()
-        n = len(update.steps)
-    t_end = time.perf_counter()
-    if t_first is None:
-        return None, None, n
-    return t_first - t0, (n - 1) / (t_end - t_first) if n > 1 else None, n
+    return first_token_and_speed(service.stream_continuation(PROMPT, tokens, 0.8, 40, 0.95, seed),
+                                 lambda update: len(update.steps))
 
 
 def chat_rounds(ways: dict, tokens: int, runs: int) -> dict:

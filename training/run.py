@@ -235,10 +235,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     if info.world_size > 1 and (recipe.adversarial_eps or recipe.unfreeze_every):
         raise UsageError("--adversarial-eps and --unfreeze-every run on one process only (not under torchrun)")
     try:
-        result = train(args, argv, cfg, preset, explicit, device, info, start)
-        if info.world_size > 1:  # leave together: no rank closes its connections while rank 0 still saves
-            dist.barrier(device_ids=[info.local_rank] if device.startswith("cuda") else None)
-        return result
+        return train(args, argv, cfg, preset, explicit, device, info, start)
     finally:
         if info.world_size > 1:
             dist.destroy_process_group()
