@@ -112,7 +112,7 @@ def classify(ckpt: Checkpoint, text: object) -> SentimentResult:
     labels, candidates = label_candidates(model, tok)
     with torch.inference_mode():
         memory, _ = model.encode(source.ids)  # (1, S, C)
-        probs = model.candidate_scores(memory, candidates).float().softmax(-1)[0].cpu()
+        probs = model.label_log_probs(memory, candidates)[0].exp().cpu()
         best = int(probs.argmax())
         # the label step reads only the start token: its cross-attention is the same for every label
         _, maps = model.decode(torch.tensor([[model.config.bos_token_id]], device=ckpt.device), memory,

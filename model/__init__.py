@@ -21,7 +21,8 @@ from .layers import (
 )
 from .logit_lens import LogitLens, layer_log_probs, logit_lens
 from .masks import causal_padding_mask, padding_mask, subsequent_mask
-from .outputs import IGNORE_INDEX, ModelOutput
+from .outputs import IGNORE_INDEX, ModelOutput, head_and_loss
+from .precision import PRECISIONS, autocast, bf16_native, resolve_precision
 from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
@@ -30,7 +31,8 @@ __all__ = [
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
     "GenerationConfig", "IGNORE_INDEX", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
-    "PreTrainedModel", "SublayerConnection", "TokenStep", "TransformerConfig",
+    "PRECISIONS", "PreTrainedModel", "SublayerConnection", "TokenStep", "TransformerConfig",
+    "autocast", "bf16_native", "head_and_loss", "resolve_precision",
     "causal_padding_mask", "filter_logits", "load_pretrained", "padding_mask", "read_config", "resolve_device",
     "scaled_dot_product_attention", "sinusoidal_table", "subsequent_mask",
 ]

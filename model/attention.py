@@ -46,10 +46,10 @@ def scaled_dot_product_attention(
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T_q, T_k)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)
+    weights = scores.float().softmax(dim=-1)  # float32 statistics, also under bfloat16 autocast
     if mask is not None:
         weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # all-masked rows: 0, not NaN
-    out = F.dropout(weights, dropout_p) @ v  # (B, H, T_q, d_k)
+    out = F.dropout(weights, dropout_p).to(v.dtype) @ v  # (B, H, T_q, d_k)
     return out, weights
 
 

@@ -120,7 +120,7 @@ def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[lis
     try:
         with torch.inference_mode():
             memory, enc_maps = model.encode(ids, need_weights=method == "rollout")
-            log_probs = model.candidate_scores(memory, candidates).float().log_softmax(-1)[0]  # (K,)
+            log_probs = model.label_log_probs(memory, candidates)[0]  # (K,)
         label = int(log_probs.argmax()) if label is None else label
         if not 0 <= label < len(candidates):
             raise ValueError(f"label {label} is outside 0..{len(candidates) - 1}")
@@ -147,7 +147,7 @@ def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[lis
 def _target(model: EncoderDecoder, candidates, label: int, src_ids=None, src_mask=None, src_embeds=None):
     """f: log P(label | source) among the candidates -> (B,)."""
     memory, _ = model.encode(src_ids, src_mask, src_embeds=src_embeds)
-    return model.candidate_scores(memory, candidates, src_mask).float().log_softmax(-1)[:, label]
+    return model.label_log_probs(memory, candidates, src_mask)[:, label]
 
 
 @torch.inference_mode()

@@ -60,45 +60,60 @@ def chunked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, ignore_in
 
 class LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, ignore_index: int) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, ignore_index: int,
+                compute_dtype: torch.dtype) -> torch.Tensor:
         """x: (N, C) hidden states, weight: (V, C) output projection, targets: (N,) -> the mean loss
         of the logits x Wᵀ. With a gradient wanted, it is computed here too, a chunk at a time
-        (dL/dx = G W, dL/dW = Gᵀ x, G the chunk's dL/dz), and the backward pass only scales it."""
+        (dL/dx = G W, dL/dW = Gᵀ x, G the chunk's dL/dz), and the backward pass only scales it.
+
+        The products run in `compute_dtype` (bfloat16 under autocast); the log-sum-exp, the
+        softmax and the loss are always float32, and dL/dW is accumulated in the weight's dtype."""
         V = weight.size(0)
         rows = max(1, LOGITS_CHUNK_ELEMENTS // V)
         keep = targets != ignore_index
         safe_targets = targets.masked_fill(~keep, 0)[:, None]  # (N, 1)
         n = keep.sum()
-        share = (keep.to(x.dtype) / n)[:, None]  # (N, 1): each kept row's share of the mean, 0 for ignored rows
+        share = (keep.float() / n)[:, None]  # (N, 1): each kept row's share of the mean, 0 for ignored rows
         want_x, want_w = ctx.needs_input_grad[:2]  # a frozen output projection needs no dL/dW
         want_grad = want_x or want_w
+        xc, wc = x.to(compute_dtype), weight.to(compute_dtype)
+        exact = compute_dtype == torch.float32  # float32 throughout: products write straight into place
         grad_x = torch.empty_like(x) if want_x else None
         grad_w = torch.zeros_like(weight) if want_w else None
-        z_buf = x.new_empty(min(rows, x.size(0)), V)  # one chunk's logits, reused by every chunk
-        loss = x.new_zeros(())
+        z_buf = xc.new_empty(min(rows, x.size(0)), V)  # one chunk's logits, reused by every chunk
+        zf_buf = z_buf if exact else z_buf.new_empty(z_buf.shape, dtype=torch.float32)
+        loss = x.new_zeros((), dtype=torch.float32)
         for start in range(0, x.size(0), rows):
             end = min(start + rows, x.size(0))
-            z = torch.mm(x[start:end], weight.t(), out=z_buf[: end - start])  # (rows, V)
+            z = torch.mm(xc[start:end], wc.t(), out=z_buf[: end - start])  # (rows, V)
+            z = z if exact else zf_buf[: end - start].copy_(z)  # float32 from here on
             lse = torch.logsumexp(z, dim=1)
             loss += ((lse - z.gather(1, safe_targets[start:end])[:, 0]) * keep[start:end]).sum()
             if want_grad:
                 z.sub_(lse[:, None]).exp_().mul_(share[start:end])  # softmax(z) x share
                 z.scatter_add_(1, safe_targets[start:end], -share[start:end])  # - onehot x share
+                g = z if exact else z.to(compute_dtype)
                 if want_x:
-                    torch.mm(z, weight, out=grad_x[start:end])
+                    if exact:
+                        torch.mm(g, wc, out=grad_x[start:end])
+                    else:
+                        grad_x[start:end] = torch.mm(g, wc)
                 if want_w:
-                    grad_w.addmm_(z.t(), x[start:end])
+                    if exact:
+                        grad_w.addmm_(g.t(), xc[start:end])
+                    else:
+                        grad_w += torch.mm(g.t(), xc[start:end])
         ctx.grads = grad_x, grad_w
         return loss / n
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_loss: torch.Tensor):
-        return *(None if g is None else g * grad_loss for g in ctx.grads), None, None
+        return *(None if g is None else g * grad_loss.to(g.dtype) for g in ctx.grads), None, None, None
 
 
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                         ignore_index: int = -100) -> torch.Tensor:
+                         ignore_index: int = -100, compute_dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """`F.cross_entropy(x @ weight.T, targets, ignore_index=...)` for (N, C) x, (V, C) weight and (N,)
-    targets, without the (N, V) logits."""
-    return LinearCrossEntropy.apply(x, weight, targets, ignore_index)
+    targets, without the (N, V) logits; the products in `compute_dtype`, the loss in float32."""
+    return LinearCrossEntropy.apply(x, weight, targets, ignore_index, compute_dtype)

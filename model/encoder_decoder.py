@@ -27,6 +27,14 @@ class EncoderDecoderConfig(TransformerConfig):
     n_decoder_layer: int = bounded(2, 1, MAX_LAYERS)
     labels: list[str] | None = None  # for a classifier trained text-to-text: its label words
     src_keep_tail: int = bounded(0, 0)  # a source over max_src_len keeps this many of its last tokens (data and app)
+    # the encoder keeps a decoder-only LM's causal mask: position t reads tokens <= t only. An encoder
+    # started from the LM (`init_encoder_from`) then begins exactly where the LM stands, instead of
+    # reading with a bidirectional mask its weights never saw; the decoder's cross-attention still
+    # reads every position of the memory.
+    causal_encoder: bool = False
+    # the classifier's softmax temperature over label scores (temperature scaling, Guo et al. 2017),
+    # fitted on the selection rows at the end of a sentiment run so that its probabilities are calibrated
+    temperature: float = bounded(1.0, 1e-2, 100.0)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -53,7 +61,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
     def init_encoder_from(self, lm: DecoderOnlyLM) -> None:
         """Start the encoder from a trained decoder-only LM: its embeddings and its first
         n_encoder_layer blocks (same shapes: self-attention + FFN). The weights carry what the LM
-        learned about the language; only the mask changes, from causal to bidirectional. This is
+        learned about the language; the mask changes from causal to bidirectional unless the config's
+        `causal_encoder` keeps it, and then the memory is the LM's final hidden states. This is
         how the unlabeled reviews help the classifier. A larger vocabulary (a span-corruption model's
         sentinel ids above the tokenizer's) takes the LM's rows as its first rows; the others keep
         their fresh initialisation."""
@@ -105,7 +114,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         memory, enc_maps = self.encode(src_ids, src_mask, output_attentions)
         x, dec_maps = self._decoder_states(tgt_ids, memory, src_mask, need_weights=output_attentions)
         logits, loss = head_and_loss(self.embed, x, targets, loss_only)
-        return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None)
+        return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None, memory)
 
     @torch.inference_mode()
     def score_candidates(self, src_ids, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
@@ -133,6 +142,13 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
                                 None if src_mask is None else src_mask.repeat_interleave(K, 0))
         log_probs = logits.float().log_softmax(-1).gather(-1, tgt_out.clamp(min=0)[..., None]).squeeze(-1)
         return (log_probs * (tgt_out >= 0)).sum(-1).view(B, K)
+
+    def label_log_probs(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
+        """log P(label | source) over the candidate labels -> (B, K): the candidates' scores
+        (`candidate_scores`) softmaxed at the config's fitted temperature, so that a reader of the
+        probabilities gets calibrated ones (the argmax, the label, is the same at any temperature)."""
+        scores = self.candidate_scores(memory, candidates, src_mask).float()
+        return (scores / self.config.temperature).log_softmax(-1)
 
     def new_cache(self) -> KVCache:
         return KVCache.empty(self.config.n_decoder_layer, capacity=self.config.max_tgt_len)

@@ -128,8 +128,9 @@ class EncoderLayer(nn.Module):
         self.feed_forward = FeedForward(config)
         self.sublayer = nn.ModuleList(SublayerConnection(config) for _ in range(2))
 
-    def forward(self, x, mask=None, need_weights=False):
-        x, weights = self.sublayer[0](x, lambda h: self.self_attn(h, mask=mask, need_weights=need_weights))
+    def forward(self, x, mask=None, need_weights=False, is_causal=False):
+        x, weights = self.sublayer[0](
+            x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, need_weights=need_weights))
         x, _ = self.sublayer[1](x, lambda h: (self.feed_forward(h), None))
         return x, weights
 
@@ -166,17 +167,22 @@ class DecoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """`config.n_encoder_layer` encoder layers; with pre-norm a final norm normalises the last residual stream."""
+    """`config.n_encoder_layer` encoder layers; with pre-norm a final norm normalises the last residual stream.
+
+    With `config.causal_encoder` each position attends only to itself and the positions before it,
+    as in the decoder-only LM the encoder may start from: its weights then see the text exactly as
+    they learned it (see `EncoderDecoderConfig.causal_encoder`)."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layer))
         self.norm = build_norm(config) if config.norm_first else nn.Identity()
+        self.is_causal = config.causal_encoder
 
     def forward(self, x, mask=None, need_weights=False):
         maps = []
         for i, layer in enumerate(self.layers):
-            x, w = layer(x, mask, need_weights)
+            x, w = layer(x, mask, need_weights, self.is_causal)
             if need_weights:
                 maps.append(AttentionMap("encoder_self", i, w))
         return self.norm(x), maps

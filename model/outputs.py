@@ -15,6 +15,7 @@ class ModelOutput:
     logits: torch.Tensor | None  # (B, T, vocab); None when asked for the loss only
     loss: torch.Tensor | None = None
     attentions: list[AttentionMap] | None = None
+    encoder_hidden_state: torch.Tensor | None = None  # (B, S, C): an encoder-decoder's memory
 
 
 def token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -32,10 +33,13 @@ def head_and_loss(embed: Embeddings, x: torch.Tensor, targets: torch.Tensor | No
     """The tied output projection of hidden states x (B, T, C) and, given targets, the loss.
 
     With `loss_only` (a training step's call) the loss comes straight from the hidden states
-    (`linear_cross_entropy`) and the logits are None: they are never stored. That path is float32
-    only; under autocast or in another dtype the logits are computed and dropped."""
-    if targets is not None and loss_only and x.dtype == torch.float32 and not torch.is_autocast_enabled(x.device.type):
-        return None, linear_cross_entropy(x.flatten(0, 1), embed.lut.weight, targets.flatten(), IGNORE_INDEX)
+    (`linear_cross_entropy`) and the logits are None: they are never stored. Under autocast its
+    products run in the autocast dtype and its loss in float32, as autocast would run them."""
+    if targets is not None and loss_only:
+        device_type = x.device.type
+        compute = torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else x.dtype
+        with torch.autocast(device_type, enabled=False):
+            return None, linear_cross_entropy(x.flatten(0, 1), embed.lut.weight, targets.flatten(), IGNORE_INDEX,
+                                              compute)
     logits = embed.logits(x)  # (B, T, vocab)
-    loss = token_loss(logits, targets) if targets is not None else None
-    return (None if loss_only and loss is not None else logits), loss
+    return logits, token_loss(logits, targets) if targets is not None else None

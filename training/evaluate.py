@@ -30,6 +30,7 @@ from storage import resolve_checkpoint
 from tokenization import BPETokenizer, clean_text
 
 from .bucketing import length_batches
+from .calibration import expected_calibration_error
 from .data import DataError, PairSet, TokenStream, label_column, load_table, require_columns, text_column
 from .heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, short_texts
 
@@ -95,8 +96,9 @@ def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int]
                                                                accumulate=True)  # rows: true, columns: predicted
     n_tokens = sum(len(candidates[y]) + 1 for y in labels[:n])  # label words + the end token
     nll = -scores.gather(1, truth[:, None]).sum().item()
+    probs = (scores / model.config.temperature).softmax(-1)  # what a reader is shown (label_log_probs)
     return {"accuracy": (predicted == truth).float().mean().item(), "loss": nll / n_tokens, "examples": n,
-            "confusion": confusion.tolist()}
+            "ece": expected_calibration_error(probs, truth), "confusion": confusion.tolist()}
 
 
 def _texts(path: Path, column: str = "text") -> list[str]:

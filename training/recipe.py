@@ -15,7 +15,10 @@ which ones help:
   normalised gradient of the loss, the direction that hurts most;
 - averaging the weights of the last `average_last` evaluation points (checkpoint averaging);
 - random short crops: a fraction `crop_prob` of the training reviews is replaced by one to three
-  contiguous sentences of the review, with its label, so that a one-line review is in distribution.
+  contiguous sentences of the review, with its label, so that a one-line review is in distribution;
+- an auxiliary language-model loss on the source (GPT-1's fine-tuning objective, Radford et al.
+  2018, section 3.2): `lm_weight` x the next-token loss of a causal encoder's states, which keeps the
+  encoder the language model it started as while the classifier trains on top of it.
 
 More dropout is `--set dropout=0.2` (model config). Every option is a pure function of the step
 and the seed, so `--resume` stays bit-exact.
@@ -28,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model import IGNORE_INDEX, EncoderDecoder, PreTrainedModel
+from model import IGNORE_INDEX, EncoderDecoder, PreTrainedModel, head_and_loss
 
 from .errors import UsageError
 from .heldout import sentences
@@ -42,6 +45,7 @@ class Recipe:
     adversarial_eps: float = 0.0  # L2 size of the embedding perturbation per example (0 = off)
     average_last: int = 1  # average the weights of the last N evaluation points (1 = off)
     crop_prob: float = 0.0  # fraction of training reviews replaced by 1-3 contiguous sentences
+    lm_weight: float = 0.0  # weight of the source's next-token loss (needs a causal encoder; 0 = off)
 
     def __post_init__(self):
         if not 0 < self.layer_decay <= 1:
@@ -50,6 +54,8 @@ class Recipe:
             raise UsageError("--unfreeze-every must be >= 0 and --average-last >= 1")
         if not 0 <= self.label_smoothing < 1 or not 0 <= self.crop_prob <= 1 or self.adversarial_eps < 0:
             raise UsageError("--label-smoothing must be in [0, 1), --crop-prob in [0, 1], --adversarial-eps >= 0")
+        if self.lm_weight < 0 or self.lm_weight and self.adversarial_eps:
+            raise UsageError("--lm-weight must be >= 0, and does not combine with --adversarial-eps")
 
 
 # --- layer groups: discriminative learning rates and gradual unfreezing ---------------------------
@@ -107,17 +113,31 @@ def _loss_from_embeds(model: EncoderDecoder, batch: dict, embeds: torch.Tensor, 
     return smoothed_loss(logits, batch["targets"], smoothing)
 
 
+def source_lm_loss(model: EncoderDecoder, memory: torch.Tensor, src_ids: torch.Tensor,
+                   src_mask: torch.Tensor) -> torch.Tensor:
+    """The next-token loss of a causal encoder's states: memory (B, S, C) at position t predicts
+    src_ids[t + 1], through the tied output projection, as the LM it started from did."""
+    targets = src_ids[:, 1:].masked_fill(src_mask[:, 1:] == 0, IGNORE_INDEX)  # (B, S - 1), padding ignored
+    return head_and_loss(model.embed, memory[:, :-1], targets, loss_only=True)[1]
+
+
 def training_loss(model: PreTrainedModel, forward, batch: dict, recipe: Recipe) -> torch.Tensor:
     """The loss to back-propagate. `forward` is the (possibly DDP-wrapped) model call.
 
     With adversarial_eps > 0: loss(e) + loss(e + r), e the source embeddings (B, S, C) and
     r = eps x g / ||g|| per example, g = d loss / d e (Miyato et al. 2017, eq. 2-3; r is held
-    constant, as there)."""
+    constant, as there). With lm_weight > 0: loss + lm_weight x `source_lm_loss`."""
     if recipe.adversarial_eps == 0:
         if recipe.label_smoothing == 0:
-            return forward(**batch, loss_only=True).loss
-        inputs = {k: v for k, v in batch.items() if k != "targets"}  # the model's own loss would go unused
-        return smoothed_loss(forward(**inputs).logits, batch["targets"], recipe.label_smoothing)
+            out = forward(**batch, loss_only=True)
+            loss = out.loss
+        else:
+            out = forward(**{k: v for k, v in batch.items() if k != "targets"})  # the model's own loss would go unused
+            loss = smoothed_loss(out.logits, batch["targets"], recipe.label_smoothing)
+        if recipe.lm_weight:
+            loss = loss + recipe.lm_weight * source_lm_loss(model, out.encoder_hidden_state, batch["src_ids"],
+                                                            batch["src_mask"])
+        return loss
     embeds = model.embed(batch["src_ids"])  # (B, S, C)
     clean = _loss_from_embeds(model, batch, embeds, recipe.label_smoothing)
     (grad,) = torch.autograd.grad(clean, embeds, retain_graph=True)

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from model import DecoderOnlyLM, EncoderDecoder, load_pretrained, read_config, resolve_device
+from model import PRECISIONS, DecoderOnlyLM, EncoderDecoder, load_pretrained, read_config, resolve_device
 from storage import (
     CONFIG_NAME,
     CURVE_NAME,
@@ -89,6 +89,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-examples", type=int, help="use only N rows of each split (quick runs, tests)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a model config field, e.g. --set d_model=384 --set n_layer=6")
+    p.add_argument("--precision", choices=list(PRECISIONS), default="auto",
+                   help="matrix products in bfloat16 (autocast; losses, softmax statistics and optimizer state "
+                        "stay float32) or float32; auto: bf16 on CUDA and on CPUs with AVX512-BF16/AMX, else fp32")
     p.add_argument("--save-dtype", choices=["float32", "float16", "bfloat16"], default="float32",
                    help="storage dtype of model.safetensors")
     p.add_argument("--init-from", metavar="CHECKPOINT",
@@ -106,6 +109,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     recipe.add_argument("--average-last", type=int, default=1, help="keep the mean weights of the last N evaluations")
     recipe.add_argument("--crop-prob", type=float, default=0.0,
                         help="sentiment: fraction of training reviews replaced by 1-3 of their sentences")
+    recipe.add_argument("--lm-weight", type=float, default=0.0,
+                        help="auxiliary next-token loss on the source, times this weight "
+                             "(needs --set causal_encoder=1)")
     p.add_argument("--seed", type=int, default=1337)
     return p.parse_args(argv)
 
@@ -203,9 +209,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         raise UsageError(f"--preset {args.preset}: choose one of {sorted(PRESETS[args.task])}")
     preset = PRESETS[args.task][args.preset]
     recipe = Recipe(args.layer_decay, args.unfreeze_every, args.label_smoothing, args.adversarial_eps,
-                    args.average_last, args.crop_prob)
+                    args.average_last, args.crop_prob, args.lm_weight)
     train_kwargs = {**preset["train"], "seed": args.seed, "max_minutes": args.max_minutes,
-                    "max_tokens": args.max_tokens, "recipe": recipe}
+                    "max_tokens": args.max_tokens, "precision": args.precision, "recipe": recipe}
     for name in ("max_steps", "batch_size", "lr", "warmup_steps", "eval_every", "eval_batches"):
         if getattr(args, name) is not None:
             train_kwargs[name] = getattr(args, name)
@@ -278,6 +284,9 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
                              f"{tokenizer_path}")
 
     data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
+    if cfg.recipe.lm_weight and not getattr(data.config, "causal_encoder", False):
+        raise UsageError("--lm-weight needs a causal encoder (--set causal_encoder=1): a bidirectional one sees "
+                         "the token it would predict")
     if state is not None:
         _check_resumable(state, cfg, asdict(data.config), info, out)
     torch.manual_seed(args.seed)
@@ -302,16 +311,21 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         return None
 
     best = load_pretrained(out, device)  # final figures are those of the checkpoint that ships
-    val = task.evaluate(best, data, "val", full=True)
-    test = task.evaluate(best, data, "test", full=True) if "test" in data.splits else {}
+    with trainer.autocast:
+        finalized = task.finalize(best, data)
+        if finalized:
+            best.save_pretrained(out, dtype=trainer.save_dtype)
+        val = task.evaluate(best, data, "val", full=True)
+        test = task.evaluate(best, data, "test", full=True) if "test" in data.splits else {}
     metrics = {
         "task": args.task, "model_type": best.model_type, "preset": args.preset,
-        "parameters": best.num_parameters(),
+        "parameters": best.num_parameters(), **finalized,
         **{f"val_{k}": v for k, v in val.items()},
         **{f"test_{k}": v for k, v in test.items()},
         "best_step": trainer.best["step"], "steps": trainer.step, "max_steps": cfg.max_steps, "stopped_by": reason,
         "tokens_seen": trainer.tokens_seen, "train_time_s": round(trainer.elapsed, 1),
-        "wall_time_s": round(time.time() - start, 1), "device": _device_name(device), "world_size": info.world_size,
+        "wall_time_s": round(time.time() - start, 1), "device": _device_name(device), "precision": trainer.precision,
+        "world_size": info.world_size,
         "ddp_weights_in_sync": in_sync,
         "command": " && ".join(trainer.commands),
         "data": {"source": args.data_dir or args.dataset, **task.corpus.description, **data.description},

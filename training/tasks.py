@@ -33,6 +33,7 @@ from model import (
 from tokenization import BPETokenizer, clean_text
 
 from .bucketing import BucketSampler
+from .calibration import expected_calibration_error, fit_temperature
 from .data import (
     DataError,
     PairSet,
@@ -43,7 +44,7 @@ from .data import (
     text_column,
     validation_split,
 )
-from .evaluate import evaluate_classifier, evaluate_lm
+from .evaluate import classify, evaluate_classifier, evaluate_lm
 from .heldout import selection_report_split
 from .recipe import SentenceCrops
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
@@ -123,6 +124,11 @@ class Task(ABC):
     def samples(self, model: PreTrainedModel, data: TaskData) -> list[str]:
         """A few generated texts for metrics.json, to read what the model does (none by default)."""
         return []
+
+    def finalize(self, model: PreTrainedModel, data: TaskData) -> dict:
+        """Adjust the kept checkpoint's config once training is over (a classifier fits its
+        temperature on validation); returns what to add to metrics.json. Nothing by default."""
+        return {}
 
 
 class LMTask(Task):
@@ -307,6 +313,15 @@ class SentimentTask(Seq2SeqTask):
 
     def better(self, new: dict, old: dict) -> bool:
         return (new["accuracy"], -new["loss"]) > (old["accuracy"], -old["loss"])
+
+    def finalize(self, model: EncoderDecoder, data: TaskData) -> dict:
+        """Temperature scaling (`training.calibration`) fitted on the validation (selection) rows."""
+        pairs = data.splits["val"]
+        scores = classify(model, pairs, data.tokenizer, data.train_cfg.batch_size * model.config.max_src_len)
+        labels = torch.tensor(pairs.labels)
+        before = expected_calibration_error(scores.softmax(-1), labels)
+        model.config.temperature = fit_temperature(scores, labels)
+        return {"temperature": model.config.temperature, "val_ece_at_temperature_1": before}
 
 
 class SpanTask(LMTask):

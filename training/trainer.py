@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from model import PreTrainedModel
+from model import PRECISIONS, PreTrainedModel, autocast, resolve_precision
 from storage import STATE_NAME, TOKENIZER_NAME, atomic_write
 
 from .errors import UsageError
@@ -48,6 +48,7 @@ class TrainConfig:
     max_minutes: float | None = None  # of this invocation: a resumed run gets the same budget again
     seed: int = 1337
     max_tokens: int | None = None  # encoder-decoder tasks: length-bucketed batches of this many padded tokens
+    precision: str = "auto"  # auto | fp32 | bf16 (model.precision): bf16 autocast where the device has it
     recipe: Recipe = field(default_factory=Recipe)  # fine-tuning options (training.recipe), all off by default
 
     def __post_init__(self):
@@ -62,6 +63,8 @@ class TrainConfig:
             raise UsageError(f"--max-minutes must be > 0, got {self.max_minutes}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise UsageError(f"--max-tokens must be >= 1, got {self.max_tokens}")
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -176,8 +179,8 @@ class Trainer:
         if dist_info.world_size > 1:
             device_ids = [torch.device(device).index] if device.startswith("cuda") else None
             self.ddp = torch.nn.parallel.DistributedDataParallel(self.model, device_ids=device_ids)
-        self.autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda")
-                         else torch.autocast("cpu", enabled=False))
+        self.precision = resolve_precision(self.cfg.precision, device)  # "auto" -> what this device runs fastest
+        self.autocast = autocast(device, self.precision)
 
     # --- resumable state ------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -222,7 +225,8 @@ class Trainer:
             self.snapshots = [*self.snapshots, current][-self.cfg.recipe.average_last :]
             model = copy.deepcopy(self.model)
             model.load_state_dict(average_state_dicts(self.snapshots))
-        metrics = self.task.evaluate(model, self.data, "val", full=False)
+        with self.autocast:
+            metrics = self.task.evaluate(model, self.data, "val", full=False)
         self.model.train()
         point = {"step": self.step, "train_loss": train_loss, "lr": lr_at(self.step - 1, self.cfg),
                  "time_s": round(self.elapsed, 1), **{f"val_{k}": v for k, v in metrics.items()}}
