@@ -93,7 +93,7 @@ def test_linear_gradcheck():
     x = torch.randn(6, 3, generator=g, dtype=torch.float64, requires_grad=True)
     w = torch.randn(5, 3, generator=g, dtype=torch.float64, requires_grad=True)
     targets = torch.tensor([0, 4, -100, 2, 2, 1])
-    assert torch.autograd.gradcheck(lambda a, b: LinearCrossEntropy.apply(a, b, targets, -100), (x, w))
+    assert torch.autograd.gradcheck(lambda a, b: LinearCrossEntropy.apply(a, b, targets, -100, None), (x, w))
 
 
 @pytest.mark.parametrize("frozen", ["x", "weight"])
@@ -110,3 +110,25 @@ def test_linear_skips_the_gradient_of_a_frozen_input(frozen):
     F.cross_entropy(x @ w.T, targets).backward()
     torch.testing.assert_close(expected, trained.grad, atol=1e-12, rtol=0)
     assert (x if frozen == "x" else w).grad is None
+
+
+def test_linear_in_bfloat16_matches_torch_on_bfloat16_logits(monkeypatch):
+    """The autocast path: products in bfloat16, softmax and loss in float32. Against F.cross_entropy
+    of the same bfloat16 products taken up to float32 (what autocast would compute), over chunks."""
+    monkeypatch.setattr("model.cross_entropy.LOGITS_CHUNK_ELEMENTS", 16 * 300)
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(50, 32, generator=g, requires_grad=True)
+    w = torch.randn(300, 32, generator=g, requires_grad=True)
+    targets = torch.randint(0, 300, (50,), generator=g)
+    targets[::7] = -100
+    ours_x, ours_w = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    expected = F.cross_entropy((x.bfloat16() @ w.bfloat16().T).float(), targets, ignore_index=-100)
+    got = linear_cross_entropy(ours_x, ours_w, targets, compute_dtype=torch.bfloat16)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    expected.backward()
+    got.backward()
+    assert ours_x.grad.dtype == ours_w.grad.dtype == torch.float32
+    # the gradient's products run in bfloat16 (8-bit mantissa): ~1e-2 relative to the gradient's scale
+    for ours, ref in ((ours_x.grad, x.grad), (ours_w.grad, w.grad)):
+        assert (ours - ref).abs().max() <= 2e-2 * ref.abs().max()
