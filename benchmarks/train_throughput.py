@@ -13,11 +13,15 @@ on CUDA). The AdamW hyper-parameters (lr, betas, weight decay) are ours (`traini
 ours gets its optimizer from `make_optimizer`, as in training.
 
 One step is forward + backward + AdamW update on a (batch, 256) batch of random tokens, CPU,
-float32, dropout 0. Two shapes: 4 layers x 256 (4 heads, d_ff 1024) and the shipped LM's shape,
+dropout 0. Ours runs twice, in float32 and under bfloat16 autocast (`model.precision`, as
+`training.run --precision bf16` trains: float32 weights, optimizer state and loss); the reference
+in float32, as nanoGPT's `train.py` runs on a CPU (its autocast context is a no-op there). The
+`bf16/fp32` line says whether this CPU gains from bfloat16: only CPUs with AVX512-BF16 or AMX do.
+Two shapes: 4 layers x 256 (4 heads, d_ff 1024) and the shipped LM's shape,
 read from checkpoints/lm/config.json. Ours is called as training calls it, with `loss_only=True`
 (its loss without storing the logits). Both models get the same batches; after a warm-up step
-each, they are timed alternately, one step each per round (who goes first swaps every round), so
-that a slow spell of a shared machine hits both. A repeat's ratio is ours/ref of the median tokens/s of
+each, they are timed alternately, one step each per round (the order reverses every round), so
+that a slow spell of a shared machine hits all of them. A repeat's ratio is ours/ref of the median tokens/s of
 its rounds; the ratio printed per shape (`ratio X`, the shipped shape last) is the median of
 `--repeats` repeats. The same ratio in process CPU time follows it: on a machine shared with other
 jobs the CPU time a step takes varies much less than its wall-clock time (with --threads 1 it is
@@ -31,6 +35,7 @@ every parallel op wait out a time slice, and the run slows down tens of times.
 """
 
 import argparse
+import copy
 import json
 import math
 import resource
@@ -43,7 +48,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from model import DecoderOnlyConfig, DecoderOnlyLM, read_config
+from model import DecoderOnlyConfig, DecoderOnlyLM, autocast, bf16_native, read_config
 from training.trainer import TrainConfig, make_optimizer
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "lm"
@@ -138,11 +143,13 @@ def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def step(model: nn.Module, optimizer: torch.optim.Optimizer, idx: torch.Tensor, targets: torch.Tensor) -> None:
-    if isinstance(model, DecoderOnlyLM):
-        loss = model(idx, targets=targets, loss_only=True).loss  # as training calls it (training.recipe)
-    else:
-        loss = model(idx, targets)[1]
+def step(model: nn.Module, optimizer: torch.optim.Optimizer, precision: str, idx: torch.Tensor,
+         targets: torch.Tensor) -> None:
+    with autocast("cpu", precision):
+        if isinstance(model, DecoderOnlyLM):
+            loss = model(idx, targets=targets, loss_only=True).loss  # as training calls it (training.recipe)
+        else:
+            loss = model(idx, targets)[1]
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
@@ -152,9 +159,10 @@ def run_shape(config: DecoderOnlyConfig, batch: int, rounds: int, repeats: int) 
     torch.manual_seed(0)
     train = TrainConfig(batch_size=batch)
     ours, ref = DecoderOnlyLM(config).train(), NanoGPT(config).train()
+    ours_bf16 = copy.deepcopy(ours)
     optimizer = make_optimizer(ours, train)
-    models = {"ours": (ours, optimizer),
-              "ref": (ref, ref.configure_optimizers(train.weight_decay, train.lr, optimizer.defaults["betas"]))}
+    models = {"ours": (ours, optimizer, "fp32"), "ours_bf16": (ours_bf16, make_optimizer(ours_bf16, train), "bf16"),
+              "ref": (ref, ref.configure_optimizers(train.weight_decay, train.lr, optimizer.defaults["betas"]), "fp32")}
     data = torch.randint(0, config.vocab_size, (repeats * rounds + 1, batch, config.block_size + 1))
     tokens_per_step = batch * config.block_size
 
@@ -172,20 +180,22 @@ def run_shape(config: DecoderOnlyConfig, batch: int, rounds: int, repeats: int) 
                 cpu_seconds[name].append(time.process_time() - c0)
                 faults[name].append(minor_faults() - f0)
 
-    def ratios(times: dict) -> list[float]:
-        return [statistics.median(times["ref"][i * rounds:(i + 1) * rounds]) /
-                statistics.median(times["ours"][i * rounds:(i + 1) * rounds]) for i in range(repeats)]
+    def ratios(times: dict, fast: str = "ours", slow: str = "ref") -> list[float]:
+        return [statistics.median(times[slow][i * rounds:(i + 1) * rounds]) /
+                statistics.median(times[fast][i * rounds:(i + 1) * rounds]) for i in range(repeats)]
 
     return {
         "config": {**vars(config), "batch": batch},
         "tokens_per_s": {name: tokens_per_step / statistics.median(s) for name, s in seconds.items()},
         "seconds_per_step": seconds,
         "cpu_seconds_per_step": cpu_seconds,
-        "params": {name: sum(p.numel() for p in m.parameters()) for name, (m, _) in models.items()},
+        "params": {name: sum(p.numel() for p in m.parameters()) for name, (m, *_) in models.items()},
         "page_faults_per_step": {name: statistics.median(f) for name, f in faults.items()},
         "ratio_per_repeat": ratios(seconds),
         "ratio_ours_over_ref": statistics.median(ratios(seconds)),
         "cpu_time_ratio_ours_over_ref": statistics.median(ratios(cpu_seconds)),
+        "ratio_ours_bf16_over_ref": statistics.median(ratios(seconds, "ours_bf16")),
+        "ratio_bf16_over_fp32": statistics.median(ratios(seconds, "ours_bf16", "ours")),
     }
 
 
@@ -203,20 +213,23 @@ def main() -> None:
     fields = read_config(SHIPPED)
     fields.pop("model_type", None)
     shapes = {"4x256": SMALL, "shipped": replace(DecoderOnlyConfig(**fields), dropout=0.0)}
-    print(f"ours vs nanoGPT's layout: batch {args.batch}, float32, CPU, {torch.get_num_threads()} threads, "
+    print(f"ours (float32 and bfloat16 autocast) vs nanoGPT's layout (float32): batch {args.batch}, CPU "
+          f"(bfloat16 native: {bf16_native('cpu')}), {torch.get_num_threads()} threads, "
           f"{args.repeats} repeats of {args.rounds} alternating rounds per shape")
     results = {}
     for name, config in shapes.items():
         res = results[name] = run_shape(config, args.batch, args.rounds, args.repeats)
         c, tps = config, res["tokens_per_s"]
         print(f"{name}: {c.n_layer} layers, {c.n_head} heads, d_model {c.d_model}, d_ff {c.d_ff}, vocab "
-              f"{c.vocab_size}, context {c.block_size}; ours {tps['ours']:.0f} tokens/s, ref {tps['ref']:.0f} "
+              f"{c.vocab_size}, context {c.block_size}; ours {tps['ours']:.0f} tokens/s, ours bf16 "
+              f"{tps['ours_bf16']:.0f}, ref {tps['ref']:.0f} "
               f"(params {res['params']['ours']:,} / {res['params']['ref']:,}); page faults per step "
               f"{res['page_faults_per_step']['ours']:,.0f} / {res['page_faults_per_step']['ref']:,.0f}; repeats "
               + ", ".join(f"{r:.3f}" for r in res["ratio_per_repeat"]))
     for name, res in results.items():
         print(f"ratio {res['ratio_ours_over_ref']:.3f}  ({name}, ours/ref tokens per second, median of repeats; "
-              f"in CPU time {res['cpu_time_ratio_ours_over_ref']:.3f})")
+              f"in CPU time {res['cpu_time_ratio_ours_over_ref']:.3f}); ours bf16/ref "
+              f"{res['ratio_ours_bf16_over_ref']:.3f}; bf16/fp32 {res['ratio_bf16_over_fp32']:.3f}")
     if args.json:
         result = {"threads": torch.get_num_threads(), "rounds": args.rounds, "repeats": args.repeats, **results}
         with open(args.json, "w", encoding="utf-8") as f:
