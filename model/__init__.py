@@ -1,5 +1,6 @@
 """Every Transformer part written from scratch in PyTorch, and two models built from them."""
 
+from .ablation import Head, HeadEffects, ablate, all_heads, classifier_head_effects, lm_head_effects
 from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_attention
 from .attribution import METHODS, Attribution, attribute, erase, faithfulness, rank_correlation, word_ids
 from .config import TransformerConfig
@@ -26,6 +27,7 @@ from .precision import PRECISIONS, autocast, bf16_native, resolve_precision
 from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
+    "Head", "HeadEffects", "ablate", "all_heads", "classifier_head_effects", "lm_head_effects",
     "METHODS", "Attribution", "attribute", "erase", "faithfulness", "rank_correlation", "word_ids",
     "LogitLens", "layer_log_probs", "logit_lens",
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",

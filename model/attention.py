@@ -104,6 +104,8 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_head, self.dropout = d_model, n_head, dropout
         self.in_proj = Linear(d_model, 3 * d_model)
         self.out_proj = Linear(d_model, d_model)
+        # (B, H, T, d_k) -> same: knocks heads out before out_proj; set by `model.ablation.ablate`
+        self.head_ablation = None
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -139,5 +141,7 @@ class MultiHeadAttention(nn.Module):
         out, weights = scaled_dot_product_attention(
             q, k, v, mask, is_causal, self.dropout if self.training else 0.0, need_weights
         )
+        if self.head_ablation is not None:
+            out = self.head_ablation(out)
         out = out.transpose(1, 2).reshape(B, T, C)  # concat heads: (B, T, C)
         return self.out_proj(out), weights

@@ -1,0 +1,74 @@
+"""How long "rank every head by its effect" takes on CPU with one thread: each head of the
+classifier knocked out alone on a 200-word review (target <= 2 s), and each head of the LM on the
+same review's first 200 tokens (`model/ablation.py`).
+
+The review is explain_speed's: the first held-out validation review of at least 200 words, cut to
+its first 200 words, read as the app reads it.
+
+    python -m benchmarks.ablation_speed [--repeats 5] [--json PATH]
+
+Prints one line per model and mode (median seconds of `--repeats` runs after one warm-up) and
+writes them as JSON (default benchmarks/results/ablation_speed.json).
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from benchmarks.explain_speed import RESULTS, WORDS, median_seconds
+from benchmarks.faithfulness import source
+from model import load_pretrained
+from model.ablation import MODES, all_heads, classifier_head_effects, lm_head_effects
+from tokenization import BPETokenizer, clean_text
+from training.data import validation_rows
+from training.evaluate import label_candidates
+
+TARGET_SECONDS = 2.0  # the classifier's ranking
+LM_TOKENS = 200
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ablation_speed", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sentiment", default="checkpoints/sentiment")
+    parser.add_argument("--lm", default="checkpoints/lm")
+    parser.add_argument("--data-dir", default="../shared/data/imdb")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", default=str(RESULTS / "ablation_speed.json"))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+
+    review = next(t for t in validation_rows(args.data_dir, 2500, 1337)["text"] if len(t.split()) >= WORDS)
+    review = " ".join(clean_text(review).split()[:WORDS])
+    classifier = load_pretrained(args.sentiment, "cpu").eval()
+    tokenizer = BPETokenizer.from_file(args.sentiment)
+    candidates = label_candidates(classifier, tokenizer)
+    ids, _ = source(review, tokenizer, classifier.config.max_src_len, classifier.config.src_keep_tail)
+    lm = load_pretrained(args.lm, "cpu").eval()
+    prompt = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(review)[: LM_TOKENS - 1]]])
+    token = int(lm(prompt).logits[0, -1].argmax())
+
+    figures, heads = {}, {"classifier": len(all_heads(classifier)), "lm": len(all_heads(lm))}
+    for mode in MODES:
+        figures[f"classifier_{mode}"] = median_seconds(
+            lambda m=mode: classifier_head_effects(classifier, ids[None], candidates, 1, m), args.repeats)
+        figures[f"lm_{mode}"] = median_seconds(lambda m=mode: lm_head_effects(lm, prompt, token, m), args.repeats)
+    for name, seconds in figures.items():
+        model = name.split("_")[0]
+        verdict = (f" (target <= {TARGET_SECONDS:g} s: {'met' if seconds <= TARGET_SECONDS else 'MISSED'})"
+                   if model == "classifier" else "")
+        print(f"rank {heads[model]} heads, {name}: {seconds:.3f} s{verdict}")
+    result = {"device": "cpu", "threads": 1, "review_words": WORDS, "review_tokens": ids.numel(),
+              "lm_tokens": prompt.size(1), "heads": heads, "repeats": args.repeats, "median_seconds": figures,
+              "target_seconds": TARGET_SECONDS,
+              "command": "python -m benchmarks.ablation_speed " + " ".join(sys.argv[1:] if argv is None else argv)}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()
