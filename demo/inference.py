@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
+from demo import ablation, chat, lens, sentiment, tokens
 from demo import attention as attention_logic
-from demo import chat, lens, sentiment, tokens
 from demo.budget import ComputeBudget, machine_slots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
 from demo.inputs import DemoError
@@ -134,6 +134,25 @@ class DemoService:
         spec = attention_logic.attention_kind(kind)
         with self.budget.slot():
             return attention_logic.attention(self.checkpoint(spec.checkpoint), text, kind, layer)
+
+    # -- head ablation ------------------------------------------------------------------------
+
+    def _model_checkpoint(self, model_name: object) -> Checkpoint:
+        if model_name not in (LM, SENTIMENT):
+            raise DemoError(f"Unknown model {str(model_name)[:20]!r}: choose {LM!r} or {SENTIMENT!r}.")
+        return self.checkpoint(model_name)  # type: ignore[arg-type]
+
+    def head_names(self, model_name: object) -> list[str]:
+        """Every head of a model, as the ablation panel names them (see `demo.ablation`)."""
+        return ablation.head_names(self._model_checkpoint(model_name))
+
+    def ablate(self, model_name: object, text: object, heads: object, mode: object = "zero") -> ablation.AblationResult:
+        with self.budget.slot():
+            return ablation.ablate_heads(self._model_checkpoint(model_name), text, heads, mode)
+
+    def rank_heads(self, model_name: object, text: object, mode: object = "zero") -> ablation.HeadRanking:
+        with self.heavy.slot(), self.budget.slot():
+            return ablation.rank_heads(self._model_checkpoint(model_name), text, mode)
 
     # -- tokenizer ----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
               pytest.mark.filterwarnings("ignore:Glyph .* missing from")]
 
 ENDPOINTS = {"/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options", "/attention",
-             "/tokenize"}
+             "/tokenize", "/ablate", "/rank_heads"}
 HOSTILE = ["👍🏽🎬🍿", "שלום עולם", "日本語の映画", "\x00", "nul\x00byte\x01\x1b[0m", "<script>alert(1)</script>",
            "$x^2$ {{ }} %s \\n"]
 
@@ -279,6 +279,17 @@ def test_bad_attention_settings_are_explained(client) -> None:
     assert heatmap is None and "Unknown attention kind" in notice
     heatmap, _, notice = client.predict("good film", "lm_self", 42, "all", api_name="/attention")
     assert heatmap is not None and "does not exist" in notice
+
+
+def test_ablate_and_rank_heads(client) -> None:
+    notice = client.predict("The movie was", "lm", ["L1 H1", "L2 H2"], "zero", api_name="/ablate")
+    assert "knocked out (zero)" in notice and "P(next token" in notice
+    figure, table, summary = client.predict("A fine film.", "sentiment", "mean", api_name="/rank_heads")
+    assert len(table["data"]) == 12 and "ranks #" in summary and figure is not None
+    for text, model, heads in [("", "lm", ["L1 H1"]), ("ok", "lm", ["L7 H9"]), ("ok", "sentiment", []),
+                               ("x" * 20_001, "lm", ["L1 H1", "enc L1 H1"])]:
+        notice = client.predict(text, model, heads, "zero", api_name="/ablate")
+        assert notice.startswith("ℹ️") and "Traceback" not in notice
 
 
 def test_twenty_simultaneous_chats_all_complete(client, service: DemoService) -> None:

@@ -1,0 +1,211 @@
+"""Knock heads out: the change in P(label) or in the next token's probability when a set of
+attention heads is ablated, and every head ranked by its own effect beside where it looks (no
+Gradio here; `demo.tabs.ablation_panel` shows it). The mechanism is `model.ablation`.
+
+A visitor names heads as the panel lists them: "L2 H3" for the language model; "enc L2 H3",
+"dec L1 H3" and "cross L1 H3" for the sentiment model's encoder, decoder and cross-attention.
+"""
+
+import copy
+import re
+import threading
+from dataclasses import dataclass
+
+import torch
+
+from demo.checkpoint import LM, Checkpoint
+from demo.inputs import DemoError, clean_text, model_text
+from demo.sentiment import label_candidates, review_source
+from demo.tokens import EMPTY_TEXT
+from model import Head, ablate, all_heads, classifier_head_effects, lm_head_effects, rank_correlation
+from model.ablation import MODES
+from tokenization import token_label, visible
+
+PREFIXES = {"encoder_self": "enc ", "decoder_self": "dec ", "cross": "cross "}  # the sentiment model's kinds
+NO_HEADS = "Pick at least one head to knock out."
+_HEAD = re.compile(r"^\s*(enc|dec|cross)?\s*L(\d{1,3})\s*H(\d{1,3})\s*$", re.IGNORECASE)
+_copies: dict[int, tuple[torch.nn.Module, threading.Lock]] = {}
+_copies_lock = threading.Lock()
+
+
+def head_name(ckpt_name: str, head: Head) -> str:
+    prefix = "" if ckpt_name == LM else PREFIXES[head.kind]
+    return f"{prefix}L{head.layer + 1} H{head.head + 1}"
+
+
+def head_names(ckpt: Checkpoint) -> list[str]:
+    """Every head of the checkpoint's model, as the panel lists them."""
+    model, _ = ckpt.require()
+    return [head_name(ckpt.name, h) for h in all_heads(model)]
+
+
+def parse_heads(ckpt: Checkpoint, names: object) -> list[Head]:
+    """Visitor head names (a list, or one comma-separated string) -> heads; unknown names are refused."""
+    model, _ = ckpt.require()
+    if isinstance(names, str):
+        names = names.split(",")
+    if not isinstance(names, list | tuple) or not [n for n in names if str(n).strip()]:
+        raise DemoError(NO_HEADS)
+    known = {head_name(ckpt.name, h): h for h in all_heads(model)}
+    heads = []
+    for name in (str(n) for n in names if str(n).strip()):
+        match = _HEAD.match(name[:40])
+        key = match and f"{(match[1] or '').lower()}{' ' if match[1] else ''}L{int(match[2])} H{int(match[3])}"
+        if key not in known:
+            first, last = next(iter(known)), list(known)[-1]
+            raise DemoError(f"There is no head {name[:40]!r} in the {ckpt.name} model: heads go from "
+                            f"“{first}” to “{last}”.")
+        heads.append(known[key])
+    return heads
+
+
+def check_mode(mode: object) -> str:
+    if mode not in MODES:
+        raise DemoError(f"Unknown ablation {str(mode)[:20]!r}: choose {' or '.join(MODES)}.")
+    return mode  # type: ignore[return-value]
+
+
+def _private_copy(ckpt: Checkpoint):
+    """The checkpoint's model copied once for ablation, and the lock its users take: ablating
+    changes the model for every thread, and the shared one keeps serving everybody else."""
+    with _copies_lock:
+        if id(ckpt) not in _copies:
+            _copies[id(ckpt)] = (copy.deepcopy(ckpt.model).eval(), threading.Lock())
+        return _copies[id(ckpt)]
+
+
+@dataclass
+class Target:
+    """What the ablation is measured on: the text as the model reads it, and the prediction."""
+
+    ids: torch.Tensor  # (1, T): the LM's [bos] + text, or the classifier's source
+    tokens: list[str]  # the tokens of `ids`, for display
+    index: int  # the label index, or the next token's id
+    name: str  # “positive”, or the next token shown
+    notices: list[str]
+
+
+def _target(ckpt: Checkpoint, text: object, model) -> Target:
+    tok = ckpt.tokenizer
+    if ckpt.name == LM:
+        text, notices = clean_text(text)
+        text = model_text(text)
+        if not text:
+            raise DemoError(EMPTY_TEXT)
+        ids = [tok.bos_id, *tok.encode(text)]
+        block = model.config.block_size
+        if len(ids) > block:
+            notices.append(f"The text is {len(ids)} tokens with the start token; the model reads the last {block}.")
+            ids = ids[-block:]
+        ids_t = torch.tensor([ids], device=ckpt.device)
+        with torch.inference_mode():
+            token = int(model(ids_t).logits[0, -1].argmax())
+        return Target(ids_t, [token_label(tok, i) for i in ids], token, visible(token_label(tok, token), True),
+                      notices)
+    source = review_source(ckpt, text)
+    labels, candidates = label_candidates(model, tok)
+    with torch.inference_mode():
+        label = int(model.label_log_probs(model.encode(source.ids)[0], candidates)[0].argmax())
+    return Target(source.ids, [token_label(tok, i) for i in source.ids[0].tolist()], label, labels[label],
+                  source.notices)
+
+
+def _probability(ckpt: Checkpoint, model, target: Target) -> float:
+    with torch.inference_mode():
+        if ckpt.name == LM:
+            return float(model(target.ids).logits[0, -1].float().softmax(-1)[target.index])
+        _, candidates = label_candidates(model, ckpt.tokenizer)
+        return float(model.label_log_probs(model.encode(target.ids)[0], candidates)[0, target.index].exp())
+
+
+@dataclass
+class AblationResult:
+    heads: list[str]
+    mode: str
+    prediction: str  # what the probability is of: “P(positive)” or “P(next token “ great”)”
+    before: float
+    after: float
+    notices: list[str]
+
+
+def _prediction(ckpt: Checkpoint, target: Target) -> str:
+    return f"P({target.name})" if ckpt.name != LM else f"P(next token “{target.name}”)"
+
+
+def ablate_heads(ckpt: Checkpoint, text: object, heads: object, mode: object = "zero") -> AblationResult:
+    """The probability of the model's prediction with every head, and with `heads` knocked out."""
+    ckpt.require()
+    mode = check_mode(mode)
+    chosen = parse_heads(ckpt, heads)
+    model, lock = _private_copy(ckpt)
+    with lock:
+        target = _target(ckpt, text, model)
+        before = _probability(ckpt, model, target)
+        with ablate(model, chosen, mode):
+            after = _probability(ckpt, model, target)
+    return AblationResult([head_name(ckpt.name, h) for h in chosen], mode, _prediction(ckpt, target), before, after,
+                          target.notices)
+
+
+@dataclass
+class HeadRow:
+    head: str
+    ablated: float  # the probability with this head knocked out
+    delta: float  # ablated - base
+    looks_at: str  # the token this head attends to most (from the prediction's query row)
+    weight: float  # and its weight
+
+
+@dataclass
+class HeadRanking:
+    mode: str
+    prediction: str
+    base: float
+    rows: list[HeadRow]  # by |delta|, largest first
+    agreement: float  # Spearman's rank correlation of |delta| with the top attention weight, over heads
+    notices: list[str]
+
+
+def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, float]]:
+    """Each head's most-attended key token and its weight, read where the prediction is made: the
+    LM's last query; the classifier's label step (cross- and decoder self-attention) or, in the
+    encoder, which has no prediction row, the mean over its queries."""
+    tok = ckpt.tokenizer
+    with torch.inference_mode():
+        if ckpt.name == LM:
+            maps = model(target.ids, output_attentions=True).attentions
+            rows = {m.layer: m.weights[0, :, -1] for m in maps}  # (H, T)
+            return {Head("decoder_self", layer, h): (target.tokens[int(w.argmax())], float(w.max()))
+                    for layer, ws in rows.items() for h, w in enumerate(ws)}
+        memory, enc_maps = model.encode(target.ids, need_weights=True)
+        label_ids = label_candidates(model, tok)[1][target.index]
+        tgt = [model.config.bos_token_id, *label_ids]
+        _, dec_maps = model.decode(torch.tensor([tgt], device=target.ids.device), memory, need_weights=True)
+    looks = {}
+    for m in enc_maps + dec_maps:
+        keys = [token_label(tok, i) for i in tgt] if m.kind == "decoder_self" else target.tokens
+        rows = m.weights[0].float().mean(1) if m.kind == "encoder_self" else m.weights[0, :, 0].float()  # (H, T_k)
+        for h, w in enumerate(rows):
+            looks[Head(m.kind, m.layer, h)] = (keys[int(w.argmax())], float(w.max()))
+    return looks
+
+
+def rank_heads(ckpt: Checkpoint, text: object, mode: object = "zero") -> HeadRanking:
+    """Every head knocked out alone (one pass each, batched by `model.ablation`), ranked by how
+    much the prediction's probability moves, beside the token each head looks at most."""
+    _, tok = ckpt.require()
+    mode = check_mode(mode)
+    model, lock = _private_copy(ckpt)
+    with lock:
+        target = _target(ckpt, text, model)
+        if ckpt.name == LM:
+            effects = lm_head_effects(model, target.ids, target.index, mode)
+        else:
+            candidates = label_candidates(model, tok)[1]
+            effects = classifier_head_effects(model, target.ids, candidates, target.index, mode)
+        looks = _looks_at(ckpt, model, target)
+    rows = [HeadRow(head_name(ckpt.name, h), p, p - effects.base, visible(looks[h][0], True), looks[h][1])
+            for h, p in effects.ablated.items()]
+    rows.sort(key=lambda r: -abs(r.delta))
+    agreement = rank_correlation(torch.tensor([abs(r.delta) for r in rows]), torch.tensor([r.weight for r in rows]))
+    return HeadRanking(mode, _prediction(ckpt, target), effects.base, rows, agreement, target.notices)

@@ -1,0 +1,106 @@
+"""The "knock out a head" panel, shown in the Attention and Sentiment tabs: ablate any set of heads
+and see the prediction's probability move, or rank every head by its own effect, plotted against
+how strongly each head looks at its top token, so that attention and causal effect can be compared."""
+
+import html
+
+import gradio as gr
+
+from demo.ablation import HeadRanking
+from demo.checkpoint import SENTIMENT
+from demo.inference import DemoService
+from demo.tabs.common import bind, failure, lenient, notice_markdown
+
+ABLATION_INTRO = ("### Knock out a head\n"
+                  "Attention shows where a head looks, not whether it matters. Knock heads out (**zero**: the head "
+                  "writes nothing; **mean**: it writes its average over this text's positions) and watch the "
+                  "prediction move: P(label) for the sentiment model, the next token's probability for the "
+                  "language model. *Rank every head* knocks each one out alone.")
+RANK_HEADERS = ["rank", "head", "P after", "change", "looks most at", "its weight"]
+
+
+def ranking_figure(ranking: HeadRanking):
+    """Each head: its top attention weight (x) against the probability change when it is knocked out (y)."""
+    import plotly.graph_objects as go
+
+    rows = ranking.rows
+    figure = go.Figure(go.Scatter(
+        x=[r.weight for r in rows], y=[r.delta for r in rows], mode="markers+text", text=[r.head for r in rows],
+        textposition="top center", textfont={"size": 9},
+        customdata=[[html.escape(r.looks_at, quote=False), r.ablated] for r in rows],
+        hovertemplate="%{text}: looks at “%{customdata[0]}” with weight %{x:.2f}<br>knocked out: "
+                      f"{ranking.prediction} = %{{customdata[1]:.3f}} (%{{y:+.3f}})<extra></extra>"))
+    figure.add_hline(y=0, line={"color": "grey", "width": 1})
+    figure.update_layout(
+        title={"text": f"Attention vs effect, {ranking.mode} ablation (Spearman of |change| and weight: "
+                       f"{ranking.agreement:.2f})", "font": {"size": 13}},
+        xaxis_title="the head's weight on the token it looks at most", yaxis_title=f"change of {ranking.prediction}",
+        height=440, margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white")
+    return figure
+
+
+def head_choices(service: DemoService, model_name):
+    """The head checkboxes for a model (none when it is not loaded)."""
+    try:
+        return gr.update(choices=service.head_names(model_name), value=[])
+    except Exception:
+        return gr.update(choices=[], value=[])
+
+
+def knock_out(service: DemoService, text, model_name, heads, mode):
+    """The prediction's probability with every head and with the chosen heads knocked out."""
+    try:
+        result = service.ablate(model_name, text, heads, mode)
+    except Exception as e:
+        return failure(e)
+    change = result.after - result.before
+    return notice_markdown(result.notices) + (
+        f"\n\n**{result.prediction}**: {result.before:.3f} with every head, **{result.after:.3f}** with "
+        f"{', '.join(result.heads)} knocked out ({result.mode}): {change:+.3f}.")
+
+
+def rank(service: DemoService, text, model_name, mode):
+    """Every head knocked out alone: a plot against attention, the table, and a summary."""
+    try:
+        ranking = service.rank_heads(model_name, text, mode)
+    except Exception as e:
+        return None, None, failure(e)
+    table = [[i, r.head, round(r.ablated, 4), round(r.delta, 4), r.looks_at, round(r.weight, 3)]
+             for i, r in enumerate(ranking.rows, start=1)]
+    top = ranking.rows[0]
+    most_attentive = max(ranking.rows, key=lambda r: r.weight)
+    summary = (f"**{ranking.prediction}** = {ranking.base:.3f} with every head. The head that matters most is "
+               f"**{top.head}** ({top.delta:+.3f}); the head that looks hardest at one token, {most_attentive.head} "
+               f"({most_attentive.weight:.2f} on “{most_attentive.looks_at}”), ranks "
+               f"#{ranking.rows.index(most_attentive) + 1} of {len(ranking.rows)} by effect.")
+    return ranking_figure(ranking), table, notice_markdown(ranking.notices) + "\n\n" + summary
+
+
+def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio | None = None) -> None:
+    """The panel under `text`; `model` picks the model (the Attention tab's radio), else the sentiment
+    model. Endpoints `/ablate` and `/rank_heads` take the model explicitly (the Attention tab's)."""
+    model_state = model if model is not None else gr.State(SENTIMENT)
+    first = model.value if model is not None else SENTIMENT
+    with gr.Accordion("Knock out a head (ablation)", open=False):
+        gr.Markdown(ABLATION_INTRO)
+        # lenient: the API takes any names (the other model's heads too), and the service explains a bad one
+        heads = lenient(gr.CheckboxGroup(head_choices(service, first)["choices"], label="Heads to knock out",
+                                         elem_classes=["ablation-heads"]))
+        with gr.Row():
+            mode = lenient(gr.Radio(["zero", "mean"], value="zero", label="Ablation"))
+            knock = gr.Button("Knock out", variant="primary")
+            rank_btn = gr.Button("Rank every head by its effect")
+        result = gr.Markdown()
+        plot = gr.Plot(label="Each head: attention weight vs effect of knocking it out")
+        table = gr.Dataframe(headers=RANK_HEADERS, label="Heads by effect (largest change first)",
+                             interactive=False, max_height=320)
+    public = {"api_visibility": "public" if model is not None else "private"}
+    suffix = "" if model is not None else "_sentiment"
+    if model is not None:
+        model.change(bind(head_choices, service), model, heads, api_name="ablation_heads",
+                     api_visibility="private", queue=False)
+    knock.click(bind(knock_out, service), [text, model_state, heads, mode], result, api_name="ablate" + suffix,
+                **public, **compute)
+    rank_btn.click(bind(rank, service), [text, model_state, mode], [plot, table, result],
+                   api_name="rank_heads" + suffix, **public, **compute)
+
