@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from demo import ablation, chat, lens, sentiment, tokens
+from demo import ablation, chat, lens, sampling, sentiment, tokens
 from demo import attention as attention_logic
 from demo.budget import ComputeBudget, machine_slots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
@@ -103,6 +103,11 @@ class DemoService:
         """Each layer's prediction before each generated token (see `demo.lens`)."""
         with self.budget.slot():
             return lens.lens_view(self.lm, token_ids, n_generated)
+
+    def sampling_view(self, generated, step, temperature=0.8, top_k=None, top_p=None) -> sampling.SamplingView:
+        """How one step of the last continuation was sampled (see `demo.sampling`)."""
+        with self.budget.slot():
+            return sampling.sampling_view(self.lm, generated, step, temperature, top_k, top_p)
 
     # -- sentiment ----------------------------------------------------------------------------
 

@@ -61,7 +61,8 @@ PROBABILITY_BANDS = [  # (lower bound, category, colour): a legend a visitor can
     (0.01, "unlikely (1–10%)", "#fdba74"),
     (0.0, "surprising (< 1%)", "#fca5a5"),
 ]
-TABLE_HEADERS = ["step", "token", "probability", "top alternatives (probability)"]
+# the probabilities are the model's own (`TokenStep.prob`), before the temperature and the top-k/top-p filters
+TABLE_HEADERS = ["step", "token", "model probability (T = 1, unfiltered)", "top alternatives (same)"]
 
 EXPLAIN_INTRO = ("### Why this label? Explanations, and whether to trust them\n"
                  "Each method scores every review token for the label the model writes: `attention` (the "

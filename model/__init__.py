@@ -7,7 +7,7 @@ from .config import TransformerConfig
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
-from .generation import GenerationConfig, KVCache, TokenStep, filter_logits
+from .generation import GenerationConfig, KVCache, TokenStep, filter_logits, sampling_distribution
 from .layers import (
     AttentionMap,
     Decoder,
@@ -35,6 +35,7 @@ __all__ = [
     "GenerationConfig", "IGNORE_INDEX", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
     "PRECISIONS", "PreTrainedModel", "SublayerConnection", "TokenStep", "TransformerConfig",
     "autocast", "bf16_native", "head_and_loss", "resolve_precision",
-    "causal_padding_mask", "filter_logits", "load_pretrained", "padding_mask", "read_config", "resolve_device",
+    "causal_padding_mask", "filter_logits", "sampling_distribution", "load_pretrained", "padding_mask",
+    "read_config", "resolve_device",
     "scaled_dot_product_attention", "sinusoidal_table", "subsequent_mask",
 ]

@@ -114,11 +114,16 @@ def filter_logits(logits: torch.Tensor, top_k: int | None, top_p: float | None) 
     return logits
 
 
+def sampling_distribution(logits: torch.Tensor, config: GenerationConfig) -> torch.Tensor:
+    """What a sampled step draws from: the logits over the temperature, top-k and top-p applied,
+    renormalised -> (V,) probabilities (zero where a filter removed the token)."""
+    return filter_logits(logits.float() / config.temperature, config.top_k, config.top_p).softmax(-1)
+
+
 def select_token(logits: torch.Tensor, config: GenerationConfig, generator: torch.Generator | None) -> int:
     if config.greedy:
         return int(logits.argmax())
-    filtered = filter_logits(logits.float() / config.temperature, config.top_k, config.top_p)
-    return int(torch.multinomial(filtered.softmax(-1), 1, generator=generator))
+    return int(torch.multinomial(sampling_distribution(logits, config), 1, generator=generator))
 
 
 class GenerationMixin:

@@ -1,0 +1,70 @@
+"""Sampling made visible (`demo.sampling`): the distribution shown for a chat step is the one the
+generator really drew from, checked by replaying the draws with the same seed, past the point
+where the window slides too."""
+
+import pytest
+import torch
+
+from demo.inference import DemoService
+from demo.inputs import DemoError
+from demo.sampling import sampling_view, step_logits
+from demo.tiny import shared_tiny_checkpoints
+from model import GenerationConfig, sampling_distribution
+
+SEED = 11
+
+
+@pytest.fixture(scope="module")
+def service() -> DemoService:
+    return DemoService(shared_tiny_checkpoints(), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def run(service: DemoService):
+    """A sampled continuation long enough that `stream`'s 64-token window slides twice."""
+    model, tok = service.lm.require()
+    prompt = [tok.bos_id, *tok.encode("This movie was great, the acting was wonderful and the story " * 3)][:50]
+    config = GenerationConfig(max_new_tokens=60, temperature=0.9, top_k=40, top_p=0.9, seed=SEED)
+    steps = list(model.stream(torch.tensor([prompt]), config))
+    return prompt + [s.token_id for s in steps], steps, config
+
+
+def test_the_shown_distribution_is_the_one_sampled_from(service: DemoService, run) -> None:
+    token_ids, steps, config = run
+    model = service.lm.model
+    generator = torch.Generator().manual_seed(SEED)
+    for i, step in enumerate(steps):
+        logits = step_logits(model, token_ids, len(steps), i)
+        torch.testing.assert_close(logits, step.logits.float(), atol=1e-4, rtol=1e-4)
+        shown = sampling_distribution(logits, config)
+        # the generator's own draw, replayed with the same seed on the distribution we show
+        assert int(torch.multinomial(shown, 1, generator=generator)) == step.token_id
+
+
+def test_the_view_of_a_step(service: DemoService, run) -> None:
+    token_ids, steps, config = run
+    for n in (1, 30, 60):
+        view = sampling_view(service.lm, (token_ids, len(steps)), n, config.temperature, config.top_k, config.top_p)
+        expected = sampling_distribution(steps[n - 1].logits, config)
+        drawn = next(r for r in view.rows if r.drawn)
+        assert view.step == n and drawn.removed_by == "" and drawn.sampled > 0
+        assert drawn.sampled == pytest.approx(float(expected[steps[n - 1].token_id]), abs=1e-4)
+        probs = steps[n - 1].logits.float().softmax(-1)
+        assert view.drawn_rank == 1 + int((probs > probs[steps[n - 1].token_id]).sum())
+        assert view.kept == int((expected > 0).sum()) and view.removed_by_top_k == probs.numel() - config.top_k
+        assert view.kept + view.removed_by_top_k + view.removed_by_top_p == probs.numel()
+        ranked = [r for r in view.rows if not r.drawn or r.rank <= 20]
+        assert [r.rank for r in ranked] == list(range(1, len(ranked) + 1))
+        assert all((r.sampled == 0) == (r.removed_by != "") for r in view.rows)
+        tempered = (steps[n - 1].logits.float() / config.temperature).softmax(-1)
+        assert view.rows[0].tempered == pytest.approx(float(tempered.max()), abs=1e-5)
+
+
+def test_greedy_and_bad_requests(service: DemoService, run) -> None:
+    token_ids, steps, _ = run
+    view = sampling_view(service.lm, (token_ids, len(steps)), 999, 0, None, None)
+    assert view.step == len(steps) and any("does not exist" in n for n in view.notices)
+    assert any("greedy" in n for n in view.notices) and view.kept == 1
+    for generated in (None, (), ([1, 2], 5), ([10**9], 1), "abc", ([1, 2, 3], 0)):
+        with pytest.raises(DemoError, match="Generate a continuation first"):
+            sampling_view(service.lm, generated, 1)
