@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from demo import ablation, chat, lens, sampling, sentiment, tokens
+from demo import ablation, chat, lens, qk, sampling, sentiment, tokens
 from demo import attention as attention_logic
 from demo.budget import ComputeBudget, machine_slots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
@@ -139,6 +139,13 @@ class DemoService:
         spec = attention_logic.attention_kind(kind)
         with self.budget.slot():
             return attention_logic.attention(self.checkpoint(spec.checkpoint), text, kind, layer)
+
+    def query_key(self, text: object, kind: str = "lm_self", layer: object = 0, head: object = 0,
+                  query: object = 0) -> qk.QueryKeyView:
+        """One head's q·k/√d_k and softmax for one query token (see `demo.qk`)."""
+        spec = attention_logic.attention_kind(kind)
+        with self.budget.slot():
+            return qk.query_key(self.checkpoint(spec.checkpoint), text, kind, layer, head, query)
 
     # -- head ablation ------------------------------------------------------------------------
 

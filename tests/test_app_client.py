@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
               pytest.mark.filterwarnings("ignore:Glyph .* missing from")]
 
 ENDPOINTS = {"/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options", "/attention",
-             "/tokenize", "/ablate", "/rank_heads"}
+             "/tokenize", "/ablate", "/rank_heads", "/query_key"}
 HOSTILE = ["👍🏽🎬🍿", "שלום עולם", "日本語の映画", "\x00", "nul\x00byte\x01\x1b[0m", "<script>alert(1)</script>",
            "$x^2$ {{ }} %s \\n"]
 
@@ -290,6 +290,15 @@ def test_ablate_and_rank_heads(client) -> None:
                                ("x" * 20_001, "lm", ["L1 H1", "enc L1 H1"])]:
         notice = client.predict(text, model, heads, "zero", api_name="/ablate")
         assert notice.startswith("ℹ️") and "Traceback" not in notice
+
+
+def test_query_key(client) -> None:
+    figure, notice = client.predict("The movie was fine", "lm_self", 0, 1, 3, api_name="/query_key")
+    assert figure is not None and "A missing score" in notice
+    figure, notice = client.predict("", "lm_self", 0, 1, 3, api_name="/query_key")
+    assert figure is None and notice.startswith("ℹ️")
+    figure, notice = client.predict("x" * 20_001, "cross", 42, 42, -5, api_name="/query_key")
+    assert figure is not None and notice.count("does not exist") == 3
 
 
 def test_twenty_simultaneous_chats_all_complete(client, service: DemoService) -> None:
