@@ -9,6 +9,7 @@ here are checked against the model's.
 """
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,10 +42,11 @@ def _inputs(ckpt: Checkpoint, text: object, kind: str, layer: int):
     model, _ = ckpt.require()
     spec = attention_logic.attention_kind(kind)
     attn = attention_layers(model)[(spec.map_kind, layer)]
-    caught = {}
+    caught, me = {}, threading.get_ident()
 
-    def catch(module, args, kwargs):
-        caught["x"], caught["memory"] = args[0], args[1] if len(args) > 1 else kwargs.get("memory")
+    def catch(module, args, kwargs):  # the model is shared: other requests' passes go by too
+        if threading.get_ident() == me:
+            caught["x"], caught["memory"] = args[0], args[1] if len(args) > 1 else kwargs.get("memory")
 
     hook = attn.register_forward_pre_hook(catch, with_kwargs=True)
     try:
