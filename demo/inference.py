@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from demo import ablation, chat, lens, qk, sampling, sentiment, tokens
+from demo import ablation, chat, compare, lens, qk, sampling, sentiment, tokens
 from demo import attention as attention_logic
 from demo.budget import ComputeBudget, machine_slots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
@@ -122,6 +122,11 @@ class DemoService:
     def agreement(self, text: object) -> tuple[list[str], list[list[float]]]:
         with self.heavy.slot(), self.budget.slot():
             return sentiment.agreement(self.sentiment, text)
+
+    def compare_reviews(self, text_a: object, text_b: object, method: object) -> compare.Comparison:
+        """Two versions of a review side by side (see `demo.compare`)."""
+        with self.heavy.slot(), self.budget.slot():
+            return compare.compare(self.sentiment, text_a, text_b, method)
 
     # -- attention ----------------------------------------------------------------------------
 

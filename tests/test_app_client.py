@@ -26,7 +26,8 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
               pytest.mark.filterwarnings("ignore:Glyph .* missing from")]
 
 ENDPOINTS = {"/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options", "/attention",
-             "/tokenize", "/ablate", "/rank_heads", "/query_key"}
+             "/tokenize", "/ablate", "/rank_heads", "/query_key",
+             "/compare_reviews"}
 HOSTILE = ["👍🏽🎬🍿", "שלום עולם", "日本語の映画", "\x00", "nul\x00byte\x01\x1b[0m", "<script>alert(1)</script>",
            "$x^2$ {{ }} %s \\n"]
 
@@ -299,6 +300,15 @@ def test_query_key(client) -> None:
     assert figure is None and notice.startswith("ℹ️")
     figure, notice = client.predict("x" * 20_001, "cross", 42, 42, -5, api_name="/query_key")
     assert figure is not None and notice.count("does not exist") == 3
+
+
+def test_compare_reviews(client) -> None:
+    label_a, label_b, figure, table, summary = client.predict("The movie was bad.", "The movie was not bad.",
+                                                              "occlusion", api_name="/compare_reviews")
+    assert {c["label"] for c in label_b["confidences"]} == {"negative", "positive"} and "→" in summary
+    assert any(row[2] == " not" and row[0] == "" for row in table["data"])
+    *_, notice = client.predict("", "fine", "occlusion", api_name="/compare_reviews")
+    assert notice.startswith("ℹ️") and "first version" in notice
 
 
 def test_twenty_simultaneous_chats_all_complete(client, service: DemoService) -> None:

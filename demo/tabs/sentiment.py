@@ -8,7 +8,7 @@ from pathlib import Path
 import gradio as gr
 
 from demo.inference import DemoService
-from demo.tabs import ablation_panel
+from demo.tabs import ablation_panel, compare_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
 from demo.text import EXPLAIN_INTRO, SENTIMENT_EXAMPLES, SENTIMENT_INTRO
 from model import METHODS
@@ -108,6 +108,7 @@ def build(service: DemoService, compute: dict) -> None:
         compare_btn = gr.Button("Compare all methods", elem_id="review-compare")
     deletion = gr.Markdown(elem_id="review-deletion")
     agreement = gr.Plot(label="Agreement between methods", elem_id="review-agreement")
+    compare_panel.build(service, compute)
     ablation_panel.build(service, compute, review)
 
     # A classification is one short model call: it skips Gradio's queue (its join and event-stream

@@ -1,0 +1,58 @@
+"""Side by side (`demo.compare`): both versions' probabilities and scores are the library's, for
+the same label; the alignment keeps every token of both in order; hostile input gets a message."""
+
+import pytest
+import torch
+
+from demo.compare import MINIMAL_PAIRS, align, compare
+from demo.inference import DemoService
+from demo.inputs import DemoError
+from demo.tabs import compare_panel
+from demo.tiny import shared_tiny_checkpoints
+from model import attribute
+
+
+@pytest.fixture(scope="module")
+def service() -> DemoService:
+    return DemoService(shared_tiny_checkpoints(), device="cpu")
+
+
+def test_align_pairs_shared_tokens_and_keeps_every_token() -> None:
+    a, b = ["The", " movie", " was", " bad", "."], ["The", " movie", " was", " not", " bad", "."]
+    tokens = align(a, b, [1.0, 2.0, 3.0, 4.0, 5.0], [10.0, 20.0, 30.0, 35.0, 40.0, 50.0])
+    assert [t.a for t in tokens if t.a is not None] == a and [t.b for t in tokens if t.b is not None] == b
+    negation = next(t for t in tokens if t.b == " not")
+    assert negation.a is None and negation.difference == 35.0
+    assert next(t for t in tokens if t.a == " bad").difference == pytest.approx(40.0 - 4.0)
+
+
+@pytest.mark.parametrize("pair", list(MINIMAL_PAIRS))
+def test_both_versions_are_explained_for_the_first_label(service: DemoService, pair: str) -> None:
+    text_a, text_b = MINIMAL_PAIRS[pair]
+    c = service.compare_reviews(text_a, text_b, "grad_x_input")
+    model, tok = service.sentiment.require()
+    candidates = [tok.encode(w) for w in model.config.labels]
+    ids_a = torch.tensor([[*tok.encode(text_a), tok.eos_id]])
+    ids_b = torch.tensor([[*tok.encode(text_b), tok.eos_id]])
+    first = attribute(model, ids_a, candidates, "grad_x_input")
+    second = attribute(model, ids_b, candidates, "grad_x_input", label=first.label)
+    assert c.label == model.config.labels[first.label]
+    assert c.probabilities_a[c.label] == pytest.approx(float(first.probabilities[first.label]), abs=1e-5)
+    assert c.change == pytest.approx(float(second.probabilities[first.label] - first.probabilities[first.label]),
+                                     abs=1e-5)
+    scores_b = [t.score_b for t in c.tokens if t.b is not None]
+    assert scores_b == pytest.approx(second.scores[:-1].tolist(), abs=1e-5)  # every token but the end token
+
+
+def test_the_panel_and_hostile_input(service: DemoService) -> None:
+    label_a, label_b, figure, rows, summary = compare_panel.compare(service, *MINIMAL_PAIRS["negation"], "occlusion")
+    assert set(label_a) == {"negative", "positive"} and len(figure.data) == 2 and "→" in summary
+    for a, b, method, message in [("", "fine", "occlusion", "The first version"),
+                                  ("fine", None, "occlusion", "The second version"),
+                                  ("fine", "good", "magic", "Unknown explanation method")]:
+        with pytest.raises(DemoError, match=message):
+            compare(service.sentiment, a, b, method)
+    *_, notice = compare_panel.compare(service, "x" * 20_001, "ok", "random")
+    assert "The first version: The text was cut" in notice
+    outputs = compare_panel.compare(service, "ok", "", "random")
+    assert outputs[:4] == (None, None, None, None) and outputs[4].startswith("ℹ️")
