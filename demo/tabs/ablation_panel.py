@@ -9,6 +9,7 @@ import gradio as gr
 from demo.ablation import HeadRanking
 from demo.checkpoint import SENTIMENT
 from demo.inference import DemoService
+from demo.tabs import export_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
 
 ABLATION_INTRO = ("### Knock out a head\n"
@@ -91,9 +92,13 @@ def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio
             knock = gr.Button("Knock out", variant="primary")
             rank_btn = gr.Button("Rank every head by its effect")
         result = gr.Markdown()
-        plot = gr.Plot(label="Each head: attention weight vs effect of knocking it out")
+        plot = gr.Plot(label="Each head: attention weight vs effect of knocking it out",
+                       elem_id="ablation-plot" + ("" if model is not None else "-sentiment"))
+        export_panel.image_buttons(plot)
         table = gr.Dataframe(headers=RANK_HEADERS, label="Heads by effect (largest change first)",
                              interactive=False, max_height=320)
+        export_panel.html_button("Knocking out attention heads", "ablation",
+                                 [("markdown", result), ("figure", plot), ("table", table)])
     public = {"api_visibility": "public" if model is not None else "private"}
     suffix = "" if model is not None else "_sentiment"
     if model is not None:

@@ -8,7 +8,7 @@ import gradio as gr
 from demo import plots
 from demo.checkpoint import LM, SENTIMENT
 from demo.inference import DemoService
-from demo.tabs import ablation_panel, qk_panel
+from demo.tabs import ablation_panel, export_panel, qk_panel
 from demo.tabs.common import bind, failure, notice_markdown
 from demo.text import ATTENTION_EXAMPLE, ATTENTION_INTRO, CAUSAL_NOTE
 
@@ -65,6 +65,7 @@ def build(service: DemoService, compute: dict):
     show = gr.Button("Show attention", variant="primary", elem_id="att-show")
     notice = gr.Markdown(elem_id="att-notice")
     heatmap = gr.Plot(label="Heatmap (hover a cell: query, key, weight)", elem_id="att-heatmap")
+    export_panel.image_buttons(heatmap)
     overview = gr.Gallery(label="Every layer (rows) and head (columns): click one to open it at full size",
                           columns=max(len(init_head["choices"]) - 1, 1), height="auto", object_fit="contain",
                           format="png", elem_id="att-grid", preview=False)

@@ -9,7 +9,7 @@ from demo.chat import EMPTY_PROMPT, TokenView
 from demo.inference import DemoService
 from demo.inputs import DemoError, clean_text, model_text
 from demo.streaming import run_ahead
-from demo.tabs import sampling_panel
+from demo.tabs import export_panel, sampling_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
 from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS
 from tokenization import visible
@@ -155,6 +155,7 @@ def build(service: DemoService, compute: dict) -> None:
     lens_btn = gr.Button("Look inside: logit lens", elem_id="chat-lens")
     lens_notice = gr.Markdown(elem_id="chat-lens-notice")
     lens_plot = gr.Plot(label="Logit lens", elem_id="chat-lens-plot")
+    export_panel.image_buttons(lens_plot)
     generated = gr.State(None)  # (token ids, number generated) of the last continuation
     sampling_panel.build(service, compute, generated, temperature, top_k, top_p, table)
 

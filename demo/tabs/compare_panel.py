@@ -7,6 +7,7 @@ import gradio as gr
 
 from demo.compare import MINIMAL_PAIRS, Comparison
 from demo.inference import DemoService
+from demo.tabs import export_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
 from model import METHODS
 
@@ -67,8 +68,12 @@ def build(service: DemoService, compute: dict) -> None:
         with gr.Row():
             label_a = gr.Label(label="First version", num_top_classes=5)
             label_b = gr.Label(label="Second version", num_top_classes=5)
-        plot = gr.Plot(label="Token scores in both versions")
+        plot = gr.Plot(label="Token scores in both versions", elem_id="compare-plot")
+        export_panel.image_buttons(plot)
         table = gr.Dataframe(headers=COMPARE_HEADERS, label="Tokens aligned (a token only one version has "
                                                             "stands alone)", interactive=False, max_height=320)
+        export_panel.html_button("Two versions of a review, side by side", "compare",
+                                 [("markdown", summary), ("label", label_a), ("label", label_b), ("figure", plot),
+                                  ("table", table)])
     button.click(bind(compare, service), [text_a, text_b, method], [label_a, label_b, plot, table, summary],
                  api_name="compare_reviews", **compute)

@@ -9,6 +9,7 @@ from demo import plots
 from demo.inference import DemoService
 from demo.inputs import read_number
 from demo.qk import QueryKeyView
+from demo.tabs import export_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
 from demo.text import CAUSAL_NOTE
 
@@ -64,7 +65,10 @@ def build(service: DemoService, compute: dict, text, kind, layer, head) -> None:
             query = lenient(gr.Number(value=1, precision=0, label="Query token (1 = the first row of the heatmap)"))
             button = gr.Button("Show q·k")
         notice = gr.Markdown()
-        plot = gr.Plot(label="Scores and weights of one query")
+        plot = gr.Plot(label="Scores and weights of one query", elem_id="qk-plot")
+        export_panel.image_buttons(plot)
+        export_panel.html_button("Query · key: how an attention weight is made", "query-key",
+                                 [("markdown", notice), ("figure", plot)])
     button.click(bind(show, service), [text, kind, layer, head, query], [plot, notice], api_name="query_key",
                  **compute)
 

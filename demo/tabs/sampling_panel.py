@@ -8,6 +8,7 @@ import gradio as gr
 
 from demo.inference import DemoService
 from demo.sampling import SamplingView
+from demo.tabs import export_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
 
 SAMPLING_INTRO = ("### How was this token sampled?\n"
@@ -78,9 +79,12 @@ def build(service: DemoService, compute: dict, generated: gr.State, temperature,
             step = lenient(gr.Number(value=1, precision=0, label="Step", minimum=1))
             button = gr.Button("Show the sampling of this step")
         summary = gr.Markdown()
-        plot = gr.Plot(label="The step's distribution, stage by stage")
+        plot = gr.Plot(label="The step's distribution, stage by stage", elem_id="sampling-plot")
+        export_panel.image_buttons(plot)
         view_table = gr.Dataframe(headers=VIEW_HEADERS, label="The most likely tokens (and the drawn one)",
                                   interactive=False, max_height=320)
+        export_panel.html_button("How a token was sampled", "sampling",
+                                 [("markdown", summary), ("figure", plot), ("table", view_table)])
     generated.change(record, [temperature, top_k, top_p], used, queue=False, api_visibility="private")
     outputs = [plot, view_table, summary]
     button.click(bind(show, service), [generated, step, used], outputs, api_name="sampling_step",

@@ -8,7 +8,7 @@ from pathlib import Path
 import gradio as gr
 
 from demo.inference import DemoService
-from demo.tabs import ablation_panel, compare_panel
+from demo.tabs import ablation_panel, compare_panel, export_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
 from demo.text import EXPLAIN_INTRO, SENTIMENT_EXAMPLES, SENTIMENT_INTRO
 from model import METHODS
@@ -107,7 +107,10 @@ def build(service: DemoService, compute: dict) -> None:
         explain_btn = gr.Button("Explain", variant="primary", elem_id="review-explain")
         compare_btn = gr.Button("Compare all methods", elem_id="review-compare")
     deletion = gr.Markdown(elem_id="review-deletion")
+    export_panel.html_button("Why this label? An explanation of the sentiment model", "sentiment",
+                             [("label", label), ("highlights", shaded), ("markdown", deletion), ("markdown", notice)])
     agreement = gr.Plot(label="Agreement between methods", elem_id="review-agreement")
+    export_panel.image_buttons(agreement)
     compare_panel.build(service, compute)
     ablation_panel.build(service, compute, review)
 

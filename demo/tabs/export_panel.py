@@ -1,0 +1,55 @@
+"""Download buttons: every Plotly figure as PNG and SVG (drawn by the browser from the plot on
+screen, with the plotly.js Gradio already loaded), and a view's explanation as one standalone
+HTML file (`demo.export`), built from the values on screen, so nothing is recomputed."""
+
+import gradio as gr
+
+from demo import export
+from demo.tabs.common import failure
+
+IMAGE_JS = """(name) => {{
+  const plot = document.querySelector('#{elem_id} [data-testid="plotly"]');
+  if (!plot || !window.Plotly || !plot.data) return;
+  window.Plotly.downloadImage(plot, {{format: '{fmt}', filename: '{elem_id}'}});
+}}"""
+
+
+def image_buttons(plot: gr.Plot) -> None:
+    """PNG and SVG buttons under a `gr.Plot` (which needs an `elem_id`); they run in the browser only."""
+    if not plot.elem_id:
+        raise ValueError("image_buttons needs a plot with an elem_id")
+    with gr.Row(elem_classes=["export-buttons"]):
+        for fmt in ("png", "svg"):
+            button = gr.Button(f"Download {fmt.upper()}", size="sm", elem_id=f"{plot.elem_id}-{fmt}")
+            button.click(None, None, None, js=IMAGE_JS.format(elem_id=plot.elem_id, fmt=fmt), queue=False)
+
+
+def _value(kind: str, value):
+    """A component's value as `demo.export.page` reads it (a plot arrives as Gradio's PlotData)."""
+    if kind == "figure":
+        plot = getattr(value, "plot", None) or (value.get("plot") if isinstance(value, dict) else None)
+        return plot if isinstance(plot, str) else None
+    if kind == "table" and hasattr(value, "to_dict"):  # a pandas DataFrame
+        return {"headers": list(value.columns), "data": value.values.tolist()}
+    if kind == "label" and isinstance(value, str | int | float):  # a label without confidences
+        return {str(value): 1.0}
+    return value
+
+
+def html_button(title: str, name: str, parts: list[tuple[str, gr.components.Component]]) -> None:
+    """An "Export as HTML" button and the file it makes from the components in `parts`, (kind,
+    component) in page order, kinds as `demo.export.page` takes them."""
+    with gr.Row(elem_classes=["export-buttons"]):
+        button = gr.Button("Export as HTML (opens offline)", size="sm")
+        file = gr.File(label="Standalone HTML", visible=False, elem_classes=["export-file"])
+        notice = gr.Markdown()
+
+    def make(*values):
+        try:
+            shown = [(kind, _value(kind, v)) for (kind, _), v in zip(parts, values, strict=True)]
+            return gr.update(value=str(export.write_page(title, shown, name)), visible=True), ""
+        except Exception as e:
+            return gr.update(visible=False), failure(e)
+
+    button.click(make, [c for _, c in parts], [file, notice], queue=False, api_visibility="private")
+
