@@ -106,6 +106,14 @@ def test_a_figure_downloads_as_png_and_svg_in_the_app(browser, service: DemoServ
                 page_.locator(f"#att-heatmap-{fmt}").click()
             assert download.value.suggested_filename == f"att-heatmap.{fmt}"
             assert Path(download.value.path()).read_bytes().lstrip().startswith(start)
+        page_.get_by_text("Knock out a head (ablation)").first.click()  # the Attention tab's panel
+        page_.get_by_role("button", name="Rank every head by its effect").first.click()
+        page_.locator("#ablation-plot .js-plotly-plot").wait_for(timeout=30_000)
+        page_.locator("#export-ablation").click()
+        link = page_.locator("#export-ablation-file a").first
+        link.wait_for(timeout=30_000)
+        text = page_.request.get(link.get_attribute("href")).text()
+        assert text.startswith("<!DOCTYPE html>") and "Plotly.newPlot('fig1'" in text and "ranks #" in text
         context.close()
     finally:
         app.close()

@@ -92,12 +92,12 @@ def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio
             knock = gr.Button("Knock out", variant="primary")
             rank_btn = gr.Button("Rank every head by its effect")
         result = gr.Markdown()
-        plot = gr.Plot(label="Each head: attention weight vs effect of knocking it out",
-                       elem_id="ablation-plot" + ("" if model is not None else "-sentiment"))
+        name = "ablation" if model is not None else "ablation-sentiment"  # the panel is on the page twice
+        plot = gr.Plot(label="Each head: attention weight vs effect of knocking it out", elem_id=f"{name}-plot")
         export_panel.image_buttons(plot)
         table = gr.Dataframe(headers=RANK_HEADERS, label="Heads by effect (largest change first)",
                              interactive=False, max_height=320)
-        export_panel.html_button("Knocking out attention heads", "ablation",
+        export_panel.html_button("Knocking out attention heads", name,
                                  [("markdown", result), ("figure", plot), ("table", table)])
     public = {"api_visibility": "public" if model is not None else "private"}
     suffix = "" if model is not None else "_sentiment"

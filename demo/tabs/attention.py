@@ -66,6 +66,7 @@ def build(service: DemoService, compute: dict):
     notice = gr.Markdown(elem_id="att-notice")
     heatmap = gr.Plot(label="Heatmap (hover a cell: query, key, weight)", elem_id="att-heatmap")
     export_panel.image_buttons(heatmap)
+    export_panel.html_button("Attention heatmap", "attention", [("markdown", notice), ("figure", heatmap)])
     overview = gr.Gallery(label="Every layer (rows) and head (columns): click one to open it at full size",
                           columns=max(len(init_head["choices"]) - 1, 1), height="auto", object_fit="contain",
                           format="png", elem_id="att-grid", preview=False)

@@ -156,6 +156,7 @@ def build(service: DemoService, compute: dict) -> None:
     lens_notice = gr.Markdown(elem_id="chat-lens-notice")
     lens_plot = gr.Plot(label="Logit lens", elem_id="chat-lens-plot")
     export_panel.image_buttons(lens_plot)
+    export_panel.html_button("Logit lens", "logit-lens", [("markdown", lens_notice), ("figure", lens_plot)])
     generated = gr.State(None)  # (token ids, number generated) of the last continuation
     sampling_panel.build(service, compute, generated, temperature, top_k, top_p, table)
 

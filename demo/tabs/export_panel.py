@@ -38,10 +38,11 @@ def _value(kind: str, value):
 
 def html_button(title: str, name: str, parts: list[tuple[str, gr.components.Component]]) -> None:
     """An "Export as HTML" button and the file it makes from the components in `parts`, (kind,
-    component) in page order, kinds as `demo.export.page` takes them."""
+    component) in page order, kinds as `demo.export.page` takes them. `name` names the file and the
+    button's elem_id (`export-<name>`), so it must be unique on the page."""
     with gr.Row(elem_classes=["export-buttons"]):
-        button = gr.Button("Export as HTML (opens offline)", size="sm")
-        file = gr.File(label="Standalone HTML", visible=False, elem_classes=["export-file"])
+        button = gr.Button("Export as HTML (opens offline)", size="sm", elem_id=f"export-{name}")
+        file = gr.File(label="Standalone HTML", visible=False, elem_id=f"export-{name}-file")
         notice = gr.Markdown()
 
     def make(*values):
