@@ -58,7 +58,8 @@ def _inputs(ckpt: Checkpoint, text: object, kind: str, layer: int):
 
 def query_key(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: object = 0, head: object = 0,
               query: object = 0) -> QueryKeyView:
-    """q·k/√d_k for one head and one query token (0-based `layer`, `head`, `query`, clamped and said)."""
+    """q·k/√d_k for one head and one query token (0-based `layer`, `head`, `query`, clamped and said;
+    a negative `query` counts from the end, as Python's indices do)."""
     n_layers, n_heads = attention_logic.attention_shape(ckpt, kind)
     notices = []
     values = []
@@ -73,6 +74,7 @@ def query_key(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: obje
     notices += result.notices
     q_i = int(round(read_number(query, 0)))
     t_q = len(result.query_tokens)
+    q_i += t_q if -t_q <= q_i < 0 else 0
     if not 0 <= q_i < t_q:
         notices.append(f"Query token {q_i + 1} does not exist (1 to {t_q}): showing the nearest.")
         q_i = min(max(q_i, 0), t_q - 1)

@@ -53,6 +53,8 @@ def test_hostile_settings(service: DemoService) -> None:
     view = service.query_key(TEXT, "lm_self", 99, -3, 10**9)
     assert (view.layer, view.head, view.query) == (1, 0, len(view.key_tokens) - 1)
     assert sum("does not exist" in n for n in view.notices) == 3
+    last = service.query_key(TEXT, "lm_self", 0, 0, -1)
+    assert last.query == len(last.key_tokens) - 1 and not np.isnan(last.scores).any()  # the last query sees all
     long = service.query_key("word " * 5000, "encoder_self", 0, 0, 0)
     assert any("cut" in n for n in long.notices) and len(long.key_tokens) == 64
     for text, kind, message in [("", "lm_self", "Type some text"), ("ok", "nope", "Unknown attention kind")]:

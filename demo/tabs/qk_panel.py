@@ -42,13 +42,14 @@ def qk_figure(view: QueryKeyView):
 
 
 def show(service: DemoService, text, kind, layer, head, query):
-    """The figure and notices for one head and one (1-based) query token."""
+    """The figure and notices for one head and one query token (1-based; negative: from the end)."""
     notes = []
     try:
         if head in (None, plots.MEAN):
             head = 0
             notes.append("The mean over heads has no query and key vectors: showing head 1.")
-        view = service.query_key(text, kind, layer, head, read_number(query, 1) - 1)
+        q = read_number(query, -1)
+        view = service.query_key(text, kind, layer, head, q - 1 if q >= 1 else min(q, -1))  # 1-based; -1 = the last
     except Exception as e:
         return None, failure(e)
     notes += view.notices
@@ -62,7 +63,8 @@ def build(service: DemoService, compute: dict, text, kind, layer, head) -> None:
     with gr.Accordion("Query · key: how one attention weight is made", open=False):
         gr.Markdown(QK_INTRO)
         with gr.Row():
-            query = lenient(gr.Number(value=1, precision=0, label="Query token (1 = the first row of the heatmap)"))
+            query = lenient(gr.Number(value=-1, precision=0, label="Query token (1 = the heatmap's first row, "
+                                                                   "-1 = its last)"))
             button = gr.Button("Show q·k")
         notice = gr.Markdown()
         plot = gr.Plot(label="Scores and weights of one query", elem_id="qk-plot")
