@@ -298,7 +298,7 @@ def test_query_key(client) -> None:
     assert figure is not None and "A missing score" in notice
     figure, notice = client.predict("", "lm_self", 0, 1, 3, api_name="/query_key")
     assert figure is None and notice.startswith("ℹ️")
-    figure, notice = client.predict("x" * 20_001, "cross", 42, 42, -5, api_name="/query_key")
+    figure, notice = client.predict("x" * 20_001, "cross", 42, 42, 999, api_name="/query_key")
     assert figure is not None and notice.count("does not exist") == 3
 
 
