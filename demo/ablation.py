@@ -168,8 +168,9 @@ class HeadRanking:
 
 def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, float]]:
     """Each head's most-attended key token and its weight, read where the prediction is made: the
-    LM's last query; the classifier's label step (cross- and decoder self-attention) or, in the
-    encoder, which has no prediction row, the mean over its queries."""
+    LM's last query; the classifier's label step in cross-attention (as the app's attention shading
+    reads it); elsewhere, where no one row makes the prediction, the mean over the queries (in the
+    decoder's self-attention the label step's row alone would be trivial: it sees only the start)."""
     tok = ckpt.tokenizer
     with torch.inference_mode():
         if ckpt.name == LM:
@@ -184,7 +185,7 @@ def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, 
     looks = {}
     for m in enc_maps + dec_maps:
         keys = [token_label(tok, i) for i in tgt] if m.kind == "decoder_self" else target.tokens
-        rows = m.weights[0].float().mean(1) if m.kind == "encoder_self" else m.weights[0, :, 0].float()  # (H, T_k)
+        rows = m.weights[0, :, 0].float() if m.kind == "cross" else m.weights[0].float().mean(1)  # (H, T_k)
         for h, w in enumerate(rows):
             looks[Head(m.kind, m.layer, h)] = (keys[int(w.argmax())], float(w.max()))
     return looks
