@@ -68,3 +68,37 @@ def test_greedy_and_bad_requests(service: DemoService, run) -> None:
     for generated in (None, (), ([1, 2], 5), ([10**9], 1), "abc", ([1, 2, 3], 0)):
         with pytest.raises(DemoError, match="Generate a continuation first"):
             sampling_view(service.lm, generated, 1)
+
+
+@pytest.mark.filterwarnings("ignore:.*no_silent_downcasting", "ignore:The copy keyword is deprecated")
+def test_clicking_a_table_row_shows_its_sampling_in_the_browser(service: DemoService) -> None:
+    import socket
+    from pathlib import Path
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("no Chromium at /usr/bin/chromium")
+    from demo.app import build_app, launch
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = build_app(service)
+    _, url, _ = launch(app, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.set_default_timeout(30_000)
+            page.goto(url)
+            page.locator("#chat-input textarea").fill("This movie was")
+            page.locator("#chat-send").click()
+            page.get_by_text("Done:").wait_for()
+            page.get_by_text("How was this token sampled?").first.click()
+            page.locator('#chat-table [data-testid="cell-1-1"]').click()  # step 2's token (row 1, column 1)
+            page.locator("#sampling-plot .js-plotly-plot").wait_for()
+            assert "Step 2:" in page.locator("#sampling-plot").inner_text()
+            assert "model probability (T = 1, unfiltered)" in page.locator("#chat-table").inner_text()
+            browser.close()
+    finally:
+        app.close()
