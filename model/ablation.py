@@ -36,7 +36,6 @@ from .decoder_only import DecoderOnlyLM
 from .encoder_decoder import EncoderDecoder
 
 MODES = ("zero", "mean")
-KINDS = ("encoder_self", "decoder_self", "cross")  # `AttentionMap.kind`, in the order a model runs them
 
 
 @dataclass(frozen=True, order=True)
