@@ -9,6 +9,7 @@ A visitor names heads as the panel lists them: "L2 H3" for the language model; "
 import copy
 import re
 import threading
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -24,7 +25,7 @@ from tokenization import token_label, visible
 PREFIXES = {"encoder_self": "enc ", "decoder_self": "dec ", "cross": "cross "}  # the sentiment model's kinds
 NO_HEADS = "Pick at least one head to knock out."
 _HEAD = re.compile(r"^\s*(enc|dec|cross)?\s*L(\d{1,3})\s*H(\d{1,3})\s*$", re.IGNORECASE)
-_copies: dict[int, tuple[torch.nn.Module, threading.Lock]] = {}
+_copies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # served model -> (its copy, the copy's lock)
 _copies_lock = threading.Lock()
 
 
@@ -69,9 +70,9 @@ def _private_copy(ckpt: Checkpoint):
     """The checkpoint's model copied once for ablation, and the lock its users take: ablating
     changes the model for every thread, and the shared one keeps serving everybody else."""
     with _copies_lock:
-        if id(ckpt) not in _copies:
-            _copies[id(ckpt)] = (copy.deepcopy(ckpt.model).eval(), threading.Lock())
-        return _copies[id(ckpt)]
+        if ckpt.model not in _copies:
+            _copies[ckpt.model] = (copy.deepcopy(ckpt.model).eval(), threading.Lock())
+        return _copies[ckpt.model]
 
 
 @dataclass
