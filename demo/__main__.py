@@ -1,4 +1,5 @@
-"""`python -m demo [--host H] [--port P] [--share] [--checkpoints DIR] [--device auto|cpu|cuda]`."""
+"""`python -m demo [--host H] [--port P] [--share] [--checkpoints DIR] [--device auto|cpu|cuda]
+[--precision auto|fp32|bf16]` (the precision also from $DEMO_PRECISION)."""
 
 from demo.app import main
 

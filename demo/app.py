@@ -39,9 +39,10 @@ os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
 import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 
-from demo.inference import DemoService  # noqa: E402
+from demo.inference import PRECISION_ENV, DemoService  # noqa: E402
 from demo.tabs import about, attention, chat, sentiment, tokenizer  # noqa: E402
 from demo.text import TITLE  # noqa: E402
+from model import PRECISIONS  # noqa: E402
 
 log = logging.getLogger("demo")
 
@@ -100,6 +101,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="directory holding lm/, sentiment/ and tokenizer.json (default: checkpoints/)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="auto = CUDA when available")
+    parser.add_argument("--precision", choices=PRECISIONS, default=os.environ.get(PRECISION_ENV, "auto"),
+                        help="batched passes in bf16 or fp32; auto = bf16 where the CPU/GPU has it natively "
+                             f"(default: ${PRECISION_ENV} or auto)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads per request (default 1, see main())")
     return parser.parse_args(argv)
@@ -117,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    service = DemoService(args.checkpoints, args.device)
+    service = DemoService(args.checkpoints, args.device, precision=args.precision)
     for ckpt in service.checkpoints:
         log.info("%s: %s %s", ckpt.name, ckpt.status, ckpt.message)
     log.info("compute slots: %d", service.budget.slots)

@@ -40,7 +40,7 @@ def _score(metrics: dict) -> str:
 
 def header_markdown(service: DemoService) -> str:
     """Which device and checkpoints are in use, with a warning for missing or untrained ones."""
-    parts = [f"**Device:** {service.device_description()}"]
+    parts = [f"**Device:** {service.device_description()}, {service.precision} for the batched passes"]
     for ckpt in service.checkpoints:
         title = SHORT_TITLES[ckpt.name][0]
         if ckpt.ready:
