@@ -267,3 +267,41 @@ def test_stream_rejects_anything_but_one_sequence(shape):
 
 def test_max_new_tokens_zero_generates_nothing():
     assert random_lm().generate(PROMPT, GenerationConfig(max_new_tokens=0)) == []
+
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_the_decode_step_fast_path_equals_the_layers(monkeypatch, norm_first):
+    """`_decode_step` (no wrappers) gives the tokens and logits of the layers' own forward, and is
+    taken for every cached one-token step (post-norm keeps the layers)."""
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=VOCAB, block_size=8, n_layer=3, n_head=4, d_model=32,
+                                            d_ff=64, dropout=0.1, norm_first=norm_first)).eval()
+    config = GenerationConfig(max_new_tokens=20, temperature=2.0, seed=3)  # slides the 8-token window
+    forwards = []
+    hook = model.register_forward_hook(lambda module, args, output: forwards.append(args[0].size(1)))
+    fast = list(model.stream(PROMPT, config))
+    hook.remove()
+    monkeypatch.setattr(DecoderOnlyLM, "_plain_decode_step", lambda self: False)
+    slow = list(model.stream(PROMPT, config))
+    assert [s.token_id for s in fast] == [s.token_id for s in slow]
+    for a, b in zip(fast, slow, strict=True):
+        torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=0)
+    # pre-norm: forward only for the prompt and each re-encoded window (several tokens), never one token
+    assert (1 in forwards) != norm_first and len(forwards) == (sum(n > 1 for n in forwards) if norm_first else 20)
+
+
+def test_the_fast_path_leaves_ablated_heads_to_the_layers(lm):
+    steps = lambda: [s.logits for s in lm.stream(PROMPT, GenerationConfig(max_new_tokens=4, temperature=0))]
+    plain = steps()
+    attn = lm.decoder.layers[1].self_attn
+    attn.head_ablation = lambda out: out * 0  # every head of layer 1 knocked out
+    try:
+        with torch.no_grad():
+            assert not lm._plain_decode_step()
+        ablated = steps()
+    finally:
+        attn.head_ablation = None
+    with torch.no_grad():
+        assert lm._plain_decode_step()
+    assert all((a - b).abs().max() > 1e-3 for a, b in zip(plain[1:], ablated[1:], strict=True))
