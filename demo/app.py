@@ -63,15 +63,16 @@ def build_app(service: DemoService) -> gr.Blocks:
     """Build the page: each tab adds its components and events."""
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=DELETE_CACHE) as app:
         gr.Markdown(about.header_markdown(service), elem_id="header")
-        with gr.Tabs():
+        with gr.Tabs(overflow_behavior="wrap"):  # on a phone the tabs wrap: none hides behind a "⋯" menu
             with gr.Tab("Chat", id="chat"):
                 chat.build(service, COMPUTE)
             with gr.Tab("Sentiment", id="sentiment"):
-                sentiment.build(service, COMPUTE)
+                opened = sentiment.build(service, COMPUTE)
             with gr.Tab("Attention", id="attention"):
                 on_load = [attention.build(service, COMPUTE)]
             with gr.Tab("Tokenizer", id="tokenizer"):
                 on_load.append(tokenizer.build(service, COMPUTE))
+            on_load.append(opened)
             with gr.Tab("About", id="about"):
                 about.build(service)
         for i, (handler, inputs, outputs) in enumerate(on_load):  # the example tabs open already drawn

@@ -137,5 +137,5 @@ def stream_continuation(ckpt: Checkpoint, budget: ComputeBudget, prompt: object,
                                alternatives=[(token_label(tok, i), p) for i, p in step.alternatives]))
         # a character split across tokens decodes to U+FFFD until its last byte arrives
         text_so_far = tok.decode(generated).rstrip("\ufffd")
-        yield ChatUpdate(text_so_far, list(steps), list(notices), False, config.seed)
+        yield ChatUpdate(text_so_far, list(steps), list(notices), False, config.seed, (*prompt_ids, *generated))
     yield ChatUpdate(tok.decode(generated), steps, notices, True, config.seed, (*prompt_ids, *generated))

@@ -181,3 +181,63 @@ def test_about_tab(page, shots: Path) -> None:
     page.locator("#about").get_by_text("python -m training.run --help").wait_for()
     page.screenshot(path=shots / "screenshot_about.png", full_page=True)
     assert page.errors == []
+
+
+# -- what is on screen belongs to the current input and controls (issue #19) ------------------------
+
+
+def test_chat_enter_sends_and_stop_leaves_a_notice_and_a_lens(page) -> None:
+    open_tab(page, "Chat")
+    page.locator("#chat-clear").click()
+    box = page.locator("#chat-input textarea")
+    box.fill("The plot")
+    box.press("Enter")  # sends, as in a chat tool (Shift+Enter is the new line)
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    page.locator("#chat-stop").click()
+    page.locator("#chat-notice").get_by_text("Stopped").wait_for()
+    page.locator("#chat-lens").click()
+    page.locator("#chat-lens-plot .js-plotly-plot").wait_for()
+    assert "Generate a continuation first" not in page.locator("#chat-lens-notice").inner_text()
+    assert_no_error_box(page)
+
+
+def test_sentiment_new_review_replaces_every_view(page) -> None:
+    open_tab(page, "Sentiment")
+    page.locator("#review-deletion").get_by_text("Deletion test").wait_for()  # the example opens classified
+    page.locator("#review-compare").click()
+    page.locator("#review-agreement .js-plotly-plot").wait_for(timeout=3 * TIMEOUT_MS)
+    page.locator("#review-input textarea").fill("Dull and far too long. I left early.")
+    page.locator("#review-classify").click()
+    page.wait_for_function("""() => !document.querySelector('#review-agreement .js-plotly-plot')""")  # no stale matrix
+    page.locator("#review-deletion").get_by_text("Deletion test").wait_for()
+    method = page.locator("#review-method input:checked").get_attribute("value")
+    assert method in page.locator("#review-deletion").inner_text()  # the panel names its method
+    assert_no_error_box(page)
+
+
+def test_attention_redraws_on_every_control_change(page) -> None:
+    open_tab(page, "Attention")
+    title = page.locator("#att-heatmap .gtitle")
+    title.wait_for()
+    before = title.text_content()
+    page.locator("#att-head input").click()
+    page.get_by_role("option", name="head 1", exact=True).click()  # no button pressed
+    page.wait_for_function("""before => {
+        const t = document.querySelector('#att-heatmap .gtitle');
+        return t && t.textContent !== before && t.textContent.includes('head 1');
+    }""", arg=before)
+    assert_no_error_box(page)
+
+
+def test_phone_width_reaches_every_tab_without_overflow(page, url) -> None:
+    overflow = {}
+    phone = page.context.browser.new_page(viewport={"width": 390, "height": 844})
+    phone.set_default_timeout(TIMEOUT_MS)
+    phone.goto(url)
+    phone.get_by_text("Tiny Transformers, built from scratch").wait_for()
+    for tab in ("Chat", "Sentiment", "Attention", "Tokenizer", "About"):
+        phone.get_by_role("tab", name=tab).click(timeout=5_000)  # in reach: none behind an overflow menu
+        phone.wait_for_timeout(1_000)
+        overflow[tab] = phone.evaluate("document.documentElement.scrollWidth")
+    phone.close()
+    assert all(width <= 390 for width in overflow.values()), overflow

@@ -61,7 +61,8 @@ def build(service: DemoService, compute: dict):
         model = gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first_model, label="Model")
         kind = gr.Dropdown(init_kind["choices"], value=init_kind["value"], label="Attention", allow_custom_value=True)
         layer = gr.Dropdown(init_layer["choices"], value=init_layer["value"], label="Layer", allow_custom_value=True)
-        head = gr.Dropdown(init_head["choices"], value=init_head["value"], label="Head", allow_custom_value=True)
+        head = gr.Dropdown(init_head["choices"], value=init_head["value"], label="Head", allow_custom_value=True,
+                           elem_id="att-head")
     show = gr.Button("Show attention", variant="primary", elem_id="att-show")
     notice = gr.Markdown(elem_id="att-notice")
     heatmap = gr.Plot(label="Heatmap (hover a cell: query, key, weight)", elem_id="att-heatmap")
@@ -74,11 +75,17 @@ def build(service: DemoService, compute: dict):
     ablation_panel.build(service, compute, text, model)
 
     options = bind(attention_options, service)
-    model.change(options, [model, kind], [kind, layer, head], api_name="attention_options", queue=False)
-    kind.change(options, [model, kind], [kind, layer, head], api_name="attention_kind", api_visibility="private",
-                queue=False)
     draw = bind(attention, service)
-    show.click(draw, [text, kind, layer, head], [heatmap, overview, notice], api_name="attention", **compute)
+    drawn = {"fn": draw, "inputs": [text, kind, layer, head], "outputs": [heatmap, overview, notice]}
+    # every control change redraws (only the last of a burst runs): the view never shows other controls' map
+    redraw = {**drawn, "api_visibility": "private", "trigger_mode": "always_last", **compute}
+    model.change(options, [model, kind], [kind, layer, head], api_name="attention_options", queue=False).then(
+        **redraw)
+    kind.change(options, [model, kind], [kind, layer, head], api_name="attention_kind", api_visibility="private",
+                queue=False).then(**redraw)
+    layer.input(**redraw)
+    head.input(**redraw)
+    show.click(**drawn, api_name="attention", **compute)
     overview.select(bind(focus, service), [text, kind], [layer, head, heatmap, notice], api_name="attention_focus",
                     api_visibility="private", **compute)
     return draw, [text, kind, layer, head], [heatmap, overview, notice]

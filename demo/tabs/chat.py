@@ -69,15 +69,16 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
                 history[-1] = {"role": "assistant", "content": CONTINUATION + update.text}
                 notices = cleaning + update.notices + (
                     [f"Done: {len(update.steps)} tokens (seed {update.seed})."] if update.done else [])
-                generated = (list(update.token_ids), len(update.steps)) if update.done else gr.skip()
+                generated = (list(update.token_ids), len(update.steps))  # kept at each step: Stop leaves a lens
                 new = update.steps[len(rows):]
                 highlights += token_highlights(new)
                 rows += token_table(new, first=len(rows) + 1)
-                yield history, "", list(highlights), list(rows), notice_markdown(notices), generated
+                # gr.skip() for the textbox: what the visitor types during the stream stays
+                yield history, gr.skip(), list(highlights), list(rows), notice_markdown(notices), generated
     except Exception as e:
         if message_text(history[-1]) == CONTINUATION:
             history = history[:-1]  # no reply at all: drop the empty bubble
-        yield history, "", gr.skip(), gr.skip(), failure(e), gr.skip()
+        yield history, gr.skip(), gr.skip(), gr.skip(), failure(e), gr.skip()
 
 
 def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top_p, seed):
@@ -90,6 +91,12 @@ def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top
     last = users[-1]
     yield from chat(service, message_text(history[last]), history[:last], max_new_tokens, temperature, top_k,
                     top_p, seed)
+
+
+def stopped(generated):
+    """Stop was pressed: say so, and what the logit lens will read."""
+    n = generated[1] if generated else 0
+    return f"⏹ Stopped after {n} tokens; the logit lens reads the {n} shown." if n else "⏹ Stopped before any token."
 
 
 def clear():
@@ -128,8 +135,8 @@ def build(service: DemoService, compute: dict) -> None:
         with gr.Column(scale=3):
             chatbot = gr.Chatbot(label="Review writer", height=360, elem_id="chatbot", render_markdown=False,
                                  feedback_options=None, buttons=["copy"])
-            prompt = gr.Textbox(label="Opening of a review", placeholder="This movie was", lines=2, max_lines=8,
-                                elem_id="chat-input")
+            prompt = gr.Textbox(label="Opening of a review (Enter sends, Shift+Enter: new line)",
+                                placeholder="This movie was", lines=1, max_lines=8, elem_id="chat-input")
             with gr.Row():
                 send = gr.Button("Continue", variant="primary", elem_id="chat-send")
                 stop = gr.Button("Stop", variant="stop", elem_id="chat-stop")
@@ -169,7 +176,8 @@ def build(service: DemoService, compute: dict) -> None:
                    api_visibility="private", **stream),
         retry_btn.click(bind(retry, service), [chatbot, *settings], outputs, api_name="retry", **stream),
     ]
-    stop.click(None, None, None, cancels=chat_events, api_name="stop", api_visibility="private")
+    stop.click(stopped, generated, chat_notice, cancels=chat_events, api_name="stop", api_visibility="private",
+               queue=False)
     clear_btn.click(clear, None, [*outputs, rating, lens_plot], api_name="clear", queue=False)
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
     lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice], api_name="logit_lens",

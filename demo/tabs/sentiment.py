@@ -62,8 +62,17 @@ def explain(service: DemoService, text, method):
         result = service.explain(text, method)
     except Exception as e:
         return None, None, "", failure(e)
-    deletion = deletion_markdown(result.label, result.probabilities[result.label], result.deletion)
-    return result.probabilities, result.highlights, deletion, notice_markdown(result.notices)
+    deletion = f"`{result.method}` · " + deletion_markdown(result.label, result.probabilities[result.label],
+                                                          result.deletion)
+    shaded = gr.update(value=result.highlights, label=f"Token shading by {result.method} (red: for the label, "
+                       "blue: against; attention: darker = more)")
+    return result.probabilities, shaded, deletion, notice_markdown(result.notices)
+
+
+def refresh(service: DemoService, text, method):
+    """After a new review: the selected method's shading and deletion test, and no agreement matrix
+    from the previous review (it is computed again on request)."""
+    return *explain(service, text, method), None
 
 
 def agreement_figure(methods: list[str], matrix: list[list[float]]):
@@ -87,7 +96,8 @@ def compare(service: DemoService, text):
         return None, failure(e)
 
 
-def build(service: DemoService, compute: dict) -> None:
+def build(service: DemoService, compute: dict):
+    """The tab; returns its handler with its inputs and outputs, for the page's load event."""
     gr.Markdown(SENTIMENT_INTRO)
     review = gr.Textbox(SENTIMENT_EXAMPLES[0], label="Review", lines=5, max_lines=14, elem_id="review-input")
     classify_btn = gr.Button("Classify", variant="primary", elem_id="review-classify")
@@ -117,12 +127,17 @@ def build(service: DemoService, compute: dict) -> None:
     # A classification is one short model call: it skips Gradio's queue (its join and event-stream
     # round trips cost more than the call) and waits for compute in the shared budget instead.
     outputs = [label, shaded, notice]
-    review.submit(bind(classify, service), review, outputs, api_name="classify_submit", api_visibility="private",
-                  queue=False)
-    classify_btn.click(bind(classify, service), review, outputs, api_name="classify", queue=False)
     explain_outputs = [label, shaded, deletion, notice]
+    # /classify answers at once; then every view of the old review is replaced: the selected method's
+    # shading and deletion test, and the agreement matrix cleared
+    fresh = {"fn": bind(refresh, service), "inputs": [review, method], "outputs": [*explain_outputs, agreement],
+             "api_visibility": "private", **compute}
+    review.submit(bind(classify, service), review, outputs, api_name="classify_submit", api_visibility="private",
+                  queue=False).then(**fresh)
+    classify_btn.click(bind(classify, service), review, outputs, api_name="classify", queue=False).then(**fresh)
     explain_btn.click(bind(explain, service), [review, method], explain_outputs, api_name="explain", **compute)
     method.change(bind(explain, service), [review, method], explain_outputs, api_name="explain_method",
                   api_visibility="private", **compute)
     compare_btn.click(bind(compare, service), review, [agreement, notice], api_name="compare_methods",
                       api_visibility="private", **compute)
+    return bind(refresh, service), [review, method], [*explain_outputs, agreement]  # the tab opens classified
