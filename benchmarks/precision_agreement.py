@@ -1,0 +1,96 @@
+"""Does the classifier answer the same in bfloat16? The held-out reviews read in float32 and under
+bfloat16 autocast (`model.autocast`, as the demo serves them with `--precision bf16`).
+
+Per review: the label each precision writes, the largest change of any class probability, and for
+the first `--ig-limit` reviews the rank correlation (Spearman) of integrated gradients' token scores
+in bf16 against fp32. Goals (issue #21): the same label on >= 99.5% of reviews, IG rank correlation
+>= 0.95. Only the numbers are compared, not the speed: bf16 is run here even on a CPU without
+AVX512-BF16/AMX, where it is correct but emulated and slower (use `--limit` there).
+
+    python -m benchmarks.precision_agreement [--limit N] [--ig-limit N] [--json PATH]
+
+Prints `same label X% (n/N)`, `largest probability change X`, `IG rank correlation median X min Y`.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+from benchmarks.faithfulness import source
+from model import attribute, autocast, bf16_native, load_pretrained, rank_correlation
+from tokenization import BPETokenizer
+from training.evaluate import label_candidates
+from training.heldout import add_held_out_arguments, held_out_rows
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def probabilities(model, ids: torch.Tensor, candidates: list[list[int]], precision: str, device: str) -> torch.Tensor:
+    """(n_labels,) float32 class probabilities of one review, the products in `precision`."""
+    with torch.inference_mode(), autocast(device, precision):
+        memory, _ = model.encode(ids[None])
+        return model.label_log_probs(memory, candidates)[0].float().exp().cpu()
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.precision_agreement", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", default="checkpoints/sentiment")
+    add_held_out_arguments(parser)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N held-out reviews")
+    parser.add_argument("--ig-limit", type=int, default=100, help="integrated gradients on the first N of those")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--json", default=str(RESULTS / "precision_agreement.json"))
+    args = parser.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    model = load_pretrained(args.checkpoint, args.device).eval()
+    tokenizer = BPETokenizer.from_file(args.checkpoint)
+    candidates = label_candidates(model, tokenizer)
+    rows = held_out_rows(args.data_dir, args.val_size, args.seed, "validation")
+    rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
+
+    same, changes, correlations = [], [], []
+    for i, text in enumerate(rows["text"]):
+        ids, words = source(text, tokenizer, model.config.max_src_len, model.config.src_keep_tail)
+        ids = ids.to(args.device)
+        fp32, bf16 = (probabilities(model, ids, candidates, p, args.device) for p in ("fp32", "bf16"))
+        same.append(int(fp32.argmax()) == int(bf16.argmax()))
+        changes.append(float((fp32 - bf16).abs().max()))
+        if i < args.ig_limit:
+            scores = []
+            for precision in ("fp32", "bf16"):
+                with autocast(args.device, precision):
+                    scores.append(attribute(model, ids, candidates, "integrated_gradients", label=int(fp32.argmax()),
+                                            word_ids=words).scores.float())
+            correlations.append(rank_correlation(*scores))
+        print(f"{i + 1}/{len(rows)} reviews ({ids.numel()} tokens)", file=sys.stderr, flush=True)
+
+    agree = sum(same) / len(same)
+    print(f"same label {100 * agree:.2f}% ({sum(same)}/{len(same)})")
+    print(f"largest probability change {max(changes):.4f} (median {statistics.median(changes):.4f})")
+    if correlations:
+        print(f"IG rank correlation median {statistics.median(correlations):.4f} min {min(correlations):.4f} "
+              f"({len(correlations)} reviews)")
+    result = {
+        "checkpoint": args.checkpoint, "reviews": len(same), "val_size": args.val_size, "seed": args.seed,
+        "device": args.device, "bf16_native": bf16_native(args.device), "threads": args.threads,
+        "same_label": agree, "largest_probability_change": max(changes),
+        "median_probability_change": statistics.median(changes),
+        "ig_reviews": len(correlations),
+        "ig_rank_correlation_median": statistics.median(correlations) if correlations else None,
+        "ig_rank_correlation_min": min(correlations) if correlations else None,
+        "command": "python -m benchmarks.precision_agreement " + " ".join(sys.argv[1:] if argv is None else argv),
+    }
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()
