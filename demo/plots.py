@@ -174,3 +174,27 @@ def lens_figure(view):
     figure.update_yaxes(tickvals=list(range(len(tokens))), ticktext=tokens, autorange="reversed",
                         title_text="generated token (the prediction made just before it)", showgrid=False)
     return figure
+
+
+def reliability_figure(result: dict):
+    """The reliability diagram of `benchmarks/calibration.py`'s JSON: per confidence bin, accuracy
+    against mean confidence, at T = 1 and at the fitted T (a calibrated model lies on the diagonal)."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure(go.Scatter(x=[0.5, 1], y=[0.5, 1], mode="lines", name="calibrated",
+                                  line={"dash": "dot", "color": "#888"}))
+    for key in ("before", "after"):
+        part = result[key]
+        bins = [b for b in part["reliability"] if b["count"]]
+        figure.add_trace(go.Scatter(
+            x=[b["confidence"] for b in bins], y=[b["accuracy"] for b in bins], mode="lines+markers",
+            name=f"T = {part['temperature']:.2f}: ECE {part['ece']:.3f}",
+            customdata=[b["count"] for b in bins],
+            hovertemplate="confidence %{x:.3f}<br>accuracy %{y:.3f}<br>%{customdata} reviews<extra></extra>"))
+    figure.update_layout(title={"text": f"Reliability of the sentiment model on the {result['measured_on']}, "
+                                        f"{result['bins']} bins", "font": {"size": 13}},
+                         height=380, margin={"l": 10, "r": 10, "t": 50, "b": 10},
+                         legend={"orientation": "h", "y": -0.25})
+    figure.update_xaxes(title_text="confidence (the probability shown)", range=[0.5, 1])
+    figure.update_yaxes(title_text="accuracy", range=[0, 1.02])
+    return figure

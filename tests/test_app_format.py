@@ -159,3 +159,23 @@ def test_look_inside_handler(service: DemoService) -> None:
     update = service.continue_text("This movie was", max_new_tokens=3, temperature=0)
     figure, notice = look_inside(service, (list(update.token_ids), len(update.steps)))
     assert figure.data[0].type == "heatmap" and notice == ""
+
+
+def test_reliability_diagram_draws_the_non_empty_bins_of_the_calibration_json(tmp_path) -> None:
+    import torch
+
+    from demo.plots import reliability_figure
+    from demo.tabs.about import read_calibration
+    from training.calibration import expected_calibration_error, reliability
+
+    probs = torch.tensor([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.45, 0.55]])
+    labels = torch.tensor([0, 1, 1, 1])
+    parts = {key: {"temperature": t, "ece": expected_calibration_error(probs, labels),
+                   "reliability": reliability(probs, labels)} for key, t in (("before", 1.0), ("after", 1.5))}
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"bins": 15, "measured_on": "report rows (4)", **parts}))
+    figure = reliability_figure(read_calibration(path))
+    drawn = figure.data[1]
+    assert list(drawn.x) == pytest.approx([0.55, 0.7, 0.8, 0.9])  # one review per bin, empty bins left out
+    assert list(drawn.y) == [1.0, 1.0, 0.0, 1.0]  # the 0.8 one says negative, the review is positive
+    assert read_calibration(tmp_path / "missing.json") is None

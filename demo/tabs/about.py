@@ -2,9 +2,11 @@
 
 import base64
 import json
+from pathlib import Path
 
 import gradio as gr
 
+from demo import plots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint
 from demo.inference import DemoService
 from demo.inputs import scrub_paths
@@ -12,6 +14,7 @@ from demo.text import DATA_LINES, HEADER, MODEL_TITLES, RETRAINING, SHORT_TITLES
 
 HIDDEN_METRICS = {"history", "model_config", "train_config", "samples", "data"}  # shown otherwise, or too long
 MAX_METRIC_CHARS = 120
+CALIBRATION_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "calibration.json"
 
 
 def _fmt(value) -> str:
@@ -141,8 +144,21 @@ def curve_html(ckpt: Checkpoint) -> str:
             f'style="max-width:640px;width:100%"><figcaption>Training curve: {ckpt.name}</figcaption></figure>')
 
 
+def read_calibration(path: Path = CALIBRATION_RESULTS) -> dict | None:
+    """`python -m benchmarks.calibration`'s result, or None when it has not been run (a Space)."""
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        return result if all(key in result for key in ("before", "after", "bins", "measured_on")) else None
+    except (OSError, ValueError):
+        return None
+
+
 def build(service: DemoService) -> None:
     gr.Markdown(about_markdown(service), elem_id="about")
+    calibration = read_calibration()
+    if calibration:  # the probabilities the app shows, against how often they are right
+        gr.Plot(plots.reliability_figure(calibration), label="Calibration (python -m benchmarks.calibration)",
+                elem_id="about-reliability")
     for ckpt in service.checkpoints:
         if ckpt.training_curve_png:
             gr.HTML(curve_html(ckpt))

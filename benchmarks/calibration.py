@@ -1,0 +1,77 @@
+"""Calibration of a sentiment checkpoint: temperature fitted on the selection rows, expected
+calibration error (15 bins) before and after on the report rows, which the fit never sees.
+
+    python -m benchmarks.calibration --checkpoint checkpoints/sentiment --data-dir ../shared/data/imdb
+
+prints ECE at T = 1 and at the fitted T, and writes benchmarks/results/calibration.json with both
+reliability diagrams (the About tab draws the one at the fitted T). `--store` writes the fitted T
+into the checkpoint's config.json, where the app, `training.evaluate` and `/classify` read it.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from model import EncoderDecoder
+from storage import resolve_checkpoint
+from tokenization import BPETokenizer, clean_text
+from training.calibration import ECE_BINS, expected_calibration_error, fit_temperature, reliability
+from training.data import PairSet, label_column, text_column
+from training.evaluate import classify
+from training.heldout import add_held_out_arguments, held_out_rows
+
+RESULTS = Path(__file__).resolve().parent / "results" / "calibration.json"
+
+
+def scores_and_labels(model: EncoderDecoder, tokenizer: BPETokenizer, rows, part: str, max_tokens: int):
+    """Label scores (N, K) at T = 1 and the true labels (N,) of one held-out part."""
+    texts = [clean_text(t) for t in text_column(rows, "text", part)]
+    labels = label_column(rows, "label", part, model.config.labels)
+    pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer, model.config)
+    return classify(model, pairs, tokenizer, max_tokens), torch.tensor(labels)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.calibration", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", default="checkpoints/sentiment")
+    add_held_out_arguments(parser)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N rows of each part (a quick look)")
+    parser.add_argument("--max-tokens", type=int, default=16384, help="padded source tokens per batch")
+    parser.add_argument("--store", action="store_true", help="write the fitted temperature into config.json")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    ckpt = resolve_checkpoint(args.checkpoint)
+    model, tokenizer = EncoderDecoder.from_pretrained(ckpt).eval(), BPETokenizer.from_file(ckpt)
+    parts = {}
+    for part in ("selection", "report"):
+        rows = held_out_rows(args.data_dir, args.val_size, args.seed, part)
+        rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
+        parts[part] = scores_and_labels(model, tokenizer, rows, part, args.max_tokens)
+    temperature = fit_temperature(*parts["selection"])  # the checkpoint's own T plays no part: scores are at T = 1
+    scores, labels = parts["report"]
+    result = {"checkpoint": str(args.checkpoint), "bins": ECE_BINS, "temperature": temperature,
+              "fitted_on": f"selection rows ({len(parts['selection'][1])})",
+              "measured_on": f"report rows ({len(labels)})",
+              "accuracy": (scores.argmax(-1) == labels).float().mean().item()}
+    for name, t in (("before", 1.0), ("after", temperature)):
+        probs = (scores / t).softmax(-1)
+        result[name] = {"temperature": t, "ece": expected_calibration_error(probs, labels),
+                        "reliability": reliability(probs, labels)}
+    print(f"T = {temperature:.3f} (fitted on {result['fitted_on']}); on the {result['measured_on']}: "
+          f"ECE {result['before']['ece']:.4f} at T = 1, {result['after']['ece']:.4f} at T = {temperature:.3f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if args.store:
+        config_path = Path(ckpt) / "config.json"
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config["temperature"] = round(temperature, 4)
+        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()
