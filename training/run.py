@@ -60,7 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", required=True, choices=sorted(TASKS),
                    help="lm: decoder-only language model; sentiment: encoder-decoder writing "
-                        "'positive'/'negative'; seq2seq: encoder-decoder on any (source, target) columns")
+                        "'positive'/'negative'; seq2seq: encoder-decoder on any (source, target) columns; "
+                        "span: T5-style span-corruption pretraining of an encoder-decoder on review text")
     p.add_argument("--preset", default="small",
                    help="model + optimisation settings: tiny (seconds), small (the first, CPU-trained models) "
                         "or base (the shipped models; minutes on a GPU)")

@@ -1,4 +1,4 @@
-"""The task contract, and the three tasks `training.run` knows: what data each reads, what model it
+"""The task contract, and the four tasks `training.run` knows (`TASKS`): what data each reads, what model it
 builds, how it draws a batch and how it is evaluated.
 
 A task runs in three explicit steps, each taking what the step before returned, so none of them can
