@@ -13,7 +13,7 @@ method explains the label the model writes (the argmax), unless another `label` 
     erase(model, src_ids, candidates, result.scores, result.label, (0.1,))  # P(label) once the top 10% are deleted
 
 `candidates` are the label words as token ids (`[tokenizer.encode(w) for w in config.labels]`).
-The methods, `METHODS`:
+The methods, registered by name in `ATTRIBUTIONS` (`METHODS` lists the names):
 
 - `attention`: the label step's cross-attention (the decoder's first step, the one that writes the
   label's first token), averaged over heads and decoder layers. What the app showed before; not an
@@ -58,7 +58,7 @@ occlusion (score 0) or by `erase`: they are the sequence's frame, not the review
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,7 +66,6 @@ import torch
 
 from .encoder_decoder import EncoderDecoder
 
-METHODS = ("attention", "rollout", "grad_x_input", "integrated_gradients", "occlusion", "random")
 IG_STEPS = 16  # Gauss-Legendre nodes to start with: one forward/backward pass each
 IG_MAX_STEPS = 32  # doubled up to this many while completeness is off by more than IG_TOLERANCE
 IG_TOLERANCE = 0.05  # of |f(input) - f(baseline)|, or IG_ABS_TOLERANCE where that is larger
@@ -101,7 +100,7 @@ def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[lis
     each token, for occlusion of long reviews; `max_units` overrides occlusion's budget-derived
     number of units.
     """
-    if method not in METHODS:
+    if method not in ATTRIBUTIONS:
         raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
     ids = src_ids.reshape(-1)
     keep = torch.ones_like(ids, dtype=torch.bool) if src_mask is None else src_mask.reshape(-1).bool()
@@ -124,24 +123,37 @@ def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[lis
         label = int(log_probs.argmax()) if label is None else label
         if not 0 <= label < len(candidates):
             raise ValueError(f"label {label} is outside 0..{len(candidates) - 1}")
-        baseline = used_steps = None
-        if method in ("attention", "rollout"):
-            scores = _attention(model, ids, memory, enc_maps, candidates[label], rollout=method == "rollout")
-        elif method == "grad_x_input":
-            scores = _grad_x_input(model, ids, candidates, label)
-        elif method == "integrated_gradients":
-            scores, baseline, used_steps = _integrated_gradients(
-                model, ids, candidates, label, float(log_probs[label]), steps, max(steps, max_steps or IG_MAX_STEPS))
-        elif method == "occlusion":
-            scores = _occlusion(model, ids, candidates, label, float(log_probs[label]), words, max_units)
-        else:
-            scores = torch.rand(ids.size(1), generator=torch.Generator().manual_seed(seed))
+        request = Request(model, ids, candidates, label, float(log_probs[label]), memory, enc_maps, steps,
+                          max(steps, max_steps or IG_MAX_STEPS), seed, words, max_units)
+        scores, baseline, used_steps = ATTRIBUTIONS[method](request)
     finally:
         model.train(was_training)
     full = torch.zeros(keep.numel())
     full[keep.cpu()] = scores.detach().float().cpu()
     return Attribution(method, full, label, log_probs.exp().cpu(), float(log_probs[label]), baseline,
                        used_steps)
+
+
+@dataclass
+class Request:
+    """What every method gets: the unpadded source (1, S), the label to explain, f(source), and the
+    encoder pass `attribute` already made (its self-attention maps only for rollout)."""
+
+    model: EncoderDecoder
+    ids: torch.Tensor  # (1, S)
+    candidates: list[list[int]]
+    label: int
+    target: float  # f(source)
+    memory: torch.Tensor  # (1, S, C)
+    enc_maps: list
+    steps: int
+    max_steps: int
+    seed: int
+    words: list[int] | None
+    max_units: int | None
+
+
+Scores = tuple[torch.Tensor, float | None, int | None]  # (S,) scores, f(baseline), nodes used
 
 
 def _target(model: EncoderDecoder, candidates, label: int, src_ids=None, src_mask=None, src_embeds=None):
@@ -282,6 +294,25 @@ def _occlusion(model, ids, candidates, label, target: float, words, max_units) -
     for unit, f in zip(units, deleted.tolist(), strict=True):
         scores[unit] = target - f
     return scores
+
+
+def _random(r: Request) -> Scores:
+    return torch.rand(r.ids.size(1), generator=torch.Generator().manual_seed(r.seed)), None, None
+
+
+# The registry, as HF's ACT2FN: name -> fn(Request) -> Scores. Adding a method is one entry here;
+# the app's method list, the benchmarks and the README's table read it.
+ATTRIBUTIONS: dict[str, Callable[[Request], Scores]] = {
+    "attention": lambda r: (_attention(r.model, r.ids, r.memory, r.enc_maps, r.candidates[r.label], False), None, None),
+    "rollout": lambda r: (_attention(r.model, r.ids, r.memory, r.enc_maps, r.candidates[r.label], True), None, None),
+    "grad_x_input": lambda r: (_grad_x_input(r.model, r.ids, r.candidates, r.label), None, None),
+    "integrated_gradients": lambda r: _integrated_gradients(r.model, r.ids, r.candidates, r.label, r.target,
+                                                            r.steps, r.max_steps),
+    "occlusion": lambda r: (_occlusion(r.model, r.ids, r.candidates, r.label, r.target, r.words, r.max_units),
+                            None, None),
+    "random": _random,
+}
+METHODS = tuple(ATTRIBUTIONS)
 
 
 def erase(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]], scores: torch.Tensor,
