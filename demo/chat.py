@@ -11,11 +11,11 @@ from demo.budget import ComputeBudget
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, clean_text, model_text, read_number
 from model import GenerationConfig
+from model.generation import MIN_TEMPERATURE
 from tokenization import token_label
 
 MAX_NEW_TOKENS = 512
 MAX_TEMPERATURE = 5.0
-MIN_TEMPERATURE = 1e-2  # below this, sampling is greedy decoding anyway (and 1e-38 overflows the logits)
 MIN_TOP_P = 0.01
 NUM_ALTERNATIVES = 5
 
