@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 
 from demo.sentiment import read_source
-from model import METHODS, attribute, faithfulness, load_pretrained, word_ids
+from model import METHODS, attribute, faithfulness, load_pretrained
 from model.attribution import ERASER_FRACTIONS
-from tokenization import BPETokenizer, clean_text
+from tokenization import BPETokenizer, clean_text, word_ids
 from training.data import validation_rows
 from training.evaluate import label_candidates
 

@@ -12,7 +12,8 @@ from difflib import SequenceMatcher
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError
 from demo.sentiment import _check_method, label_candidates, review_source
-from model import attribute, word_ids
+from model import attribute
+from tokenization import word_ids
 
 MINIMAL_PAIRS = {  # name -> (first version, second version)
     "negation": ("The movie was bad.", "The movie was not bad."),

@@ -7,8 +7,8 @@ import torch
 
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, clean_text, model_text
-from model import METHODS, EncoderDecoder, attribute, erase, rank_correlation, word_ids
-from tokenization import BPETokenizer, Piece, truncate
+from model import METHODS, EncoderDecoder, attribute, erase, rank_correlation
+from tokenization import BPETokenizer, Piece, truncate, word_ids
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
 DELETION_FRACTIONS = (0.05, 0.1, 0.2)  # the live deletion test: top 5/10/20% of the review's tokens

@@ -2,7 +2,7 @@
 
 from .ablation import Head, HeadEffects, ablate, all_heads, classifier_head_effects, lm_head_effects
 from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_attention
-from .attribution import ATTRIBUTIONS, METHODS, Attribution, attribute, erase, faithfulness, rank_correlation, word_ids
+from .attribution import ATTRIBUTIONS, METHODS, Attribution, attribute, erase, faithfulness, rank_correlation
 from .config import TransformerConfig
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
@@ -28,7 +28,7 @@ from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
     "Head", "HeadEffects", "ablate", "all_heads", "classifier_head_effects", "lm_head_effects",
-    "ATTRIBUTIONS", "METHODS", "Attribution", "attribute", "erase", "faithfulness", "rank_correlation", "word_ids",
+    "ATTRIBUTIONS", "METHODS", "Attribution", "attribute", "erase", "faithfulness", "rank_correlation",
     "LogitLens", "layer_log_probs", "logit_lens",
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",

@@ -38,7 +38,7 @@ The methods, registered by name in `ATTRIBUTIONS` (`METHODS` lists the names):
   a unit getting the unit's score. Deleted means removed from the sequence (later tokens move up a
   position), exactly as a visitor would delete it. A unit is one token when the review has at most
   `max_units` = max(OCCLUSION_MIN_UNITS, OCCLUSION_TOKEN_BUDGET // S) tokens; past that one word
-  (`word_ids`, e.g. from `word_ids(token_texts)`), and past `max_units` words a run of consecutive
+  (`word_ids`, e.g. from `tokenization.word_ids(token_texts)`), and past `max_units` words a run of consecutive
   words, so that at most `max_units` forward passes are made: each costs a pass over the whole
   review, so the budget of tokens encoded sets the count (a 200-word review, 248 tokens, gets 32
   units of ~7 words: word by word would take ~14 s on one CPU thread, against a 3 s target).
@@ -220,20 +220,6 @@ def _path_integral(model, x, x0, candidates, label, steps: int) -> torch.Tensor:
             (grad,) = torch.autograd.grad(_target(model, candidates, label, src_embeds=path).sum(), path)
         avg_grad += (w[:, None, None] * grad).sum(0, keepdim=True)
     return ((x - x0) * avg_grad).sum(-1)[0]
-
-
-def word_ids(token_texts: Sequence[str]) -> list[int]:
-    """The word index of each token, from the tokens' texts: a word starts at a token that begins
-    with a space (byte-level BPE keeps the space on the following word), or at a token that starts
-    or follows a non-alphanumeric character, so punctuation stands on its own."""
-    ids, word, prev = [], -1, ""
-    for text in token_texts:
-        starts = (word < 0 or not text or text[0].isspace() or not text[0].isalnum()
-                  or not prev or not prev[-1].isalnum())
-        word += starts
-        ids.append(word)
-        prev = text
-    return ids
 
 
 def _special(model: EncoderDecoder, ids: torch.Tensor) -> torch.Tensor:

@@ -15,8 +15,8 @@ from model import (
     erase,
     faithfulness,
     rank_correlation,
-    word_ids,
 )
+from tokenization import word_ids
 
 PAD, BOS, EOS, NEG, POS, MARKER = 0, 1, 2, 3, 4, 5
 CANDIDATES = [[NEG], [POS]]  # one-token label words
