@@ -30,8 +30,7 @@ from pathlib import Path
 import torch
 
 from demo.sentiment import read_source
-from model import METHODS, attribute, faithfulness, load_pretrained
-from model.attribution import ERASER_FRACTIONS
+from model import ERASER_FRACTIONS, METHODS, attribute, faithfulness, load_pretrained
 from tokenization import BPETokenizer, clean_text, word_ids
 from training.data import validation_rows
 from training.evaluate import label_candidates

@@ -2,11 +2,12 @@
 
 from .ablation import Head, HeadEffects, ablate, all_heads, classifier_head_effects, lm_head_effects
 from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_attention
-from .attribution import ATTRIBUTIONS, METHODS, Attribution, attribute, erase, faithfulness, rank_correlation
+from .attribution import ATTRIBUTIONS, METHODS, Attribution, attribute
 from .config import TransformerConfig
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
+from .faithfulness import ERASER_FRACTIONS, erase, faithfulness, rank_correlation
 from .generation import GenerationConfig, KVCache, TokenStep, filter_logits, sampling_distribution
 from .layers import (
     AttentionMap,
@@ -28,7 +29,8 @@ from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
     "Head", "HeadEffects", "ablate", "all_heads", "classifier_head_effects", "lm_head_effects",
-    "ATTRIBUTIONS", "METHODS", "Attribution", "attribute", "erase", "faithfulness", "rank_correlation",
+    "ATTRIBUTIONS", "METHODS", "Attribution", "attribute", "ERASER_FRACTIONS", "erase", "faithfulness",
+    "rank_correlation",
     "LogitLens", "layer_log_probs", "logit_lens",
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",

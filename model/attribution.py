@@ -5,7 +5,7 @@ The classifier is text-to-text (`EncoderDecoder`): the decoder scores each label
 review, and a softmax over those scores gives the class probabilities (`score_candidates`). Every
 method explains the label the model writes (the argmax), unless another `label` is asked for.
 
-    from model import METHODS, attribute, erase, rank_correlation
+    from model import METHODS, attribute, erase, rank_correlation   # erase & co: model/faithfulness.py
     result = attribute(model, src_ids, candidates, "integrated_gradients")   # src_ids: (S,) or (1, S)
     result.scores          # (S,) one score per source token, the end token included; higher = more for the label
     result.label           # index into `candidates` of the explained label
@@ -50,7 +50,7 @@ label is not yet certain (along the integrated-gradients path from a baseline th
 nothing), where p itself is a sigmoid that flattens at both ends; and log-probabilities of
 deletions add up. A gradient of p is the gradient of log p times p, so grad × input ranks tokens
 identically either way, and occlusion, a monotone transform of the same deletions, ranks them
-identically too. The faithfulness tests (`erase`, `faithfulness`) use the probability itself, as
+identically too. The faithfulness tests (`model/faithfulness.py`) use the probability itself, as
 ERASER (DeYoung et al., 2020) defines comprehensiveness and sufficiency.
 
 The special tokens (pad, bos, eos) get scores like any position, but are never deleted by
@@ -72,7 +72,6 @@ IG_TOLERANCE = 0.05  # of |f(input) - f(baseline)|, or IG_ABS_TOLERANCE where th
 IG_ABS_TOLERANCE = 0.01  # nats: a 1% change of the probability
 OCCLUSION_TOKEN_BUDGET = 8_000  # source tokens encoded per occlusion: ~2 s on one CPU thread (0.26 ms a token)
 OCCLUSION_MIN_UNITS = 16
-ERASER_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)  # the top-k% bins of ERASER's AOPC
 BATCH = 16  # rows per forward pass for the batched methods
 
 
@@ -222,7 +221,7 @@ def _path_integral(model, x, x0, candidates, label, steps: int) -> torch.Tensor:
     return ((x - x0) * avg_grad).sum(-1)[0]
 
 
-def _special(model: EncoderDecoder, ids: torch.Tensor) -> torch.Tensor:
+def special_mask(model: EncoderDecoder, ids: torch.Tensor) -> torch.Tensor:
     c = model.config
     return (ids == c.pad_token_id) | (ids == c.bos_token_id) | (ids == c.eos_token_id)
 
@@ -252,7 +251,7 @@ def _delete(ids: torch.Tensor, drops: list[torch.Tensor], pad_id: int) -> tuple[
 
 
 @torch.inference_mode()
-def _label_log_probs(model, ids, drops, candidates, label) -> torch.Tensor:
+def deletion_log_probs(model, ids, drops, candidates, label) -> torch.Tensor:
     """f for each deletion in `drops`, batched -> (N,)."""
     out = []
     for first in range(0, len(drops), BATCH):
@@ -264,7 +263,7 @@ def _label_log_probs(model, ids, drops, candidates, label) -> torch.Tensor:
 def _occlusion(model, ids, candidates, label, target: float, words, max_units) -> torch.Tensor:
     """`target`: f(source), already computed by `attribute`."""
     S = ids.size(1)
-    eligible = (~_special(model, ids[0])).nonzero().flatten().tolist()
+    eligible = (~special_mask(model, ids[0])).nonzero().flatten().tolist()
     scores = torch.zeros(S, device=ids.device)
     if not eligible:
         return scores
@@ -276,7 +275,7 @@ def _occlusion(model, ids, candidates, label, target: float, words, max_units) -
         drop = torch.zeros(S, dtype=torch.bool, device=ids.device)
         drop[unit] = True
         drops.append(drop)
-    deleted = _label_log_probs(model, ids[0], drops, candidates, label)
+    deleted = deletion_log_probs(model, ids[0], drops, candidates, label)
     for unit, f in zip(units, deleted.tolist(), strict=True):
         scores[unit] = target - f
     return scores
@@ -299,61 +298,3 @@ ATTRIBUTIONS: dict[str, Callable[[Request], Scores]] = {
     "random": _random,
 }
 METHODS = tuple(ATTRIBUTIONS)
-
-
-def erase(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]], scores: torch.Tensor,
-          label: int, fractions: Sequence[float] = ERASER_FRACTIONS, keep: bool = False) -> torch.Tensor:
-    """P(label) after deleting the top fraction of tokens by `scores` (or, with `keep`, deleting
-    all but them), one row per fraction -> (F,). The live deletion test: a faithful explanation's
-    top tokens carry the prediction. Top k% means ceil(k% of the review's tokens), special tokens
-    never counted or deleted; ties go to the earlier token. src_ids: (S,) or (1, S), unpadded."""
-    ids = src_ids.reshape(-1)
-    s = scores.reshape(-1).to(ids.device).float()
-    if s.numel() != ids.numel():
-        raise ValueError(f"{s.numel()} scores for {ids.numel()} tokens")
-    deletable = ~_special(model, ids)  # (S,)
-    eligible = deletable.nonzero().flatten()
-    order = eligible[torch.sort(s[eligible], descending=True, stable=True).indices]  # best first
-    drops = []
-    for frac in fractions:
-        if not 0 <= frac <= 1:
-            raise ValueError(f"fractions are in [0, 1], got {frac}")
-        top = torch.zeros_like(ids, dtype=torch.bool)
-        top[order[: math.ceil(frac * len(eligible) - 1e-9)]] = True  # tolerance: 0.1 * 10 is 1.0000000000000002
-        drops.append(top if not keep else ~top & deletable)
-    was_training = model.training
-    model.eval()
-    try:
-        return _label_log_probs(model, ids, drops, candidates, label).exp().cpu()
-    finally:
-        model.train(was_training)
-
-
-def faithfulness(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]], result: Attribution,
-                 fractions: Sequence[float] = ERASER_FRACTIONS) -> dict[str, float]:
-    """ERASER's comprehensiveness (P(label) lost when the top tokens are deleted: higher is more
-    faithful) and sufficiency (P(label) lost when only they are kept: lower is more faithful),
-    each an AOPC: the mean over the `fractions` bins."""
-    p = float(result.probabilities[result.label])
-    deleted = erase(model, src_ids, candidates, result.scores, result.label, fractions)
-    kept = erase(model, src_ids, candidates, result.scores, result.label, fractions, keep=True)
-    return {"comprehensiveness": float((p - deleted).mean()), "sufficiency": float((p - kept).mean())}
-
-
-def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Spearman's rank correlation of two score vectors (ties get their average rank): how much
-    two methods agree on the order of the tokens. NaN when either vector is constant."""
-    ra, rb = _ranks(a.reshape(-1).double()), _ranks(b.reshape(-1).double())
-    if ra.numel() != rb.numel():
-        raise ValueError(f"cannot correlate {ra.numel()} scores with {rb.numel()}")
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    denom = float((ra.square().sum() * rb.square().sum()).sqrt())
-    return float((ra * rb).sum()) / denom if denom > 0 else math.nan
-
-
-def _ranks(x: torch.Tensor) -> torch.Tensor:
-    ranks = torch.empty_like(x)
-    ranks[x.argsort(stable=True)] = torch.arange(x.numel(), dtype=x.dtype)
-    values, inverse = torch.unique(x, return_inverse=True)
-    total = torch.zeros_like(values).index_add_(0, inverse, ranks)
-    return (total / torch.bincount(inverse).to(x.dtype))[inverse]
