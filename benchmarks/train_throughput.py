@@ -49,7 +49,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, autocast, bf16_native, read_config
-from training.trainer import TrainConfig, make_optimizer
+from training.trainer import make_optimizer
+from training.training_args import TrainConfig
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "lm"
 SMALL = DecoderOnlyConfig(vocab_size=8192, block_size=256, n_layer=4, n_head=4, d_model=256, d_ff=1024, dropout=0.0)

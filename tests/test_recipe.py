@@ -19,7 +19,7 @@ from training.recipe import (
     training_loss,
 )
 from training.tasks import TASKS, TaskOptions
-from training.trainer import TrainConfig
+from training.training_args import TrainConfig
 
 
 def tiny(seed: int = 0) -> EncoderDecoder:

@@ -265,7 +265,8 @@ def test_weight_decay_falls_on_every_matrix_and_nothing_else():
     """Decided by shape (p.dim() >= 2); checked here by module type: the embedding table and every
     linear weight are decayed, biases and norm gains are not."""
     from model import DecoderOnlyConfig
-    from training.trainer import TrainConfig, make_optimizer
+    from training.trainer import make_optimizer
+    from training.training_args import TrainConfig
 
     model = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=300, block_size=8, n_layer=2, n_head=2, d_model=16, d_ff=32))
     optimizer = make_optimizer(model, TrainConfig(weight_decay=0.1))

@@ -49,7 +49,8 @@ from .presets import PRESETS
 from .recipe import Recipe
 from .span import init_from_pretrained
 from .tasks import TASKS, TaskOptions
-from .trainer import DistInfo, TrainConfig, Trainer, init_distributed, resume_mismatches, weights_in_sync
+from .trainer import DistInfo, Trainer, init_distributed, resume_mismatches, weights_in_sync
+from .training_args import TrainConfig
 
 RUN_FILES = (IN_PROGRESS_NAME, STATE_NAME, METRICS_NAME, CONFIG_NAME, WEIGHTS_NAME)  # a folder with one holds a run
 REPLACED_FILES = (STATE_NAME, METRICS_NAME, CURVE_NAME, CONFIG_NAME, WEIGHTS_NAME)  # removed by --overwrite

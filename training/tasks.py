@@ -48,7 +48,7 @@ from .evaluate import classify, evaluate_classifier, evaluate_lm
 from .heldout import selection_report_split
 from .recipe import SentenceCrops
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
-from .trainer import TrainConfig
+from .training_args import TrainConfig
 
 SENTIMENT_LABELS = ["negative", "positive"]  # label 0 and 1 of IMDB, written out as the decoder's target
 
