@@ -104,23 +104,15 @@ def classify(ckpt: Checkpoint, text: object) -> SentimentResult:
     The model is text-to-text: the probability of each label is the softmax over the decoder's
     log-likelihoods of the label words. The highlight is the cross-attention of the decoder's
     first step (the one that predicts the label's first token), averaged over heads and layers,
-    summed per visible segment and scaled so the strongest is 1. The review is encoded once: the
-    scores and the attention both read the same encoder output.
+    summed per visible segment and scaled so the strongest is 1: `attribute(..., "attention")`,
+    which encodes the review once for both the scores and the attention.
     """
     model, tok = ckpt.require()
     source = review_source(ckpt, text)
     labels, candidates = label_candidates(model, tok)
-    with torch.inference_mode():
-        memory, _ = model.encode(source.ids)  # (1, S, C)
-        probs = model.label_log_probs(memory, candidates)[0].exp().cpu()
-        best = int(probs.argmax())
-        # the label step reads only the start token: its cross-attention is the same for every label
-        _, maps = model.decode(torch.tensor([[model.config.bos_token_id]], device=ckpt.device), memory,
-                               need_weights=True)
-        cross = torch.stack([m.weights[0, :, 0, :] for m in maps if m.kind == "cross"])  # (L, H, S)
-        weights = cross.float().mean(dim=(0, 1)).cpu().tolist()  # (S,)
-    return SentimentResult(dict(zip(labels, probs.tolist(), strict=True)), labels[best], shade(source, weights),
-                           source.notices)
+    result = attribute(model, source.ids, candidates, "attention")  # one encoder pass: scores and weights
+    return SentimentResult(dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
+                           shade(source, result.scores.tolist()), source.notices)
 
 
 @dataclass
