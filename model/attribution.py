@@ -26,22 +26,17 @@ The methods, registered by name in `ATTRIBUTIONS` (`METHODS` lists the names):
   path from a baseline of pad embeddings (same positions, same length) to the review, times
   (input − baseline). The path integral uses Gauss–Legendre nodes, evaluated in batches: with the
   same passes they leave a smaller completeness gap (scores sum to f(input) − f(baseline),
-  `Attribution.baseline_target`) than the usual midpoint Riemann sum (8 passes, three held-out
-  reviews: 6.6% vs 7.3%, 0.01% vs 0.08%, 0.12% vs 0.40%). It starts with `IG_STEPS` (16) nodes,
-  what the 3 s target on one CPU thread allows (~2.5 s for a 200-word review), and doubles them,
-  up to `IG_MAX_STEPS` (32), while the gap exceeds `IG_TOLERANCE` (5% of f(input) − f(baseline),
-  or 0.01 nats if larger): the explanation is complete, and only the hard reviews pay for it
-  (`Attribution.steps` says how many nodes were used). 8 nodes were not enough: on 100 held-out
-  reviews a third needed 16 (the 200-word review of the speed benchmark: 32% off with 8, 0.1%
-  with 16). Pass `steps=64` where time does not matter.
+  `Attribution.baseline_target`) than the midpoint Riemann sum. It starts with `IG_STEPS` nodes
+  and doubles them, up to `IG_MAX_STEPS`, while the gap exceeds `IG_TOLERANCE` (of f(input) −
+  f(baseline), or `IG_ABS_TOLERANCE` nats if larger), so only hard reviews pay for more
+  (`Attribution.steps` says how many nodes were used). Pass `steps=64` where time does not matter.
 - `occlusion`: leave-one-out, batched: f(review) − f(review with the unit deleted), every token of
   a unit getting the unit's score. Deleted means removed from the sequence (later tokens move up a
   position), exactly as a visitor would delete it. A unit is one token when the review has at most
   `max_units` = max(OCCLUSION_MIN_UNITS, OCCLUSION_TOKEN_BUDGET // S) tokens; past that one word
-  (`word_ids`, e.g. from `tokenization.word_ids(token_texts)`), and past `max_units` words a run of consecutive
-  words, so that at most `max_units` forward passes are made: each costs a pass over the whole
-  review, so the budget of tokens encoded sets the count (a 200-word review, 248 tokens, gets 32
-  units of ~7 words: word by word would take ~14 s on one CPU thread, against a 3 s target).
+  (`word_ids`, e.g. from `tokenization.word_ids(token_texts)`), and past `max_units` words a run
+  of consecutive words: each unit costs a pass over the whole review, so the budget of tokens
+  encoded (`OCCLUSION_TOKEN_BUDGET`) sets the count.
 - `random`: uniform noise from a seeded generator: the floor every method must beat.
 
 The explained quantity f is the *log*-probability of the label among the candidates. For two
