@@ -189,6 +189,7 @@ def test_about_tab(page, shots: Path) -> None:
 def test_chat_enter_sends_and_stop_leaves_a_notice_and_a_lens(page) -> None:
     open_tab(page, "Chat")
     page.locator("#chat-clear").click()
+    page.wait_for_function("() => !document.querySelector('#chat-notice').innerText.trim()")  # cleared first
     box = page.locator("#chat-input textarea")
     box.fill("The plot")
     box.press("Enter")  # sends, as in a chat tool (Shift+Enter is the new line)
@@ -227,6 +228,14 @@ def test_attention_redraws_on_every_control_change(page) -> None:
         return t && t.textContent !== before && t.textContent.includes('head 1');
     }""", arg=before)
     assert_no_error_box(page)
+
+
+def test_tokenizer_enter_submits(page) -> None:
+    open_tab(page, "Tokenizer")
+    page.locator("#tok-pieces span").first.wait_for()
+    page.locator("#tok-input textarea").fill("Zyzzyva quux")
+    page.locator("#tok-input textarea").press("Enter")
+    page.locator("#tok-summary").get_by_text("for 12 characters").wait_for()
 
 
 def test_phone_width_reaches_every_tab_without_overflow(page, url) -> None:

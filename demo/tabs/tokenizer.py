@@ -12,7 +12,8 @@ from tokenization import visible
 PIECE_COLOURS = ("#dbeafe", "#fde68a")
 CSS = """
 .tok-pieces { line-height: 2.1; white-space: pre-wrap; font-family: ui-monospace, monospace; }
-.tok-pieces span { border-radius: 4px; padding: 1px 2px; margin: 0 1px; color: #111; }
+.tok-pieces span { border-radius: 4px; padding: 1px 2px; margin: 0 1px; color: #111; display: inline-block;
+                  white-space: pre; }  /* a piece and its id never wrap apart */
 .tok-pieces sub { font-size: 0.65em; color: #555; margin-left: 1px; }
 """
 
@@ -42,7 +43,8 @@ def tokenize(service: DemoService, text):
 def build(service: DemoService, compute: dict):
     """The tab; returns its handler with its inputs and outputs, for the page's load event."""
     gr.Markdown(TOKENIZER_INTRO)
-    text = gr.Textbox(TOKENIZER_EXAMPLE, label="Text", lines=3, elem_id="tok-input")
+    text = gr.Textbox(TOKENIZER_EXAMPLE, label="Text (Enter tokenizes, Shift+Enter: new line)", lines=1, max_lines=8,
+                      elem_id="tok-input")
     run = gr.Button("Tokenize", variant="primary", elem_id="tok-run")
     pieces = gr.HTML(elem_id="tok-pieces")
     summary = gr.Markdown(elem_id="tok-summary")
