@@ -1,7 +1,7 @@
 """Training and evaluation of the models in `model/` on IMDB (or any text table).
 
 Entry points: `python -m training.run` and `python -m training.evaluate`. A task (what data, what
-model, what batches, what metrics) is a subclass of `training.tasks.Task`. Bad options raise
+model, what batches, what metrics) is a subclass of `training.task.Task`. Bad options raise
 `UsageError`, bad data `DataError`; the CLIs print either as one line.
 """
 

@@ -48,7 +48,8 @@ from .plots import plot_curve
 from .presets import PRESETS
 from .recipe import Recipe
 from .span import init_from_pretrained
-from .tasks import TASKS, TaskOptions
+from .task import TaskOptions
+from .tasks import TASKS
 from .trainer import DistInfo, Trainer, init_distributed, resume_mismatches, weights_in_sync
 from .training_args import TrainConfig
 

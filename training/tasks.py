@@ -1,4 +1,4 @@
-"""The task contract, and the four tasks `training.run` knows (`TASKS`): what data each reads, what model it
+"""The four tasks `training.run` knows (`TASKS`; their contract is `training.task`): what data each reads, what model it
 builds, how it draws a batch and how it is evaluated.
 
 A task runs in three explicit steps, each taking what the step before returned, so none of them can
@@ -14,9 +14,8 @@ A new task is one subclass of `Task` registered in `TASKS`.
 """
 
 import random
-from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from dataclasses import replace
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -28,7 +27,6 @@ from model import (
     EncoderDecoder,
     EncoderDecoderConfig,
     GenerationConfig,
-    PreTrainedModel,
 )
 from tokenization import BPETokenizer, clean_text
 
@@ -48,87 +46,10 @@ from .evaluate import classify, evaluate_classifier, evaluate_lm
 from .heldout import selection_report_split
 from .recipe import SentenceCrops
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
+from .task import Corpus, Task, TaskData, TaskOptions
 from .training_args import TrainConfig
 
 SENTIMENT_LABELS = ["negative", "positive"]  # label 0 and 1 of IMDB, written out as the decoder's target
-
-
-@dataclass(frozen=True)
-class TaskOptions:
-    """How a task reads its rows (the `training.run` options of the same names)."""
-
-    val_size: int = 2500  # rows carved out of train for validation (fixed seed)
-    seed: int = 1337
-    max_examples: int | None = None  # use only this many rows of each split (quick runs, tests)
-    source_column: str = "source"  # seq2seq
-    target_column: str = "target"  # seq2seq
-
-
-@dataclass
-class Corpus:
-    """The texts of one task, split: what the tokenizer and the model may train on, and what not."""
-
-    train_texts: list[str]  # tokenizer training text
-    description: dict  # goes into metrics.json
-
-
-@dataclass(frozen=True)
-class TaskData:
-    """What `Task.prepare` makes of the rows once the tokenizer exists; the input of every later step."""
-
-    config: Any  # the model config `Task.build` instantiates
-    tokenizer: BPETokenizer
-    train_cfg: TrainConfig  # batch size, seed and evaluation size the splits are drawn with
-    splits: dict[str, Any]  # "train" (what `batch` draws from), "val", and "test" when the data has one
-    description: dict = field(default_factory=dict)  # token counts, for metrics.json
-    batching: dict[str, Any] = field(default_factory=dict)  # what `batch` draws with, built here: a sampler, ...
-
-
-class Task(ABC):
-    """One thing `training.run` can train: the steps of the module docstring."""
-
-    name: ClassVar[str]
-    model_class: ClassVar[type[PreTrainedModel]]
-    corpus: Corpus  # set by __init__, which reads and validates the rows
-
-    @abstractmethod
-    def __init__(self, splits: dict, options: TaskOptions) -> None: ...
-
-    @abstractmethod
-    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
-        """The model config (vocabulary from the tokenizer, shape from `model_overrides`) and the
-        splits tokenized as that model reads them."""
-
-    def build(self, data: TaskData) -> PreTrainedModel:
-        """A freshly initialised model for the prepared data (seed torch first for a fixed init)."""
-        return self.model_class(data.config)
-
-    @abstractmethod
-    def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
-        """The model's keyword arguments for optimizer step `step` on process `rank`: a pure function
-        of (seed, step, rank), so a resumed run sees exactly the batches of an uninterrupted one."""
-
-    @staticmethod
-    @abstractmethod
-    def tokens(batch: dict) -> int:
-        """Tokens a batch trains on (for throughput and `tokens_seen`)."""
-
-    @abstractmethod
-    def evaluate(self, model: PreTrainedModel, data: TaskData, split: str = "val", full: bool = False) -> dict:
-        """Metrics on `data.splits[split]`, with a `loss`; on a sample of `eval_batches` when not full."""
-
-    def better(self, new: dict, old: dict) -> bool:
-        """Whether the checkpoint scoring `new` replaces the one scoring `old` (by default: lower loss)."""
-        return new["loss"] < old["loss"]
-
-    def samples(self, model: PreTrainedModel, data: TaskData) -> list[str]:
-        """A few generated texts for metrics.json, to read what the model does (none by default)."""
-        return []
-
-    def finalize(self, model: PreTrainedModel, data: TaskData) -> dict:
-        """Adjust the kept checkpoint's config once training is over (a classifier fits its
-        temperature on validation); returns what to add to metrics.json. Nothing by default."""
-        return {}
 
 
 class LMTask(Task):

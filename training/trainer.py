@@ -31,7 +31,7 @@ from .recipe import apply_unfreezing, average_state_dicts, param_groups, trainin
 from .training_args import TrainConfig
 
 if TYPE_CHECKING:
-    from .tasks import Task, TaskData
+    from .task import Task, TaskData
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:

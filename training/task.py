@@ -1,0 +1,93 @@
+"""The task contract (`Task`, `TaskData`, `TaskOptions`, `Corpus`): what `training.run` and
+`training.trainer` need of a task. The concrete tasks live in `training.tasks`; a new one is a
+subclass of `Task` implementing `__init__`, `prepare`, `batch`, `tokens` and `evaluate` (and, if
+needed, `build`, `better`, `samples` and `finalize`: the last adjusts the kept checkpoint once
+training is over, e.g. a classifier's temperature), registered in `training.tasks.TASKS`, with a
+preset in `training.presets`."""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from model import PreTrainedModel
+from tokenization import BPETokenizer
+
+from .training_args import TrainConfig
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """How a task reads its rows (the `training.run` options of the same names)."""
+
+    val_size: int = 2500  # rows carved out of train for validation (fixed seed)
+    seed: int = 1337
+    max_examples: int | None = None  # use only this many rows of each split (quick runs, tests)
+    source_column: str = "source"  # seq2seq
+    target_column: str = "target"  # seq2seq
+
+
+@dataclass
+class Corpus:
+    """The texts of one task, split: what the tokenizer and the model may train on, and what not."""
+
+    train_texts: list[str]  # tokenizer training text
+    description: dict  # goes into metrics.json
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """What `Task.prepare` makes of the rows once the tokenizer exists; the input of every later step."""
+
+    config: Any  # the model config `Task.build` instantiates
+    tokenizer: BPETokenizer
+    train_cfg: TrainConfig  # batch size, seed and evaluation size the splits are drawn with
+    splits: dict[str, Any]  # "train" (what `batch` draws from), "val", and "test" when the data has one
+    description: dict = field(default_factory=dict)  # token counts, for metrics.json
+    batching: dict[str, Any] = field(default_factory=dict)  # what `batch` draws with, built here: a sampler, ...
+
+
+class Task(ABC):
+    """One thing `training.run` can train: the steps of the module docstring."""
+
+    name: ClassVar[str]
+    model_class: ClassVar[type[PreTrainedModel]]
+    corpus: Corpus  # set by __init__, which reads and validates the rows
+
+    @abstractmethod
+    def __init__(self, splits: dict, options: TaskOptions) -> None: ...
+
+    @abstractmethod
+    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
+        """The model config (vocabulary from the tokenizer, shape from `model_overrides`) and the
+        splits tokenized as that model reads them."""
+
+    def build(self, data: TaskData) -> PreTrainedModel:
+        """A freshly initialised model for the prepared data (seed torch first for a fixed init)."""
+        return self.model_class(data.config)
+
+    @abstractmethod
+    def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
+        """The model's keyword arguments for optimizer step `step` on process `rank`: a pure function
+        of (seed, step, rank), so a resumed run sees exactly the batches of an uninterrupted one."""
+
+    @staticmethod
+    @abstractmethod
+    def tokens(batch: dict) -> int:
+        """Tokens a batch trains on (for throughput and `tokens_seen`)."""
+
+    @abstractmethod
+    def evaluate(self, model: PreTrainedModel, data: TaskData, split: str = "val", full: bool = False) -> dict:
+        """Metrics on `data.splits[split]`, with a `loss`; on a sample of `eval_batches` when not full."""
+
+    def better(self, new: dict, old: dict) -> bool:
+        """Whether the checkpoint scoring `new` replaces the one scoring `old` (by default: lower loss)."""
+        return new["loss"] < old["loss"]
+
+    def samples(self, model: PreTrainedModel, data: TaskData) -> list[str]:
+        """A few generated texts for metrics.json, to read what the model does (none by default)."""
+        return []
+
+    def finalize(self, model: PreTrainedModel, data: TaskData) -> dict:
+        """Adjust the kept checkpoint's config once training is over (a classifier fits its
+        temperature on validation); returns what to add to metrics.json. Nothing by default."""
+        return {}
