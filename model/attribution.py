@@ -131,7 +131,9 @@ def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[lis
 @dataclass
 class Request:
     """What every method gets: the unpadded source (1, S), the label to explain, f(source), and the
-    encoder pass `attribute` already made (its self-attention maps only for rollout)."""
+    encoder pass `attribute` already made (its self-attention maps only for rollout). The gradient,
+    occlusion and random methods read only `model.embed`, `.encode`, `.label_log_probs` and
+    `.config`: `model/token_attribution.py` passes the LM's next token through that interface."""
 
     model: EncoderDecoder
     ids: torch.Tensor  # (1, S)
@@ -161,14 +163,19 @@ def _attention(model: EncoderDecoder, ids, memory, enc_maps, label_ids: list[int
     tgt = torch.tensor([[model.config.bos_token_id, *label_ids]], device=ids.device)
     _, maps = model.decode(tgt, memory, need_weights=True)
     cross = torch.stack([m.weights[0, :, 0, :] for m in maps if m.kind == "cross"]).float().mean((0, 1))  # (S,)
-    if not rollout:
-        return cross
-    eye = torch.eye(ids.size(1), device=ids.device)
+    return attention_rollout([m.weights[0] for m in enc_maps], cross) if rollout else cross
+
+
+def attention_rollout(layers: list[torch.Tensor], row: torch.Tensor) -> torch.Tensor:
+    """Abnar & Zuidema's rollout: `row` (S,), weights over the last layer's positions, pushed back
+    to the input tokens through each layer's self-attention (H, S, S), heads averaged and the
+    residual folded in -> (S,). Shared by the classifier's encoder and the LM (token_attribution)."""
+    eye = torch.eye(row.numel(), device=row.device)
     flow = eye  # (S, S): how much of each layer's position i comes from input token j
-    for m in enc_maps:
-        a = 0.5 * (m.weights[0].float().mean(0) + eye)  # heads averaged, residual folded in
+    for w in layers:
+        a = 0.5 * (w.float().mean(0) + eye)  # heads averaged, residual folded in
         flow = (a / a.sum(-1, keepdim=True)) @ flow
-    return cross @ flow
+    return row.float() @ flow
 
 
 def _embed(model: EncoderDecoder, ids: torch.Tensor) -> torch.Tensor:
