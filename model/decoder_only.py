@@ -40,23 +40,26 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
 
     def forward(
         self,
-        input_ids: torch.Tensor,
+        input_ids: torch.Tensor | None,
         targets: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         cache: KVCache | None = None,
         output_attentions: bool = False,
         loss_only: bool = False,
+        inputs_embeds: torch.Tensor | None = None,
     ) -> ModelOutput:
         """input_ids: (B, T). targets: (B, T) next-token ids aligned with input_ids, -100 = ignore.
         attention_mask: (B, T_past + T) 1 for real tokens, 0 for padding. `loss_only` (with
-        targets): return the loss without the (B, T, vocab) logits, which are then never stored."""
+        targets): return the loss without the (B, T, vocab) logits, which are then never stored.
+        `inputs_embeds` (B, T, C), the scaled token embeddings `self.embed(input_ids)`, replaces the
+        ids: gradient attributions differentiate with respect to them (`model/token_attribution.py`)."""
         offset = cache.length if cache is not None else 0
-        x = self.pos(self.embed(input_ids), offset)  # (B, T, C)
+        x = self.pos(self.embed(input_ids) if inputs_embeds is None else inputs_embeds, offset)  # (B, T, C)
         mask = padding_mask(attention_mask) if attention_mask is not None else None
         x, maps = self.decoder(x, tgt_mask=mask, cache=cache.layers if cache is not None else None,
                                need_weights=output_attentions)
         if cache is not None:
-            cache.length += input_ids.size(1)
+            cache.length += x.size(1)
         logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, maps if output_attentions else None)
 
