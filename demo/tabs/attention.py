@@ -79,13 +79,13 @@ def build(service: DemoService, compute: dict):
     drawn = {"fn": draw, "inputs": [text, kind, layer, head], "outputs": [heatmap, overview, notice]}
     # every control change redraws (only the last of a burst runs): the view never shows other controls' map
     redraw = {**drawn, "api_visibility": "private", "trigger_mode": "always_last", **compute}
+    show.click(**drawn, api_name="attention", **compute)  # first: the public name is taken before the redraws'
     model.change(options, [model, kind], [kind, layer, head], api_name="attention_options", queue=False).then(
         **redraw)
     kind.change(options, [model, kind], [kind, layer, head], api_name="attention_kind", api_visibility="private",
                 queue=False).then(**redraw)
     layer.input(**redraw)
     head.input(**redraw)
-    show.click(**drawn, api_name="attention", **compute)
     overview.select(bind(focus, service), [text, kind], [layer, head, heatmap, notice], api_name="attention_focus",
                     api_visibility="private", **compute)
     return draw, [text, kind, layer, head], [heatmap, overview, notice]
