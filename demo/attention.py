@@ -119,8 +119,11 @@ def attention(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: obje
         chosen = sorted((m for m in maps if m.kind == spec.map_kind), key=lambda m: m.layer)
         weights = torch.stack([m.weights[0] for m in chosen]).float().cpu().numpy()  # (L, H, T_q, T_k)
 
+    # a classifier whose encoder keeps the LM's causal mask (`causal_encoder`) masks its encoder map too
+    causal = spec.causal or kind == "encoder_self" and getattr(ckpt.model.config, "causal_encoder", False)
     return AttentionResult(
-        kind=kind, title=spec.title, layer=layer_i, n_layers=n_layers, n_heads=n_heads,
+        kind=kind, title=spec.title + (" (masked)" if causal and not spec.causal else ""), layer=layer_i,
+        n_layers=n_layers, n_heads=n_heads,
         query_tokens=[visible(token_label(tok, i), show_spaces=True) for i in query_ids],
         key_tokens=[visible(token_label(tok, i), show_spaces=True) for i in key_ids],
-        all_weights=weights, causal=spec.causal, notices=notices)
+        all_weights=weights, causal=causal, notices=notices)

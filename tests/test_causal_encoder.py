@@ -1,6 +1,7 @@
 """The causal-encoder option: an encoder that reads the source with the LM's causal mask, and the
 auxiliary language-model loss it makes possible."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -91,3 +92,29 @@ def test_lm_weight_is_validated():
         Recipe(lm_weight=-1)
     with pytest.raises(UsageError, match="--lm-weight"):
         Recipe(lm_weight=0.5, adversarial_eps=1.0)
+
+
+def test_the_app_shows_a_causal_encoder_masked_and_explains_it(tmp_path):
+    """Served, a causal-encoder classifier's encoder map is marked causal (its future is the masked
+    triangle, and its weights there are 0), and every explanation method runs on it."""
+    import json
+    import shutil
+
+    from demo.inference import DemoService
+    from demo.tiny import shared_tiny_checkpoints
+    from model import METHODS
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(shared_tiny_checkpoints(), ckpt)
+    config_path = ckpt / "sentiment" / "config.json"
+    config = json.loads(config_path.read_text())
+    config_path.write_text(json.dumps({**config, "causal_encoder": True}))
+    service = DemoService(ckpt, device="cpu")
+    assert service.sentiment.model.config.causal_encoder
+    result = service.attention("The film was not bad at all, I liked it.", "encoder_self", 1)
+    assert result.causal and "masked" in result.title
+    upper = np.triu(np.ones(result.all_weights.shape[-2:], dtype=bool), 1)
+    assert (result.all_weights[..., upper] == 0).all()
+    for method in METHODS:
+        explanation = service.explain("The film was not bad at all, I liked it.", method)
+        assert explanation is not None
