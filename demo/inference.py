@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from demo import ablation, chat, compare, lens, qk, sampling, sentiment, tokens
+from demo import ablation, chat, compare, lens, qk, sampling, sentiment, token_explain, tokens
 from demo import attention as attention_logic
 from demo.budget import ComputeBudget, machine_slots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
@@ -119,6 +119,17 @@ class DemoService:
         """How one step of the last continuation was sampled (see `demo.sampling`)."""
         with self.budget.slot():
             return sampling.sampling_view(self.lm, generated, step, temperature, top_k, top_p)
+
+    def explain_token(self, text: object, position: object, method: object,
+                      alternative: object = None) -> token_explain.TokenExplanation:
+        """Why the LM wrote token `position` of `text` (see `demo.token_explain`)."""
+        with self.heavy.slot(), self.budget.slot():
+            return token_explain.explain_text(self.lm, text, position, method, alternative)
+
+    def explain_step(self, generated, step, method: object, alternative: object = None):
+        """Why the LM wrote step `step` of the last continuation (see `demo.token_explain`)."""
+        with self.heavy.slot(), self.budget.slot():
+            return token_explain.explain_step(self.lm, generated, step, method, alternative)
 
     # -- sentiment ----------------------------------------------------------------------------
 

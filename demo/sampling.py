@@ -66,18 +66,25 @@ def step_logits(model, token_ids: list[int], n_generated: int, step: int) -> tor
         return model(ids).logits[0, -1].float()
 
 
-def sampling_view(ckpt: Checkpoint, generated: object, step: object, temperature=0.8, top_k=None,
-                  top_p=None) -> SamplingView:
-    """Step `step` (1-based) of the last continuation, `generated` = (token ids, number generated),
-    with the sampling settings it was generated with (clamped as the chat clamps them)."""
-    model, tok = ckpt.require()
+def read_generated(generated: object, vocab_size: int) -> tuple[list[int], int]:
+    """The chat's state (token ids, number generated) checked: ids in the vocabulary, at least one
+    generated (a visitor's script may send anything)."""
     try:
         token_ids, n_generated = generated  # type: ignore[misc]
         token_ids, n_generated = [int(t) for t in token_ids], int(n_generated)
     except (TypeError, ValueError):
         raise DemoError(NOTHING_YET) from None
-    if not 0 < n_generated <= len(token_ids) or not all(0 <= t < model.config.vocab_size for t in token_ids):
+    if not 0 < n_generated <= len(token_ids) or not all(0 <= t < vocab_size for t in token_ids):
         raise DemoError(NOTHING_YET)
+    return token_ids, n_generated
+
+
+def sampling_view(ckpt: Checkpoint, generated: object, step: object, temperature=0.8, top_k=None,
+                  top_p=None) -> SamplingView:
+    """Step `step` (1-based) of the last continuation, `generated` = (token ids, number generated),
+    with the sampling settings it was generated with (clamped as the chat clamps them)."""
+    model, tok = ckpt.require()
+    token_ids, n_generated = read_generated(generated, model.config.vocab_size)
     n = int(round(read_number(step, 1)))
     notices = []
     if not 1 <= n <= n_generated:

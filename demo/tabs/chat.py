@@ -9,7 +9,7 @@ from demo.chat import EMPTY_PROMPT, TokenView
 from demo.inference import DemoService
 from demo.inputs import DemoError, clean_text, model_text
 from demo.streaming import run_ahead
-from demo.tabs import export_panel, sampling_panel
+from demo.tabs import export_panel, sampling_panel, token_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
 from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS
 from tokenization import visible
@@ -166,6 +166,7 @@ def build(service: DemoService, compute: dict) -> None:
     export_panel.html_button("Logit lens", "logit-lens", [("markdown", lens_notice), ("figure", lens_plot)])
     generated = gr.State(None)  # (token ids, number generated) of the last continuation
     sampling_panel.build(service, compute, generated, temperature, top_k, top_p, table)
+    token_panel.build(service, compute, generated, table)
 
     settings = [max_new, temperature, top_k, top_p, seed]
     outputs = [chatbot, prompt, token_view, table, chat_notice, generated]

@@ -1,0 +1,120 @@
+"""Why did the language model write this token? One token of a text (or of the last chat
+continuation) attributed to every earlier token by `model.attribute_token`, optionally against an
+alternative token (no Gradio here; `demo.tabs.token_panel` shows it).
+
+A text is read as the chat reads a prompt, `[bos] + encode(text)`, and token `position` (1-based)
+is explained from the tokens before it. A chat step is explained from exactly the window the
+generator read at that step (`demo.sampling.window_start`).
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from demo.checkpoint import Checkpoint
+from demo.inputs import DemoError, clean_text, model_text, read_number
+from demo.sampling import read_generated, window_start
+from model import METHODS, attribute_token
+from tokenization import token_label, visible
+
+DEFAULT_METHOD = "integrated_gradients"
+
+
+@dataclass
+class TokenExplanation:
+    method: str
+    token: str  # the explained token, readable
+    alternative: str | None  # the contrasted token, readable
+    probability: float  # p(token | context)
+    alternative_probability: float | None
+    highlights: list[tuple[str, float | None]]  # context tokens, scores scaled to [-1, 1]; then the token (None)
+    summary: str
+    notices: list[str]
+
+
+def _method(method: object) -> str:
+    if method not in METHODS:
+        raise DemoError(f"Unknown explanation method {str(method)[:40]!r}: choose one of {', '.join(METHODS)}.")
+    return method  # type: ignore[return-value]
+
+
+def _code(token: str) -> str:
+    """A token as a Markdown code span: its text can hold any character, the span shows it as is."""
+    return f"`{token.replace('`', 'ˋ')}`"
+
+
+def _alternative(tok, alternative: object, notices: list[str]) -> int | None:
+    """Typed text -> its first token (None when empty)."""
+    text, _ = clean_text(alternative)
+    if not text:
+        return None
+    ids = tok.encode(text)
+    if not ids:
+        raise DemoError("The alternative has no tokens: type a word or a token.")
+    if len(ids) > 1:
+        notices.append(f"The alternative is {len(ids)} tokens; contrasting with its first, "
+                       f"{_code(visible(token_label(tok, ids[0]), show_spaces=True))}.")
+    return ids[0]
+
+
+def explain_ids(ckpt: Checkpoint, ids: list[int], position: int, start: int, method: object, alternative: object,
+                notices: list[str] | None = None) -> TokenExplanation:
+    """ids[position] explained from ids[start:position] (the window the model read)."""
+    method = _method(method)
+    model, tok = ckpt.require()
+    notices = list(notices or [])
+    alt = _alternative(tok, alternative, notices)
+    if alt == ids[position]:
+        raise DemoError("The alternative is the token itself: pick another one to contrast with.")
+    window = torch.tensor(ids[start : position + 1], device=ckpt.device)
+    r = attribute_token(model, window, position - start, method, alternative=alt)
+    top = float(r.scores.abs().max())
+    label = [visible(token_label(tok, i)) for i in ids[: position + 1]]
+    highlights = [(t, None) for t in label[:start]] + [
+        (t, round(float(s) / top, 4) if top > 0 else 0.0) for t, s in zip(label[start:position], r.scores, strict=True)]
+    highlights.append((f" ⟵ {label[position]}", None))
+    if start > 0:
+        notices.append(f"The model read only the last {position - start} tokens before this one; earlier ones are "
+                       "not shaded.")
+    token, other = (visible(token_label(tok, i), show_spaces=True) for i in (ids[position], alt or 0))
+    p = math.exp(r.log_prob)
+    summary = f"Why {_code(token)} (p = {p:.4f})"
+    if alt is not None:
+        summary += f" rather than {_code(other)} (p = {math.exp(r.alternative_log_prob):.4f})"
+    summary += (f", by {method}: red = pushed towards it, blue = against. f = "
+                f"{'log p(token) − log p(alternative)' if alt is not None else 'log p(token)'} = {r.target:.3f}.")
+    if r.baseline_target is not None:
+        summary += (f" The scores sum to {float(r.scores.sum()):.3f}; f − f(pad context) = "
+                    f"{r.target - r.baseline_target:.3f} ({r.steps} nodes).")
+    return TokenExplanation(method, token, other if alt is not None else None, p,
+                            None if alt is None else math.exp(r.alternative_log_prob), highlights, summary, notices)
+
+
+def explain_text(ckpt: Checkpoint, text: object, position: object, method: object,
+                 alternative: object = None) -> TokenExplanation:
+    """Token `position` (1-based) of `text` as the chat reads it, `[bos] + encode(text)`."""
+    model, tok = ckpt.require()
+    text, notices = clean_text(text)
+    text = model_text(text)
+    if not text:
+        raise DemoError("Type a text first, then pick one of its tokens.")
+    ids = [tok.bos_id, *tok.encode(text)]
+    n = len(ids) - 1
+    k = int(round(read_number(position, 0)))
+    if not 1 <= k <= n:
+        raise DemoError(f"Position {k} is outside the text's tokens: pick 1..{n}.")
+    return explain_ids(ckpt, ids, k, max(0, k - model.config.block_size), method, alternative, notices)
+
+
+def explain_step(ckpt: Checkpoint, generated: object, step: object, method: object,
+                 alternative: object = None) -> TokenExplanation:
+    """Step `step` (1-based) of the last continuation, `generated` = (token ids, number generated)."""
+    model, _ = ckpt.require()
+    token_ids, n_generated = read_generated(generated, model.config.vocab_size)
+    k = int(round(read_number(step, 0)))
+    if not 1 <= k <= n_generated:
+        raise DemoError(f"Step {k} is not one of the continuation's: pick 1..{n_generated}.")
+    prompt_len = len(token_ids) - n_generated
+    start = window_start(prompt_len, k - 1, model.generation_window())
+    return explain_ids(ckpt, token_ids, prompt_len + k - 1, start, method, alternative)
