@@ -50,6 +50,7 @@ def requests_cycle():
             ("/chat", [opening, [], 12, 0.8, 40, 0.95, i]),
             ("/classify", [review]),
             ("/explain", [review, next(methods)]),
+            ("/explain_token", [review, 6 + i % 5, next(methods), ""]),
             ("/attention", [review, "lm_self", i % 2, -1]),
             ("/query_key", [review, "lm_self", 0, i % 2, -1]),
             ("/tokenize", [review]),
