@@ -26,12 +26,13 @@ from .masks import causal_padding_mask, padding_mask, subsequent_mask
 from .outputs import IGNORE_INDEX, ModelOutput, head_and_loss
 from .precision import PRECISIONS, autocast, bf16_native, resolve_precision
 from .pretrained import PreTrainedModel, load_pretrained, read_config
-from .token_attribution import TokenAttribution, attribute_token
+from .token_attribution import TokenAttribution, attribute_token, token_faithfulness
 
 __all__ = [
     "Head", "HeadEffects", "ablate", "all_heads", "classifier_head_effects", "lm_head_effects",
     "ATTRIBUTIONS", "METHODS", "Attribution", "attribute", "ERASER_FRACTIONS", "erase", "faithfulness",
     "rank_correlation", "TokenAttribution", "attribute_token",
+    "token_faithfulness",
     "LogitLens", "layer_log_probs", "logit_lens",
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",

@@ -6,6 +6,7 @@
     r.scores       # (position,) one per earlier token; the explained token and later ones get none
     r.target       # f(context) = log p(ids[position] | ids[:position])
     attribute_token(lm, ids, position, "grad_x_input", alternative=other_id)   # contrastive
+    token_faithfulness(lm, ids, r)   # ERASER's comprehensiveness and sufficiency of p(token)
 
 The explained quantity f is the token's log-probability given everything before it, or, with an
 `alternative` token id, log p(token) − log p(alternative): why this token *rather than* that one
@@ -23,6 +24,7 @@ through every layer (`attention_rollout`). The context is what the model saw: th
 `block_size` tokens before the position (generation slides that window); earlier tokens score 0.
 """
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +33,7 @@ from torch import nn
 
 from .attribution import ATTRIBUTIONS, IG_MAX_STEPS, IG_STEPS, METHODS, Request, Scores, attention_rollout
 from .decoder_only import DecoderOnlyLM
+from .faithfulness import ERASER_FRACTIONS, erase
 
 
 class NextToken(nn.Module):
@@ -140,3 +143,17 @@ def attribute_token(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], positi
     alt = None if alternative is None else float(log_probs[0, alternative])
     return TokenAttribution(method, full, position, token, alternative, target, float(log_probs[0, token]), alt,
                             start, baseline, used_steps)
+
+
+def token_faithfulness(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], result: TokenAttribution,
+                       fractions: Sequence[float] = ERASER_FRACTIONS) -> dict[str, float]:
+    """ERASER's comprehensiveness and sufficiency (`model.faithfulness`) for the LM: p(token) lost
+    when the context tokens `result` ranks highest are deleted, or when only they are kept (AOPC
+    over `fractions`). Always p of the token itself, also for a contrastive attribution."""
+    context = torch.as_tensor(ids).reshape(-1)[result.window_start : result.position]
+    model = NextToken(lm, result.token)
+    p = math.exp(result.log_prob)
+    scores = result.scores[result.window_start :]
+    deleted = erase(model, context, [[result.token]], scores, 0, fractions)
+    kept = erase(model, context, [[result.token]], scores, 0, fractions, keep=True)
+    return {"comprehensiveness": float((p - deleted).mean()), "sufficiency": float((p - kept).mean())}

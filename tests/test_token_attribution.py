@@ -1,10 +1,12 @@
 """Why this token? (`model.token_attribution`): the classifier's attribution methods on one token
 of a tiny random `DecoderOnlyLM`, checked against plain forward passes."""
 
+import math
+
 import pytest
 import torch
 
-from model import METHODS, DecoderOnlyConfig, DecoderOnlyLM, attribute_token
+from model import METHODS, DecoderOnlyConfig, DecoderOnlyLM, attribute_token, token_faithfulness
 from model.attribution import IG_ABS_TOLERANCE, IG_MAX_STEPS, IG_TOLERANCE
 
 IDS = torch.tensor([1, 5, 9, 3, 12, 7, 14, 4, 10, 6, 11, 8])  # bos + ordinary tokens (3..15)
@@ -114,3 +116,17 @@ def test_bad_requests_say_what_is_wrong(lm):
             attribute_token(lm, IDS, position, "random")
     with pytest.raises(ValueError, match="vocabulary"):
         attribute_token(lm, IDS, POSITION, "random", alternative=16)
+
+
+def test_token_faithfulness_deletes_and_keeps_the_top_tokens(lm):
+    """Comprehensiveness/sufficiency at one bin (50%), against deletions made by hand: the top half
+    of the 7 ordinary context tokens is 4 (ceil), bos is never deleted."""
+    r = attribute_token(lm, IDS, POSITION, "occlusion")
+    context = IDS[:POSITION]
+    top = set((r.scores[1:].argsort(descending=True, stable=True)[:4] + 1).tolist())
+    deleted = torch.tensor([t for i, t in enumerate(context.tolist()) if i not in top])
+    kept = torch.tensor([t for i, t in enumerate(context.tolist()) if i == 0 or i in top])
+    p = math.exp(r.log_prob)
+    got = token_faithfulness(lm, IDS, r, (0.5,))
+    assert got["comprehensiveness"] == pytest.approx(p - math.exp(log_p(lm, deleted, r.token)), abs=1e-5)
+    assert got["sufficiency"] == pytest.approx(p - math.exp(log_p(lm, kept, r.token)), abs=1e-5)
