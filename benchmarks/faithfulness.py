@@ -12,11 +12,18 @@ the probability of that label is read again after
 Reviews are read as the model reads them (clean-up, head + tail truncation, end token), and
 deleted tokens are removed from the sequence, not masked. `random` is the floor.
 
-    python -m benchmarks.faithfulness --limit 100 [--data-dir ../shared/data/imdb] [--json PATH]
+The language model gets the same test on a next-token task (`--tasks lm`): on each held-out review
+(the LM holds out the same rows, same --val-size and --seed), the token the LM would write after
+the review's first `--lm-context` tokens is explained by each method (`model.attribute_token`), and
+its probability is read again with the top context tokens deleted or kept alone
+(`model.token_faithfulness`).
 
-Prints exactly one line per method, `<method>: comprehensiveness X sufficiency Y` (progress goes to
-stderr), and writes the figures, with standard errors and timings, as JSON (default
-benchmarks/results/faithfulness.json).
+    python -m benchmarks.faithfulness --limit 100 [--tasks classifier lm] [--data-dir ../shared/data/imdb]
+
+Prints exactly one line per method and task, `<method>: comprehensiveness X sufficiency Y` for the
+classifier and `lm <method>: ...` for the LM (progress goes to stderr), and writes the figures,
+with standard errors and timings, as JSON (default benchmarks/results/faithfulness.json; the LM's
+under "lm").
 """
 
 import argparse
@@ -29,8 +36,15 @@ from pathlib import Path
 
 import torch
 
-from demo.sentiment import read_source
-from model import ERASER_FRACTIONS, METHODS, attribute, faithfulness, load_pretrained
+from model import (
+    ERASER_FRACTIONS,
+    METHODS,
+    attribute,
+    attribute_token,
+    faithfulness,
+    load_pretrained,
+    token_faithfulness,
+)
 from tokenization import BPETokenizer, clean_text, word_ids
 from training.data import validation_rows
 from training.evaluate import label_candidates
@@ -38,16 +52,50 @@ from training.evaluate import label_candidates
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def source(text: str, tokenizer: BPETokenizer, max_src_len: int, keep_tail: int):
-    """(ids (S,), word ids) of a review as the classifier reads it: `encode(text) + [eos]`, cut as
-    training cut it. The end token is a word of its own."""
-    read = read_source(clean_text(text), tokenizer, max_src_len, "review", keep_tail, "cpu")
-    return read.ids[0], word_ids([p.text for p in read.pieces] + [""])
+def source(text: str, tokenizer: BPETokenizer, config):
+    """(ids (S,), word ids) of a review as the classifier reads it: cleaned as training cleaned it,
+    then `config.source_ids` (the cut training and the app make). The end token is a word of its own."""
+    text = clean_text(text)
+    pieces = config.cut_source(tokenizer.pieces(text))
+    return torch.tensor(config.source_ids(tokenizer, [text])[0]), word_ids([p.text for p in pieces] + [""])
 
 
 def mean_and_se(values: list[float]) -> tuple[float, float]:
     se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
     return statistics.fmean(values), se
+
+
+def summarise(scores: dict[str, dict[str, list[float]]], prefix: str = "") -> dict:
+    """Mean and standard error per method, each printed as `<prefix><method>: comprehensiveness X
+    sufficiency Y`."""
+    summary = {}
+    for method, s in scores.items():
+        comp, comp_se = mean_and_se(s["comprehensiveness"])
+        suff, suff_se = mean_and_se(s["sufficiency"])
+        summary[method] = {"comprehensiveness": comp, "comprehensiveness_se": comp_se, "sufficiency": suff,
+                           "sufficiency_se": suff_se, "mean_seconds": statistics.fmean(s["seconds"])}
+        print(f"{prefix}{method}: comprehensiveness {comp:.4f} sufficiency {suff:.4f}")
+    return summary
+
+
+def lm_task(checkpoint: str, texts: list[str], methods: list[str], context: int, device: str) -> dict:
+    """The next-token task: the token the LM writes after each review's first `context` tokens."""
+    lm = load_pretrained(checkpoint, device).eval()
+    tokenizer = BPETokenizer.from_file(checkpoint)
+    scores = {m: {"comprehensiveness": [], "sufficiency": [], "seconds": []} for m in methods}
+    for i, text in enumerate(texts):
+        ids = torch.tensor([tokenizer.bos_id, *tokenizer.encode(clean_text(text))[:context]], device=device)
+        with torch.inference_mode():
+            chosen = lm(ids[None]).logits[0, -1].argmax()
+        ids = torch.cat([ids, chosen[None]])
+        for method in methods:
+            start = time.perf_counter()
+            result = attribute_token(lm, ids, ids.numel() - 1, method, seed=i)
+            scores[method]["seconds"].append(time.perf_counter() - start)
+            for name, value in token_faithfulness(lm, ids, result).items():
+                scores[method][name].append(value)
+        print(f"lm {i + 1}/{len(texts)} reviews", file=sys.stderr, flush=True)
+    return {"checkpoint": checkpoint, "context_tokens": context, "methods": summarise(scores, "lm ")}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -59,22 +107,42 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
     parser.add_argument("--limit", type=int, default=None, help="score only the first N validation reviews")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--tasks", nargs="+", choices=["classifier", "lm"], default=["classifier", "lm"])
+    parser.add_argument("--lm-checkpoint", default="checkpoints/lm")
+    parser.add_argument("--lm-context", type=int, default=64, help="review tokens before the LM's explained token")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", default=str(RESULTS / "faithfulness.json"))
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
+    rows = validation_rows(args.data_dir, args.val_size, args.seed)
+    rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
+    command = "python -m benchmarks.faithfulness " + " ".join(sys.argv[1:] if argv is None else argv)
+    path = Path(args.json)
+    # a run of one task keeps the other task's figures in the file
+    result = json.loads(path.read_text(encoding="utf-8")) if set(args.tasks) != {"classifier", "lm"} and \
+        path.exists() else {}
+    if "classifier" in args.tasks:
+        result.update(classifier_task(args, rows["text"]), command=command)
+    if "lm" in args.tasks:
+        lm = lm_task(args.lm_checkpoint, rows["text"], args.methods, args.lm_context, args.device)
+        result["lm"] = {**lm, "reviews": len(rows), "val_size": args.val_size, "seed": args.seed,
+                        "threads": args.threads, "device": args.device, "command": command}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def classifier_task(args: argparse.Namespace, texts: list[str]) -> dict:
+    """The classifier's label, explained on each review."""
     model = load_pretrained(args.checkpoint, args.device).eval()
     tokenizer = BPETokenizer.from_file(args.checkpoint)  # the folder holding tokenizer.json
     candidates = label_candidates(model, tokenizer)
-    rows = validation_rows(args.data_dir, args.val_size, args.seed)
-    rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
-
     scores = {m: {"comprehensiveness": [], "sufficiency": [], "seconds": []} for m in args.methods}
     ig_gaps, lengths = [], []
-    for i, text in enumerate(rows["text"]):
-        ids, words = source(text, tokenizer, model.config.max_src_len, model.config.src_keep_tail)
+    for i, text in enumerate(texts):
+        ids, words = source(text, tokenizer, model.config)
         ids = ids.to(args.device)
         lengths.append(ids.numel())
         for method in args.methods:
@@ -87,29 +155,17 @@ def main(argv: list[str] | None = None) -> dict:
                 gap = result.target - result.baseline_target
                 error = abs(float(result.scores.sum()) - gap)
                 ig_gaps.append((error, error / max(abs(gap), 1e-6), result.steps))
-        print(f"{i + 1}/{len(rows)} reviews ({ids.numel()} tokens)", file=sys.stderr, flush=True)
-
-    summary = {}
-    for method, s in scores.items():
-        comp, comp_se = mean_and_se(s["comprehensiveness"])
-        suff, suff_se = mean_and_se(s["sufficiency"])
-        summary[method] = {"comprehensiveness": comp, "comprehensiveness_se": comp_se, "sufficiency": suff,
-                           "sufficiency_se": suff_se, "mean_seconds": statistics.fmean(s["seconds"])}
-        print(f"{method}: comprehensiveness {comp:.4f} sufficiency {suff:.4f}")
-    result = {
-        "checkpoint": args.checkpoint, "reviews": len(rows), "val_size": args.val_size, "seed": args.seed,
+        print(f"{i + 1}/{len(texts)} reviews ({ids.numel()} tokens)", file=sys.stderr, flush=True)
+    return {
+        "checkpoint": args.checkpoint, "reviews": len(texts), "val_size": args.val_size, "seed": args.seed,
         "mean_tokens": statistics.fmean(lengths), "fractions": list(ERASER_FRACTIONS),
-        "threads": args.threads, "device": args.device, "methods": summary,
+        "threads": args.threads, "device": args.device, "methods": summarise(scores),
         "integrated_gradients_completeness": {
             "mean_abs_error": statistics.fmean(g[0] for g in ig_gaps), "max_abs_error": max(g[0] for g in ig_gaps),
             "mean_rel_error": statistics.fmean(g[1] for g in ig_gaps), "max_rel_error": max(g[1] for g in ig_gaps),
             "mean_steps": statistics.fmean(g[2] for g in ig_gaps), "max_steps": max(g[2] for g in ig_gaps),
         } if ig_gaps else None,
-        "command": "python -m benchmarks.faithfulness " + " ".join(sys.argv[1:] if argv is None else argv),
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return result
 
 
 if __name__ == "__main__":
