@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
     classifier = load_pretrained(args.sentiment, "cpu").eval()
     tokenizer = BPETokenizer.from_file(args.sentiment)  # the folder holding tokenizer.json
     candidates = label_candidates(classifier, tokenizer)
-    ids, words = source(review, tokenizer, classifier.config.max_src_len, classifier.config.src_keep_tail)
+    ids, words = source(review, tokenizer, classifier.config)
 
     figures = {}
     for method in METHODS:

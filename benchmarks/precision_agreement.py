@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     same, changes, correlations = [], [], []
     for i, text in enumerate(rows["text"]):
-        ids, words = source(text, tokenizer, model.config.max_src_len, model.config.src_keep_tail)
+        ids, words = source(text, tokenizer, model.config)
         ids = ids.to(args.device)
         fp32, bf16 = (probabilities(model, ids, candidates, p, args.device) for p in ("fp32", "bf16"))
         same.append(int(fp32.argmax()) == int(bf16.argmax()))

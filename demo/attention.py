@@ -83,12 +83,12 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
     label the model predicts. Returns the maps, the source ids, the decoder ids and the label."""
     model, tok = ckpt.require()
     limit = min(model.config.max_src_len, MAX_ATTENTION_TOKENS)
-    source = read_source(text, tok, limit, "text", model.config.src_keep_tail, ckpt.device)
+    source = read_source(text, tok, model.config, "text", ckpt.device, limit)
     notices += [n + " (heatmap limit)" if limit < model.config.max_src_len else n for n in source.notices]
     labels, candidates = label_candidates(model, tok)
     memory, enc_maps = model.encode(source.ids, need_weights=True)
     best = int(model.candidate_scores(memory, candidates).argmax(-1)[0])
-    tgt_ids = [model.config.bos_token_id, *candidates[best]]
+    tgt_ids = model.config.decoder_input_ids(candidates[best])
     _, dec_maps = model.decode(torch.tensor([tgt_ids], device=source.ids.device), memory, need_weights=True)
     return enc_maps + dec_maps, source.ids[0].tolist(), tgt_ids, labels[best]
 

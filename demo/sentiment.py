@@ -7,8 +7,8 @@ import torch
 
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, clean_text, model_text
-from model import METHODS, EncoderDecoder, attribute, erase, rank_correlation
-from tokenization import BPETokenizer, Piece, truncate, word_ids
+from model import METHODS, EncoderDecoder, EncoderDecoderConfig, attribute, erase, rank_correlation
+from tokenization import BPETokenizer, Piece, word_ids
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
 DELETION_FRACTIONS = (0.05, 0.1, 0.2)  # the live deletion test: top 5/10/20% of the review's tokens
@@ -33,18 +33,21 @@ class Source:
     notices: list[str]
 
 
-def read_source(text: str, tok: BPETokenizer, max_len: int, what: str, keep_tail: int, device) -> Source:
-    """Pieces and source ids `encode(text) + [eos]`, cut to `max_len` with eos kept last, the way
-    training cut them (`truncate`: the head, or the head and the last `keep_tail` tokens)."""
-    pieces = tok.pieces(text)
+def read_source(text: str, tok: BPETokenizer, config: EncoderDecoderConfig, what: str, device,
+                max_len: int | None = None) -> Source:
+    """The source ids training read (`config.source_ids`: the head, or the head and the last
+    `src_keep_tail` tokens, then eos) and the pieces cut the same way, for the highlight. `max_len`:
+    a tighter limit than the model's (the attention heatmap's)."""
+    every = tok.pieces(text)
+    pieces = config.cut_source(every, max_len)
     notices = []
-    if len(pieces) + 1 > max_len:
-        tail = min(keep_tail, max_len - 1)
-        read = f"the first {max_len - 1 - tail} and the last {tail}" if tail else f"the first {max_len - 1}"
-        notices.append(f"The {what} is {len(pieces)} tokens; only {read} are read "
-                       f"(the model's limit is {max_len} including the end token).")
-        pieces = truncate(pieces, max_len - 1, keep_tail)
-    ids = torch.tensor([[*(p.id for p in pieces), tok.eos_id]], device=device)
+    if len(pieces) < len(every):
+        limit = len(pieces) + 1
+        tail = min(config.src_keep_tail, limit - 1)
+        read = f"the first {limit - 1 - tail} and the last {tail}" if tail else f"the first {limit - 1}"
+        notices.append(f"The {what} is {len(every)} tokens; only {read} are read "
+                       f"(the model's limit is {limit} including the end token).")
+    ids = torch.tensor(config.source_ids(tok, [text], max_len), device=device)
     return Source(text, pieces, ids, notices)
 
 
@@ -55,8 +58,7 @@ def review_source(ckpt: Checkpoint, text: object) -> Source:
     text = model_text(text)  # the highlight shows this text, so it tiles what the model read
     if not text:
         raise DemoError(EMPTY_REVIEW)
-    c = model.config
-    source = read_source(text, tok, c.max_src_len, "review", c.src_keep_tail, ckpt.device)
+    source = read_source(text, tok, model.config, "review", ckpt.device)
     source.notices[:0] = notices
     return source
 
@@ -65,7 +67,7 @@ def label_candidates(model: EncoderDecoder, tok: BPETokenizer) -> tuple[list[str
     labels = list(model.config.labels or [])
     if len(labels) < 2:
         raise DemoError("The sentiment checkpoint lists no labels (config.json `labels`).")
-    return labels, [tok.encode(label) for label in labels]
+    return labels, model.config.label_ids(tok)
 
 
 def merge_spans(text: str, pieces: list, scores: list[float]) -> list[tuple[str, float | None]]:

@@ -12,7 +12,7 @@ method explains the label the model writes (the argmax), unless another `label` 
     result.probabilities   # (K,) class probabilities of the full review
     erase(model, src_ids, candidates, result.scores, result.label, (0.1,))  # P(label) once the top 10% are deleted
 
-`candidates` are the label words as token ids (`[tokenizer.encode(w) for w in config.labels]`).
+`candidates` are the label words as token ids (`model.config.label_ids(tokenizer)`).
 The methods, registered by name in `ATTRIBUTIONS` (`METHODS` lists the names):
 
 - `attention`: the label step's cross-attention (the decoder's first step, the one that writes the
@@ -160,7 +160,7 @@ def _target(model: EncoderDecoder, candidates, label: int, src_ids=None, src_mas
 
 @torch.inference_mode()
 def _attention(model: EncoderDecoder, ids, memory, enc_maps, label_ids: list[int], rollout: bool) -> torch.Tensor:
-    tgt = torch.tensor([[model.config.bos_token_id, *label_ids]], device=ids.device)
+    tgt = torch.tensor([model.config.decoder_input_ids(label_ids)], device=ids.device)
     _, maps = model.decode(tgt, memory, need_weights=True)
     cross = torch.stack([m.weights[0, :, 0, :] for m in maps if m.kind == "cross"]).float().mean((0, 1))  # (S,)
     return attention_rollout([m.weights[0] for m in enc_maps], cross) if rollout else cross

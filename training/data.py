@@ -189,10 +189,9 @@ class PairSet:
     @classmethod
     def from_texts(cls, sources: list[str], targets: list[str], tokenizer, config,
                    labels: list[int] | None = None) -> "PairSet":
-        """Encode as the model `config` reads them: sources to `max_src_len` (head, or head + tail
-        with `src_keep_tail`), targets to `max_tgt_len`."""
-        src = tokenizer.encode_batch(sources, max_length=config.max_src_len, add_eos=True, padding=False,
-                                     return_tensors=False, keep_tail=config.src_keep_tail).input_ids
+        """Encode as the model `config` reads them: sources by `config.source_ids` (the cut the app
+        and the benchmarks read too), targets to `max_tgt_len`."""
+        src = config.source_ids(tokenizer, sources)
         # the decoder input gets <s> in front and the target </s> at the end: one slot each
         tgt = tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
                                      return_tensors=False).input_ids

@@ -58,9 +58,10 @@ def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = N
 
 
 def label_candidates(model: EncoderDecoder, tokenizer: BPETokenizer) -> list[list[int]]:
+    """The label words' ids (`config.label_ids`); a checkpoint without labels is a data error."""
     if not model.config.labels:
         raise DataError("this encoder-decoder checkpoint has no labels in its config.json")
-    return [tokenizer.encode(label) for label in model.config.labels]
+    return model.config.label_ids(tokenizer)
 
 
 @torch.inference_mode()
