@@ -4,6 +4,7 @@ import json
 import math
 import random
 import time
+from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +15,8 @@ from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
 from storage import STATE_NAME
 from tokenization import BPETokenizer, clean_text
 from training import evaluate, report, run
-from training.presets import PRESETS
+from training.tasks import TASKS
+from training.training_args import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 IMDB = ROOT.parent / "shared" / "data" / "imdb"
@@ -121,10 +123,25 @@ def test_evaluate_cli_rescores_a_run_on_its_own_validation_split(tmp_path, token
     assert result["confusion"] == metrics["val_confusion"] and result["examples"] == 12  # the selection 40% of 30
 
 
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_every_task_registers_its_presets_and_card(name):
+    """What the contract (`training.task`) asks of a new task, on the class itself (not inherited)."""
+    task = TASKS[name]
+    assert task.name == name and {"presets", "card"} <= vars(task).keys()
+    assert "tiny" in task.presets
+    model_fields = {f.name for f in fields(task.model_class.config_class)}
+    for preset in task.presets.values():
+        assert preset.keys() == {"model", "train"}
+        assert preset["model"].keys() <= model_fields
+        assert preset["train"].keys() <= {f.name for f in fields(TrainConfig)}
+    card = task.card
+    assert all([card.pipeline_tag, card.task_name, card.tags, card.what, card.intended, card.limitations])
+
+
 @pytest.mark.parametrize("task", ["lm", "sentiment"])
 def test_base_preset_holds_the_settings_the_shipped_checkpoint_was_trained_with(task):
     shipped = json.loads((ROOT / "checkpoints" / task / "metrics.json").read_text())
-    preset = PRESETS[task]["base"]
+    preset = TASKS[task].presets["base"]
     assert {k: shipped["model_config"][k] for k in preset["model"]} == preset["model"]
     assert {k: shipped["train_config"][k] for k in preset["train"]} == preset["train"]
 
@@ -266,7 +283,6 @@ def test_weight_decay_falls_on_every_matrix_and_nothing_else():
     linear weight are decayed, biases and norm gains are not."""
     from model import DecoderOnlyConfig
     from training.trainer import make_optimizer
-    from training.training_args import TrainConfig
 
     model = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=300, block_size=8, n_layer=2, n_head=2, d_model=16, d_ff=32))
     optimizer = make_optimizer(model, TrainConfig(weight_decay=0.1))

@@ -1,7 +1,8 @@
-"""Named model + optimisation settings per task. `tiny` runs in seconds (tests, smoke checks);
-`small` is what the first checkpoints were trained with on a 2-core CPU (the LM is the
-reference's 5.3 M-parameter shape); `base` is what the shipped checkpoints were trained with on
-one GPU (their metrics.json spells the same settings out as --set options)."""
+"""Named model + optimisation settings, one dict per task (the task's `presets`: see `training.task`).
+`tiny` runs in seconds (tests, smoke checks); `small` is what the first checkpoints were trained with
+on a 2-core CPU (the LM is the reference's 5.3 M-parameter shape); `base` is what the shipped
+checkpoints were trained with on one GPU (their metrics.json spells the same settings out as --set
+options)."""
 
 # the sentiment and span-corruption tasks share their tiny shape (a classifier can start from a span model)
 ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=64, d_ff=256,
@@ -9,48 +10,49 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
                         "train": dict(batch_size=16, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
                                       eval_batches=8)}
 
-PRESETS: dict[str, dict[str, dict]] = {
-    "lm": {
-        "tiny": {"model": dict(n_layer=2, n_head=2, d_model=64, d_ff=256, block_size=64, dropout=0.0),
-                 "train": dict(batch_size=8, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
-                               eval_batches=8)},
-        "small": {"model": dict(n_layer=4, n_head=4, d_model=256, d_ff=1024, block_size=256, dropout=0.0),
-                  "train": dict(batch_size=16, max_steps=2000, lr=1e-3, warmup_steps=100, eval_every=100,
-                                eval_batches=40)},
-        "base": {"model": dict(n_layer=6, n_head=5, d_model=320, d_ff=1280, block_size=256, dropout=0.0),
-                 "train": dict(batch_size=64, max_steps=6000, lr=1.5e-3, warmup_steps=300, eval_every=500,
-                               eval_batches=40)},
-    },
-    "sentiment": {
-        "tiny": ENCODER_DECODER_TINY,
-        "small": {"model": dict(n_encoder_layer=3, n_decoder_layer=1, n_head=4, d_model=192, d_ff=768,
-                                max_src_len=256, max_tgt_len=8, dropout=0.1, norm_first=True),
-                  "train": dict(batch_size=32, max_steps=1500, lr=1e-3, warmup_steps=100, eval_every=100,
-                                eval_batches=16)},
-        # with --init-from, the encoder's shape comes from the LM; eval_batches 80 x 32 covers the
-        # whole 2,500-review validation split, so the step kept is the best on all of it
-        "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
-                               max_src_len=1024, src_keep_tail=384, max_tgt_len=8, dropout=0.1, norm_first=True),
-                 "train": dict(batch_size=32, max_steps=3000, lr=1.5e-4, warmup_steps=100, eval_every=250,
-                               eval_batches=80)},
-    },
-    # span corruption: the sentiment shapes (so a classifier can start from the whole model); `base`
-    # takes the LM's encoder shape with --init-from checkpoints/lm, and batches of 32 x 1,024 tokens
-    "span": {
-        "tiny": ENCODER_DECODER_TINY,
-        "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
-                               max_src_len=1024, max_tgt_len=8, dropout=0.1, norm_first=True),
-                 "train": dict(batch_size=32, max_steps=6000, lr=5e-4, warmup_steps=300, eval_every=500,
-                               eval_batches=20)},
-    },
-    "seq2seq": {
-        "tiny": {"model": dict(n_encoder_layer=2, n_decoder_layer=2, n_head=2, d_model=64, d_ff=256,
-                               max_src_len=64, max_tgt_len=64, dropout=0.0, norm_first=True),
-                 "train": dict(batch_size=32, max_steps=400, lr=2e-3, warmup_steps=20, eval_every=100,
-                               eval_batches=4)},
-        "small": {"model": dict(n_encoder_layer=3, n_decoder_layer=3, n_head=4, d_model=256, d_ff=1024,
-                                max_src_len=256, max_tgt_len=128, dropout=0.1),
-                  "train": dict(batch_size=32, max_steps=5000, lr=5e-4, warmup_steps=200, eval_every=250,
-                                eval_batches=16)},
-    },
+LM: dict[str, dict] = {
+    "tiny": {"model": dict(n_layer=2, n_head=2, d_model=64, d_ff=256, block_size=64, dropout=0.0),
+             "train": dict(batch_size=8, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
+                           eval_batches=8)},
+    "small": {"model": dict(n_layer=4, n_head=4, d_model=256, d_ff=1024, block_size=256, dropout=0.0),
+              "train": dict(batch_size=16, max_steps=2000, lr=1e-3, warmup_steps=100, eval_every=100,
+                            eval_batches=40)},
+    "base": {"model": dict(n_layer=6, n_head=5, d_model=320, d_ff=1280, block_size=256, dropout=0.0),
+             "train": dict(batch_size=64, max_steps=6000, lr=1.5e-3, warmup_steps=300, eval_every=500,
+                           eval_batches=40)},
+}
+
+SENTIMENT: dict[str, dict] = {
+    "tiny": ENCODER_DECODER_TINY,
+    "small": {"model": dict(n_encoder_layer=3, n_decoder_layer=1, n_head=4, d_model=192, d_ff=768,
+                            max_src_len=256, max_tgt_len=8, dropout=0.1, norm_first=True),
+              "train": dict(batch_size=32, max_steps=1500, lr=1e-3, warmup_steps=100, eval_every=100,
+                            eval_batches=16)},
+    # with --init-from, the encoder's shape comes from the LM; eval_batches 80 x 32 covers the
+    # whole 2,500-review validation split, so the step kept is the best on all of it
+    "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
+                           max_src_len=1024, src_keep_tail=384, max_tgt_len=8, dropout=0.1, norm_first=True),
+             "train": dict(batch_size=32, max_steps=3000, lr=1.5e-4, warmup_steps=100, eval_every=250,
+                           eval_batches=80)},
+}
+
+# span corruption: the sentiment shapes (so a classifier can start from the whole model); `base`
+# takes the LM's encoder shape with --init-from checkpoints/lm, and batches of 32 x 1,024 tokens
+SPAN: dict[str, dict] = {
+    "tiny": ENCODER_DECODER_TINY,
+    "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
+                           max_src_len=1024, max_tgt_len=8, dropout=0.1, norm_first=True),
+             "train": dict(batch_size=32, max_steps=6000, lr=5e-4, warmup_steps=300, eval_every=500,
+                           eval_batches=20)},
+}
+
+SEQ2SEQ: dict[str, dict] = {
+    "tiny": {"model": dict(n_encoder_layer=2, n_decoder_layer=2, n_head=2, d_model=64, d_ff=256,
+                           max_src_len=64, max_tgt_len=64, dropout=0.0, norm_first=True),
+             "train": dict(batch_size=32, max_steps=400, lr=2e-3, warmup_steps=20, eval_every=100,
+                           eval_batches=4)},
+    "small": {"model": dict(n_encoder_layer=3, n_decoder_layer=3, n_head=4, d_model=256, d_ff=1024,
+                            max_src_len=256, max_tgt_len=128, dropout=0.1),
+              "train": dict(batch_size=32, max_steps=5000, lr=5e-4, warmup_steps=200, eval_every=250,
+                            eval_batches=16)},
 }

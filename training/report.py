@@ -17,6 +17,7 @@ from pathlib import Path
 from storage import CARD_NAME, CONFIG_NAME, METRICS_NAME, atomic_write_text
 
 from .data import HUB_IMDB
+from .tasks import TASKS
 
 ROWS = [  # (metrics.json key, label, split, format)
     ("val_bpb", "bits per byte", "validation ({n:,} held-out train reviews)", "{:.3f}"),
@@ -64,32 +65,6 @@ def load_runs(roots: list[Path]) -> dict[str, dict]:
 
 # --- model cards -------------------------------------------------------------------------------
 
-CARD_TEXT = {  # task -> (pipeline tag, task name, tags, what it is, intended use, limitations)
-    "lm": ("text-generation", "Language modelling", ["text-generation", "decoder-only", "gpt", "from-scratch"],
-           "A small GPT-style decoder-only language model, written and trained from scratch on IMDB movie reviews.",
-           "Continuing the start of an English movie review, for teaching, demos and experiments with a "
-           "model small enough to read and retrain.",
-           ["It writes text in the style of IMDB reviews and nothing else: it knows no facts, follows no "
-            "instructions, and drifts off topic after a few sentences.",
-            "It is small (about {params} M parameters, a context of {context} tokens): continuations are "
-            "fluent locally but not coherent over a paragraph.",
-            "It learned from public reviews and may repeat their opinions, biases and crude language."]),
-    "sentiment": ("text-classification", "Sentiment classification",
-                  ["text-classification", "sentiment-analysis", "encoder-decoder", "text-to-text", "from-scratch"],
-                  "A small encoder-decoder Transformer, written and trained from scratch, that classifies English "
-                  "movie reviews as positive or negative: the encoder reads the review and the decoder scores each "
-                  "label word (text-to-text, as T5 does). Its encoder starts from the language model of this "
-                  "project, pretrained on the same reviews.",
-                  "Telling whether an English movie review is positive or negative, for teaching, demos and "
-                  "experiments.",
-                  ["It knows two labels only ({labels}); a neutral, mixed or off-topic text still gets one of them.",
-                   "It was trained and measured on IMDB movie reviews only; other domains (products, tweets) and "
-                   "other languages are out of its distribution, and its accuracy there is unknown.",
-                   "A review longer than {max_src} tokens is read as its first {head} and its last {tail} tokens.",
-                   "Its probabilities are not calibrated: read them as a ranking, not as a confidence."]),
-}
-
-
 def _split_note(m: dict) -> str:
     seed = m.get("train_config", {}).get("seed")
     return (f"validation = {_held_out(m):,} reviews held out of IMDB's train split (fixed seed {seed}; "
@@ -101,21 +76,22 @@ def card_metadata(name: str, m: dict) -> str:
     """The YAML front matter the Hub reads, with `model-index` holding every reported figure."""
     from huggingface_hub import EvalResult, ModelCardData
 
-    pipeline_tag, task_name, tags, *_ = CARD_TEXT[m["task"]]
-    results = [EvalResult(task_type=pipeline_tag, task_name=task_name, dataset_type=HUB_IMDB, dataset_name="IMDB",
+    card = TASKS[m["task"]].card
+    results = [EvalResult(task_type=card.pipeline_tag, task_name=card.task_name, dataset_type=HUB_IMDB,
+                          dataset_name="IMDB",
                           dataset_split="train" if key.startswith("val_") else "test",
                           metric_type=METRIC_TYPES[key.split("_", 1)[1]], metric_value=m[key],
                           metric_name=f"{'validation' if key.startswith('val_') else 'test'} {label}")
                for key, label, _, _ in reported(m)]
     data = ModelCardData(license=LICENSE, language="en", library_name="pytorch", datasets=[HUB_IMDB],
-                         pipeline_tag=pipeline_tag, tags=[*tags, "imdb", "safetensors"],
+                         pipeline_tag=card.pipeline_tag, tags=[*card.tags, "imdb", "safetensors"],
                          model_name=f"tiny-transformers-{name}", eval_results=results)
     return data.to_yaml()
 
 
 def model_card(name: str, m: dict, config: dict) -> str:
     """A checkpoint's README.md: metadata, what it is, intended use, limitations, training, evaluation."""
-    _, _, _, what, intended, limitations = CARD_TEXT[m["task"]]
+    card = TASKS[m["task"]].card
     facts = {"params": f"{m['parameters'] / 1e6:.1f}", "context": config.get("block_size"),
              "labels": " / ".join(config.get("labels") or []), "max_src": config.get("max_src_len"),
              "head": (config.get("max_src_len") or 0) - (config.get("src_keep_tail") or 0) - 1,  # - the end token
@@ -135,18 +111,18 @@ def model_card(name: str, m: dict, config: dict) -> str:
 
 # tiny-transformers `{name}`
 
-{what}
+{card.what}
 
 - {m['parameters']:,} parameters (`{m['model_type']}`): {shape}
 - Files: `config.json`, `model.safetensors` (weights, safetensors only), `tokenizer.json` (byte-level BPE)
 
 ## Intended use
 
-{intended}
+{card.intended}
 
 ## Limitations
 
-{chr(10).join(f"- {line.format(**facts)}" for line in limitations)}
+{chr(10).join(f"- {line.format(**facts)}" for line in card.limitations)}
 
 ## Training
 
@@ -204,8 +180,8 @@ def _copied(name: str, command: str) -> str:
 def write_card(directory: Path) -> Path:
     """Write `directory/README.md` from its metrics.json and config.json; return the path."""
     m = json.loads((directory / METRICS_NAME).read_text(encoding="utf-8"))
-    if m.get("task") not in CARD_TEXT:
-        raise ValueError(f"{directory}: no model card for task {m.get('task')!r} (known: {sorted(CARD_TEXT)})")
+    if m.get("task") not in TASKS:
+        raise ValueError(f"{directory}: no model card for task {m.get('task')!r} (known: {sorted(TASKS)})")
     config = json.loads((directory / CONFIG_NAME).read_text(encoding="utf-8"))
     path = directory / CARD_NAME
     atomic_write_text(path, model_card(directory.name, m, config))

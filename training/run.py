@@ -45,7 +45,6 @@ from tokenization import BPETokenizer
 from .data import HUB_IMDB, load_splits
 from .errors import UsageError
 from .plots import plot_curve
-from .presets import PRESETS
 from .recipe import Recipe
 from .span import init_from_pretrained
 from .task import TaskOptions
@@ -208,9 +207,10 @@ def start_marker(out: Path, argv: list[str], overwrite: bool) -> None:
 
 def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
     start = time.time()
-    if args.preset not in PRESETS[args.task]:
-        raise UsageError(f"--preset {args.preset}: choose one of {sorted(PRESETS[args.task])}")
-    preset = PRESETS[args.task][args.preset]
+    presets = TASKS[args.task].presets
+    if args.preset not in presets:
+        raise UsageError(f"--preset {args.preset}: choose one of {sorted(presets)}")
+    preset = presets[args.preset]
     recipe = Recipe(args.layer_decay, args.unfreeze_every, args.label_smoothing, args.adversarial_eps,
                     args.average_last, args.crop_prob, args.lm_weight)
     train_kwargs = {**preset["train"], "seed": args.seed, "max_minutes": args.max_minutes,

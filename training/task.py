@@ -1,9 +1,18 @@
-"""The task contract (`Task`, `TaskData`, `TaskOptions`, `Corpus`): what `training.run` and
-`training.trainer` need of a task. The concrete tasks live in `training.tasks`; a new one is a
-subclass of `Task` implementing `__init__`, `prepare`, `batch`, `tokens` and `evaluate` (and, if
-needed, `build`, `better`, `samples` and `finalize`: the last adjusts the kept checkpoint once
-training is over, e.g. a classifier's temperature), registered in `training.tasks.TASKS`, with a
-preset in `training.presets`."""
+"""The task contract (`Task`, `TaskData`, `TaskOptions`, `Corpus`, `ModelCard`): what `training.run`,
+`training.trainer` and `training.report` need of a task. The concrete tasks live in `training.tasks`.
+
+A new task is one subclass of `Task`, registered in `training.tasks.TASKS` under its `name`, with:
+
+- `name` and `model_class`: the `--task` name and the model it trains;
+- `presets`: named model + optimisation settings, `{"tiny": {"model": {...}, "train": {...}}, ...}`
+  (the dicts live in `training.presets`); `tiny` is required, the tests train it;
+- `card`: the text of its model card (`ModelCard`), which `training.report --cards` fills in;
+- `__init__`, `prepare`, `batch`, `tokens` and `evaluate`, and if needed `build`, `better`,
+  `samples` and `finalize` (the last adjusts the kept checkpoint once training is over, e.g. a
+  classifier's temperature).
+
+`tests/test_training.py` checks that every registered task defines its own `presets` and `card`.
+"""
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -46,11 +55,26 @@ class TaskData:
     batching: dict[str, Any] = field(default_factory=dict)  # what `batch` draws with, built here: a sampler, ...
 
 
+@dataclass(frozen=True)
+class ModelCard:
+    """A task's model-card text; `{params}`, `{context}`, `{labels}`, `{max_src}`, `{head}` and `{tail}`
+    in `limitations` are filled in from the checkpoint."""
+
+    pipeline_tag: str  # the Hub's task, e.g. "text-classification"
+    task_name: str  # the model-index's task name
+    tags: list[str]
+    what: str  # what the model is
+    intended: str  # intended use
+    limitations: list[str]
+
+
 class Task(ABC):
     """One thing `training.run` can train: the steps of the module docstring."""
 
     name: ClassVar[str]
     model_class: ClassVar[type[PreTrainedModel]]
+    presets: ClassVar[dict[str, dict[str, dict]]]  # preset name -> {"model": {...}, "train": {...}}
+    card: ClassVar[ModelCard]
     corpus: Corpus  # set by __init__, which reads and validates the rows
 
     @abstractmethod

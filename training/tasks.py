@@ -30,6 +30,7 @@ from model import (
 )
 from tokenization import BPETokenizer, clean_text
 
+from . import presets
 from .bucketing import BucketSampler
 from .calibration import expected_calibration_error, fit_temperature
 from .data import (
@@ -46,7 +47,7 @@ from .evaluate import classify, evaluate_classifier, evaluate_lm
 from .heldout import selection_report_split
 from .recipe import SentenceCrops
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
-from .task import Corpus, Task, TaskData, TaskOptions
+from .task import Corpus, ModelCard, Task, TaskData, TaskOptions
 from .training_args import TrainConfig
 
 SENTIMENT_LABELS = ["negative", "positive"]  # label 0 and 1 of IMDB, written out as the decoder's target
@@ -57,6 +58,17 @@ class LMTask(Task):
 
     name = "lm"
     model_class = DecoderOnlyLM
+    presets = presets.LM
+    card = ModelCard(
+        "text-generation", "Language modelling", ["text-generation", "decoder-only", "gpt", "from-scratch"],
+        "A small GPT-style decoder-only language model, written and trained from scratch on IMDB movie reviews.",
+        "Continuing the start of an English movie review, for teaching, demos and experiments with a "
+        "model small enough to read and retrain.",
+        ["It writes text in the style of IMDB reviews and nothing else: it knows no facts, follows no "
+         "instructions, and drifts off topic after a few sentences.",
+         "It is small (about {params} M parameters, a context of {context} tokens): continuations are "
+         "fluent locally but not coherent over a paragraph.",
+         "It learned from public reviews and may repeat their opinions, biases and crude language."])
 
     def __init__(self, splits: dict, options: TaskOptions):
         texts = _texts(_split(splits, "train"), "text", "train", options.max_examples)
@@ -111,6 +123,14 @@ class Seq2SeqTask(Task):
 
     name = "seq2seq"
     model_class = EncoderDecoder
+    presets = presets.SEQ2SEQ
+    card = ModelCard(
+        "text2text-generation", "Sequence to sequence", ["text2text-generation", "encoder-decoder", "from-scratch"],
+        "A small encoder-decoder Transformer (the original Transformer's shape), written and trained from "
+        "scratch on the (source, target) pairs of its data.",
+        "Teaching, demos and experiments on the task its data defines.",
+        ["It knows only the mapping of its training pairs; inputs unlike them are out of its distribution.",
+         "It is small (about {params} M parameters): long or unusual inputs are often written wrongly."])
     labels: ClassVar[list[str] | None] = None  # classification tasks: the target words, in label order
     validation_from_data: ClassVar[bool] = True
     select_on_selection_rows: ClassVar[bool] = False  # validate on the held-out rows' selection part only
@@ -204,6 +224,21 @@ class SentimentTask(Seq2SeqTask):
 
     name = "sentiment"
     labels = SENTIMENT_LABELS
+    presets = presets.SENTIMENT
+    card = ModelCard(
+        "text-classification", "Sentiment classification",
+        ["text-classification", "sentiment-analysis", "encoder-decoder", "text-to-text", "from-scratch"],
+        "A small encoder-decoder Transformer, written and trained from scratch, that classifies English "
+        "movie reviews as positive or negative: the encoder reads the review and the decoder scores each "
+        "label word (text-to-text, as T5 does). Its encoder starts from the language model of this "
+        "project, pretrained on the same reviews.",
+        "Telling whether an English movie review is positive or negative, for teaching, demos and "
+        "experiments.",
+        ["It knows two labels only ({labels}); a neutral, mixed or off-topic text still gets one of them.",
+         "It was trained and measured on IMDB movie reviews only; other domains (products, tweets) and "
+         "other languages are out of its distribution, and its accuracy there is unknown.",
+         "A review longer than {max_src} tokens is read as its first {head} and its last {tail} tokens.",
+         "Its probabilities are not calibrated: read them as a ranking, not as a confidence."])
     validation_from_data = False
     select_on_selection_rows = True
 
@@ -253,6 +288,14 @@ class SpanTask(LMTask):
 
     name = "span"
     model_class = EncoderDecoder
+    presets = presets.SPAN
+    card = ModelCard(
+        "text2text-generation", "Span corruption", ["text2text-generation", "encoder-decoder", "t5", "from-scratch"],
+        "A small encoder-decoder Transformer pretrained from scratch on IMDB movie reviews by T5's span "
+        "corruption: the encoder reads a review with spans replaced by sentinels, the decoder writes the spans.",
+        "A starting point for a classifier of this project (`--init-from`), and experiments with pretraining.",
+        ["It fills in masked spans of review-like text and does nothing else on its own.",
+         "It is small (about {params} M parameters) and learned only from IMDB reviews."])
     samples = Task.samples  # nothing to sample
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
