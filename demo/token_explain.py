@@ -45,8 +45,10 @@ def _code(token: str) -> str:
 
 
 def _alternative(tok, alternative: object, notices: list[str]) -> int | None:
-    """Typed text -> its first token (None when empty)."""
+    """Typed text -> its first token (None when empty). A token copied from the chat's table reads
+    back as itself: the table shows a space as ␣ and a newline as ↵."""
     text, _ = clean_text(alternative)
+    text = text.replace("␣", " ").replace("↵", "\n")
     if not text:
         return None
     ids = tok.encode(text)

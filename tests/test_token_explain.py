@@ -110,3 +110,10 @@ def test_chat_step_before_any_chat_or_out_of_range(service):
                                  (generated, 0, "pick 1..3"), (generated, 4, "pick 1..3")]:
         with pytest.raises(DemoError, match=message):
             service.explain_step(state, step, "random")
+
+
+def test_alternative_copied_from_the_table_reads_back(service):
+    """The chat table shows " great" as "␣great": typed either way, the same token is contrasted."""
+    typed = service.explain_token(TEXT, 3, "grad_x_input", " great")
+    copied = service.explain_token(TEXT, 3, "grad_x_input", "␣great")
+    assert copied.alternative == typed.alternative and copied.highlights == typed.highlights

@@ -14,8 +14,8 @@ from model import METHODS
 TOKEN_INTRO = ("### Why this token?\n"
                "Pick a step (or click its row in the table) and a method: every earlier token, prompt and "
                "generated, is shaded by how much it raised (red) or lowered (blue) the model's log-probability "
-               "of that token. Type an alternative (e.g. one from the row's top list; a word's first token is "
-               "used, and a leading space is part of a token) to ask why this token *rather than* that one.")
+               "of that token. Type an alternative (e.g. copied from the row's top list, where ␣ is a space; a "
+               "word's first token is used) to ask why this token *rather than* that one.")
 
 
 def _outputs(result: TokenExplanation) -> tuple[list, str]:
