@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 from model import PreTrainedModel
 from tokenization import BPETokenizer
 
+from .bucketing import BucketSampler
+from .recipe import SentenceCrops
 from .training_args import TrainConfig
 
 
@@ -52,7 +54,8 @@ class TaskData:
     train_cfg: TrainConfig  # batch size, seed and evaluation size the splits are drawn with
     splits: dict[str, Any]  # "train" (what `batch` draws from), "val", and "test" when the data has one
     description: dict = field(default_factory=dict)  # token counts, for metrics.json
-    batching: dict[str, Any] = field(default_factory=dict)  # what `batch` draws with, built here: a sampler, ...
+    sampler: BucketSampler | None = None  # length-bucketed batches (--max-tokens, span chunks); None: random rows
+    crops: SentenceCrops | None = None  # sentence crops of the training reviews (--crop-prob)
 
 
 @dataclass(frozen=True)

@@ -171,12 +171,12 @@ class Seq2SeqTask(Task):
         rows = {"train": self.train_rows, "val": self.val_rows} | ({"test": self.test_rows} if self.test_rows else {})
         splits = {name: PairSet.from_texts(sources, targets, tokenizer, config, self._label_ids(targets))
                   for name, (sources, targets) in rows.items()}
-        batching = {}
+        sampler = None
         if train_cfg.max_tokens is not None:  # length-bucketed batches; their plan is a pure function of (seed, step)
             pairs = splits["train"]
             lengths = [len(s) + len(t) + 1 for s, t in zip(pairs.sources, pairs.targets, strict=True)]
-            batching["sampler"] = BucketSampler(lengths, train_cfg.max_tokens, train_cfg.seed)
-        return TaskData(config, tokenizer, train_cfg, splits, batching=batching)
+            sampler = BucketSampler(lengths, train_cfg.max_tokens, train_cfg.seed)
+        return TaskData(config, tokenizer, train_cfg, splits, sampler=sampler)
 
     def _label_ids(self, targets: list[str]) -> list[int] | None:
         return [self.labels.index(t) for t in targets] if self.labels else None
@@ -187,8 +187,8 @@ class Seq2SeqTask(Task):
     def _indices(self, data: TaskData, step: int, rank: int, world_size: int) -> list[int]:
         """The training examples of a step: batch_size drawn at random, or with --max-tokens a
         length-bucketed batch of that many padded tokens (each example once per epoch)."""
-        if "sampler" in data.batching:
-            return data.batching["sampler"].batch(step, rank, world_size)
+        if data.sampler is not None:
+            return data.sampler.batch(step, rank, world_size)
         cfg = data.train_cfg
         gen = step_generator(cfg.seed, step, rank)
         return torch.randint(0, len(data.splits["train"]), (cfg.batch_size,), generator=gen).tolist()
@@ -245,15 +245,15 @@ class SentimentTask(Seq2SeqTask):
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         data = super().prepare(tokenizer, model_overrides, train_cfg)
         if train_cfg.recipe.crop_prob:
-            data.batching["crops"] = SentenceCrops(self.train_rows[0], tokenizer, data.config.max_src_len)
+            data = replace(data, crops=SentenceCrops(self.train_rows[0], tokenizer, data.config.max_src_len))
         return data
 
     def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
         """With --crop-prob, that fraction of the reviews is replaced by 1-3 of their sentences."""
         indices, cfg, pairs = self._indices(data, step, rank, world_size), data.train_cfg, data.splits["train"]
-        if "crops" in data.batching:
+        if data.crops is not None:
             rng = np.random.default_rng([cfg.seed, step, rank, 1])
-            sources = data.batching["crops"].sources(pairs.sources, indices, cfg.recipe.crop_prob, rng)
+            sources = data.crops.sources(pairs.sources, indices, cfg.recipe.crop_prob, rng)
             pairs, indices = PairSet(sources, [pairs.targets[i] for i in indices]), range(len(indices))
         return pairs.batch(indices, **_special_ids(data.tokenizer))
 
@@ -309,8 +309,7 @@ class SpanTask(LMTask):
         data = TaskData(config, tokenizer, train_cfg, splits,
                         {"train_chunks": len(splits["train"]), "train_tokens": sum(map(len, splits["train"].chunks)),
                          "val_chunks": len(splits["val"])})
-        data.batching["sampler"] = splits["train"].sampler(self._budget(data), train_cfg.seed)  # (seed, step) -> chunks
-        return data
+        return replace(data, sampler=splits["train"].sampler(self._budget(data), train_cfg.seed))  # (seed, step)
 
     @staticmethod
     def _budget(data: TaskData) -> int:
@@ -319,7 +318,7 @@ class SpanTask(LMTask):
     def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
         """Length-bucketed chunks (each once per epoch), corrupted afresh at every step."""
         rng = np.random.default_rng([data.train_cfg.seed, step, rank])
-        return data.splits["train"].batch(data.batching["sampler"].batch(step, rank, world_size), rng)
+        return data.splits["train"].batch(data.sampler.batch(step, rank, world_size), rng)
 
     tokens = staticmethod(Seq2SeqTask.tokens)
 
