@@ -10,7 +10,7 @@ import torch
 
 from benchmarks.sentiment_baseline import imdb_split
 from model import EncoderDecoder, EncoderDecoderConfig
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, sentences
 from training import evaluate
 from training.data import PairSet, validation_rows
 from training.evaluate import classify
@@ -19,7 +19,6 @@ from training.heldout import (
     bootstrap_interval,
     held_out_rows,
     selection_report_split,
-    sentences,
     short_texts,
 )
 

@@ -15,21 +15,16 @@ Figures come with a 95% percentile bootstrap interval (fixed seed), and two clas
 the same rows get a paired bootstrap interval of their difference.
 """
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
+
+from tokenization import sentences
 
 from .data import DataError, validation_rows
 
 HELD_OUT_PARTS = ("validation", "selection", "report")
 SELECTION_FRACTION = 0.4  # 1,000 of the 2,500 held-out reviews; the other 1,500 are the report rows
-MIN_SENTENCE_WORDS = 4  # shorter "sentences" are mostly fragments ("Wow.", "10/10.")
-
-# A sentence ends at . ! or ? (possibly repeated, possibly followed by closing quotes/brackets),
-# followed by white space; a line break always ends one (clean_text turned <br /> into "\n").
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
-
 
 def selection_report_split(val_indices):
     """(selection, report): the first SELECTION_FRACTION of the held-out rows and the rest,
@@ -60,12 +55,6 @@ def held_out_rows(data_dir: str, val_size: int, seed: int, part: str):
         return rows
     selection, report = selection_report_split(np.arange(len(rows)))
     return rows.select(selection if part == "selection" else report)
-
-
-def sentences(text: str, min_words: int = MIN_SENTENCE_WORDS) -> list[str]:
-    """The sentences of a (cleaned) review with at least `min_words` words."""
-    parts = (s.strip() for s in _SENTENCE_END.split(text))
-    return [s for s in parts if len(s.split()) >= max(1, min_words)]
 
 
 @dataclass

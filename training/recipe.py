@@ -32,9 +32,9 @@ import torch
 import torch.nn.functional as F
 
 from model import IGNORE_INDEX, EncoderDecoder, PreTrainedModel, head_and_loss
+from tokenization import sentences
 
 from .errors import UsageError
-from .heldout import sentences
 
 
 @dataclass(frozen=True)
