@@ -90,6 +90,30 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         self.post_init()
 
     @torch.no_grad()
+    def init_from(self, pretrained: PreTrainedModel) -> None:
+        """Start from a trained checkpoint. A DecoderOnlyLM gives the encoder (`init_encoder_from`:
+        and the first rows of the embedding matrix, so a span model's sentinel rows stay freshly
+        initialised); an EncoderDecoder (a span-pretrained one) gives everything: embeddings, encoder,
+        decoder and cross-attention, its first `config.vocab_size` embedding rows (a classifier needs
+        no sentinels)."""
+        if isinstance(pretrained, DecoderOnlyLM):
+            self.init_encoder_from(pretrained)
+            return
+        if not isinstance(pretrained, EncoderDecoder):
+            raise ValueError(f"cannot initialise an encoder-decoder from a {pretrained.model_type!r} checkpoint")
+        mine, theirs = self.config, pretrained.config
+        for name in ("d_model", "n_head", "d_ff", "norm_first", "n_encoder_layer", "n_decoder_layer"):
+            if getattr(mine, name) != getattr(theirs, name):
+                raise ValueError(f"cannot initialise from the encoder-decoder: {name} is {getattr(theirs, name)} "
+                                 f"there, {getattr(mine, name)} here")
+        if mine.vocab_size > theirs.vocab_size:
+            raise ValueError(f"the checkpoint has {theirs.vocab_size} embedding rows, this model needs "
+                             f"{mine.vocab_size}")
+        state = pretrained.state_dict()
+        state["embed.lut.weight"] = state["embed.lut.weight"][: mine.vocab_size]
+        self.load_state_dict(state)
+
+    @torch.no_grad()
     def init_encoder_from(self, lm: DecoderOnlyLM) -> None:
         """Start the encoder from a trained decoder-only LM: its embeddings and its first
         n_encoder_layer blocks (same shapes: self-attention + FFN). The weights carry what the LM

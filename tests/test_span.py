@@ -15,7 +15,6 @@ from training.span import (
     N_SENTINELS,
     SpanSet,
     corrupt,
-    init_from_pretrained,
     max_target_length,
     noise_mask,
     restore,
@@ -96,13 +95,13 @@ def tiny_ed(vocab: int, **kw) -> EncoderDecoder:
 def test_init_from_a_span_model_takes_everything_and_the_first_embedding_rows():
     torch.manual_seed(0)
     span_model, classifier = tiny_ed(50 + N_SENTINELS), tiny_ed(50, labels=["negative", "positive"])
-    init_from_pretrained(classifier, span_model)
+    classifier.init_from(span_model)
     theirs = span_model.state_dict()
     for name, value in classifier.state_dict().items():
         expected = theirs[name][:50] if name == "embed.lut.weight" else theirs[name]
         assert torch.equal(value, expected), name
     with pytest.raises(ValueError, match="n_decoder_layer"):
-        init_from_pretrained(classifier, EncoderDecoder(EncoderDecoderConfig(
+        classifier.init_from(EncoderDecoder(EncoderDecoderConfig(
             vocab_size=150, n_encoder_layer=2, n_decoder_layer=2, n_head=2, d_model=16, d_ff=32, max_src_len=32,
             norm_first=True)))
 
@@ -112,7 +111,7 @@ def test_init_from_the_lm_fills_the_first_rows_of_a_larger_vocabulary():
     lm = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, n_layer=2, n_head=2, d_model=16, d_ff=32, block_size=32))
     span_model = tiny_ed(50 + N_SENTINELS)
     sentinel_rows = span_model.embed.lut.weight[50:].clone()
-    init_from_pretrained(span_model, lm)
+    span_model.init_from(lm)
     assert torch.equal(span_model.embed.lut.weight[:50], lm.embed.lut.weight)
     assert torch.equal(span_model.embed.lut.weight[50:], sentinel_rows)
     for mine, theirs in zip(span_model.encoder.layers, lm.decoder.layers, strict=True):

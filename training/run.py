@@ -46,7 +46,6 @@ from .data import HUB_IMDB, load_splits
 from .errors import UsageError
 from .plots import plot_curve
 from .recipe import Recipe
-from .span import init_from_pretrained
 from .task import TaskOptions
 from .tasks import TASKS
 from .trainer import DistInfo, Trainer, init_distributed, resume_mismatches, weights_in_sync
@@ -295,7 +294,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     torch.manual_seed(args.seed)
     model = task.build(data)
     if lm is not None:
-        init_from_pretrained(model, lm)
+        model.init_from(lm)
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     if info.is_main:
         start_marker(out, argv, args.overwrite)

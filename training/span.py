@@ -12,7 +12,7 @@ sentinel token; the decoder writes the spans back, each after its sentinel:
 
 Sentinels are ids above the tokenizer's vocabulary (`tokenizer.vocab_size + k` for the k-th span),
 so the shipped tokenizer and LM stay as they are: only the span model's embedding matrix grows by
-`N_SENTINELS` rows. Its encoder starts from the LM (`init_from_pretrained`), whose embedding rows
+`N_SENTINELS` rows. Its encoder starts from the LM (`EncoderDecoder.init_from`), whose embedding rows
 fill the first rows; a classifier then starts from the whole span model (encoder, decoder and
 cross-attention), taking the first rows of its embedding matrix.
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model import IGNORE_INDEX, DecoderOnlyLM, EncoderDecoder, PreTrainedModel
+from model import IGNORE_INDEX, EncoderDecoder
 
 from .bucketing import BucketSampler, length_batches
 from .data import PairSet
@@ -151,27 +151,3 @@ def evaluate_spans(model: EncoderDecoder, spans: SpanSet, max_tokens: int, seed:
         n_tokens += int(keep.sum())
     loss = loss_sum / n_tokens
     return {"loss": loss, "ppl": math.exp(loss), "token_accuracy": correct / n_tokens, "tokens": n_tokens}
-
-
-@torch.no_grad()
-def init_from_pretrained(model: EncoderDecoder, pretrained: PreTrainedModel) -> None:
-    """Start `model` from a trained checkpoint. A DecoderOnlyLM gives the encoder (and the first
-    rows of the embedding matrix: the span model's sentinel rows stay freshly initialised); an
-    EncoderDecoder (a span-pretrained one) gives everything: embeddings, encoder, decoder and
-    cross-attention, its first `model.config.vocab_size` embedding rows (a classifier needs no
-    sentinels)."""
-    if isinstance(pretrained, DecoderOnlyLM):
-        model.init_encoder_from(pretrained)
-        return
-    if not isinstance(pretrained, EncoderDecoder):
-        raise ValueError(f"cannot initialise an encoder-decoder from a {pretrained.model_type!r} checkpoint")
-    mine, theirs = model.config, pretrained.config
-    for name in ("d_model", "n_head", "d_ff", "norm_first", "n_encoder_layer", "n_decoder_layer"):
-        if getattr(mine, name) != getattr(theirs, name):
-            raise ValueError(f"cannot initialise from the encoder-decoder: {name} is {getattr(theirs, name)} "
-                             f"there, {getattr(mine, name)} here")
-    if mine.vocab_size > theirs.vocab_size:
-        raise ValueError(f"the checkpoint has {theirs.vocab_size} embedding rows, this model needs {mine.vocab_size}")
-    state = pretrained.state_dict()
-    state["embed.lut.weight"] = state["embed.lut.weight"][: mine.vocab_size]
-    model.load_state_dict(state)
