@@ -2,6 +2,7 @@
 
 import json
 import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from demo.tabs.about import about_markdown, curve_html, header_markdown
 from demo.tabs.chat import look_inside, message_text, token_highlights, token_table
 from demo.tabs.common import failure, notice_markdown
 from demo.tabs.sentiment import benchmark_sentence, deletion_markdown, read_benchmark_sentence
-from demo.tabs.tokenizer import pieces_html
+from demo.tabs.tokenizer import pieces_html, tokenize
 from demo.text import INTERNAL_ERROR
 from demo.tiny import shared_tiny_checkpoints
 
@@ -94,6 +95,23 @@ def test_pieces_html_escapes_and_alternates() -> None:
     assert "␀↵<sub>7</sub>" in html
     assert "> &amp;<sub>" in html and "␣␣<sub>8</sub>" in html
     assert html.count("#dbeafe") == 2 and html.count("#fde68a") == 2
+
+
+def test_tokenizer_shows_a_split_letter_over_its_byte_pieces(service: DemoService) -> None:
+    text = "naïve 😀 日本"
+    result = service.tokenize(text)
+    ids = service.tokenizer.encode(text)
+    for first, end, letter in result.letters:  # the byte pieces of each run decode to the letter
+        assert service.tokenizer.decode(ids[first:end]) == letter
+        assert all(label.startswith("⟨") for label, _ in result.pieces[first:end])
+    assert {letter for *_, letter in result.letters} == {c for c in text if len(c.encode()) > 1} - {
+        service.tokenizer.decode([i]) for i in ids}  # every split letter, none whole in one token
+    html = tokenize(service, text)[0]
+    rubies = [r.split("</ruby>")[0] for r in html.split("<ruby")[1:]]
+    assert len(rubies) == len(result.letters) > 0
+    for ruby, (first, end, letter) in zip(rubies, result.letters, strict=True):  # the letter over its pieces' ids
+        assert ruby.endswith(f"<rt>{letter}</rt>")
+        assert re.findall(r"<sub>(\d+)</sub>", ruby) == [str(i) for i in ids[first:end]]
 
 
 def test_message_text() -> None:
