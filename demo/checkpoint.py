@@ -12,7 +12,7 @@ from pathlib import Path
 
 from demo.inputs import DemoError, scrub_paths
 from model import DecoderOnlyLM, EncoderDecoder, PreTrainedModel, load_pretrained
-from storage import CONFIG_NAME, CURVE_NAME, IN_PROGRESS_NAME, METRICS_NAME, TOKENIZER_NAME
+from storage import CONFIG_NAME, CURVE_NAME, IN_PROGRESS_NAME, METRICS_NAME, TOKENIZER_NAME, is_being_written
 from tokenization import BPETokenizer
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ def load_checkpoint(root: Path, name: str, device: str, shared_tokenizer: BPETok
     if not (directory / CONFIG_NAME).is_file():
         ckpt.message = f"no checkpoint in `{ckpt.location}/` (train one, see About)"
         return ckpt
-    if (directory / IN_PROGRESS_NAME).exists():
+    if is_being_written(directory):
         ckpt.status = "error"
         ckpt.message = (f"`{ckpt.location}/` is still being written by a training run (it holds "
                         f"{IN_PROGRESS_NAME}); serve it once the run has finished, or serve a finished run")

@@ -1,5 +1,6 @@
-"""storage: the one atomic writer and its permission rule, and where a checkpoint comes from."""
+"""storage: the atomic writer and its permission rule, where a checkpoint comes from, a run folder's lifecycle."""
 
+import json
 import os
 import subprocess
 import sys
@@ -81,3 +82,18 @@ def test_a_file_is_not_a_checkpoint(tmp_path):
 def test_a_missing_path_that_is_no_repo_id_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no checkpoint folder at .*nowhere"):
         resolve_checkpoint(tmp_path / "nowhere")
+
+
+def test_a_run_folder_is_marked_while_written_and_replaced_files_are_cleared(tmp_path):
+    folder = tmp_path / "run"
+    assert storage.run_files(folder) == [] and not storage.is_being_written(folder)
+    folder.mkdir()
+    for name in (storage.METRICS_NAME, storage.WEIGHTS_NAME, storage.CARD_NAME):
+        (folder / name).write_text("old")
+    assert storage.run_files(folder) == [storage.METRICS_NAME, storage.WEIGHTS_NAME]
+    storage.start_run(folder, "python -m training.run --task lm", replace=True)
+    assert storage.is_being_written(folder)
+    assert json.loads((folder / storage.IN_PROGRESS_NAME).read_text())["command"] == "python -m training.run --task lm"
+    assert sorted(p.name for p in folder.iterdir()) == [storage.CARD_NAME, storage.IN_PROGRESS_NAME]  # card kept
+    storage.finish_run(folder)
+    assert not storage.is_being_written(folder) and storage.run_files(folder) == []

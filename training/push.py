@@ -25,6 +25,7 @@ from storage import (
     METRICS_NAME,
     TOKENIZER_NAME,
     WEIGHTS_NAME,
+    is_being_written,
 )
 
 from .errors import UsageError
@@ -37,7 +38,7 @@ def files_to_push(directory: Path) -> list[str]:
     """The files of `directory` that go to the Hub, after checking it holds a finished, loadable checkpoint."""
     if not directory.is_dir():
         raise UsageError(f"--checkpoint {directory}: no such folder")
-    if (directory / IN_PROGRESS_NAME).exists():
+    if is_being_written(directory):
         raise UsageError(f"--checkpoint {directory}: a training run is still writing into it ({IN_PROGRESS_NAME}); "
                          "push it once the run has written its metrics.json")
     missing = [name for name in (CONFIG_NAME, WEIGHTS_NAME) if not (directory / name).is_file()]

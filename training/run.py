@@ -20,7 +20,6 @@ Bad options exit with status 2, bad data with status 1, each with one line on st
 import argparse
 import itertools
 import json
-import os
 import shlex
 import sys
 import time
@@ -34,11 +33,12 @@ from model import PRECISIONS, DecoderOnlyLM, EncoderDecoder, load_pretrained, re
 from storage import (
     CONFIG_NAME,
     CURVE_NAME,
-    IN_PROGRESS_NAME,
     METRICS_NAME,
     STATE_NAME,
-    WEIGHTS_NAME,
     atomic_write_text,
+    finish_run,
+    run_files,
+    start_run,
 )
 from tokenization import BPETokenizer
 
@@ -50,9 +50,6 @@ from .task import TaskOptions
 from .tasks import TASKS
 from .trainer import DistInfo, Trainer, init_distributed, resume_mismatches, weights_in_sync
 from .training_args import TrainConfig
-
-RUN_FILES = (IN_PROGRESS_NAME, STATE_NAME, METRICS_NAME, CONFIG_NAME, WEIGHTS_NAME)  # a folder with one holds a run
-REPLACED_FILES = (STATE_NAME, METRICS_NAME, CURVE_NAME, CONFIG_NAME, WEIGHTS_NAME)  # removed by --overwrite
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -187,21 +184,10 @@ def check_out(out: Path, task: str, resume: bool, overwrite: bool) -> None:
         if found not in (None, expected):
             raise UsageError(f"--resume: {out} holds a {found!r} checkpoint; --task {task} trains a {expected!r}")
         return
-    held = [name for name in RUN_FILES if (out / name).exists()]
+    held = run_files(out)
     if held and not overwrite:
         raise UsageError(f"--out {out} already holds a run ({', '.join(held)}): pass --resume to continue it, "
                          "--overwrite to replace it, or choose another --out")
-
-
-def start_marker(out: Path, argv: list[str], overwrite: bool) -> None:
-    """Mark `out` as being written (the app refuses to serve it), after clearing a replaced run."""
-    out.mkdir(parents=True, exist_ok=True)
-    if overwrite:
-        for name in REPLACED_FILES:
-            (out / name).unlink(missing_ok=True)
-    marker = {"command": "python -m training.run " + shlex.join(argv), "pid": os.getpid(),
-              "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-    atomic_write_text(out / IN_PROGRESS_NAME, json.dumps(marker, indent=2) + "\n")
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
@@ -297,7 +283,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         model.init_from(lm)
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     if info.is_main:
-        start_marker(out, argv, args.overwrite)
+        start_run(out, "python -m training.run " + shlex.join(argv), replace=args.overwrite)  # the app won't serve it
     trainer = Trainer(model, task, data, out, device, info, getattr(torch, args.save_dtype))
     if state is not None:
         trainer.load_state(state)
@@ -341,7 +327,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         metrics["samples"] = samples
     atomic_write_text(out / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
     plot_curve(trainer.history, out / CURVE_NAME, title=f"{args.task} ({args.preset})")
-    (out / IN_PROGRESS_NAME).unlink(missing_ok=True)
+    finish_run(out)
     summary = {k: v for k, v in metrics.items() if k.startswith(("val_", "test_")) and not isinstance(v, list)}
     print(f"done ({reason}): step {trainer.step}, {trainer.tokens_seen:,} tokens, "
           f"{metrics['train_time_s']:.0f} s -> {out}\n{json.dumps(summary, indent=2)}")
