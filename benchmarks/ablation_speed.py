@@ -12,13 +12,12 @@ writes them as JSON (default benchmarks/results/ablation_speed.json).
 """
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 import torch
 
-from benchmarks.explain_speed import RESULTS, WORDS, median_seconds
+from benchmarks.common import RESULTS, SEED, VAL_SIZE, median_seconds, write_json
+from benchmarks.explain_speed import WORDS
 from benchmarks.faithfulness import source
 from model import load_pretrained
 from model.ablation import MODES, all_heads, classifier_head_effects, lm_head_effects
@@ -41,7 +40,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
 
-    review = next(t for t in validation_rows(args.data_dir, 2500, 1337)["text"] if len(t.split()) >= WORDS)
+    review = next(t for t in validation_rows(args.data_dir, VAL_SIZE, SEED)["text"] if len(t.split()) >= WORDS)
     review = " ".join(clean_text(review).split()[:WORDS])
     classifier = load_pretrained(args.sentiment, "cpu").eval()
     tokenizer = BPETokenizer.from_file(args.sentiment)
@@ -65,8 +64,7 @@ def main(argv: list[str] | None = None) -> dict:
               "lm_tokens": prompt.size(1), "heads": heads, "repeats": args.repeats, "median_seconds": figures,
               "target_seconds": TARGET_SECONDS,
               "command": "python -m benchmarks.ablation_speed " + " ".join(sys.argv[1:] if argv is None else argv)}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(result, args.json)
     return result
 
 

@@ -27,16 +27,12 @@ each message it waits for: the "raw HTTP" lines leave that client-side delay out
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # also runnable as `python benchmarks/app_latency.py`
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks.app_startup import add_server_arguments, pick_checkpoints, serving  # noqa: E402
+from benchmarks.app_startup import add_server_arguments, pick_checkpoints, serving
+from benchmarks.common import timings, write_json
 
 PROMPT = "I went into this film expecting very little, but"
 REVIEW = ("I went into this film expecting very little, but it turned out to be one of the most charming "
@@ -129,13 +125,7 @@ def chat_rounds(ways: dict, tokens: int, runs: int) -> dict:
 
 def latency(request, requests: int) -> dict:
     """p50/p95/mean of `requests` sequential calls of `request()`, after 3 warm-up calls."""
-    for _ in range(3):
-        request()
-    seconds = []
-    for _ in range(requests):
-        t0 = time.perf_counter()
-        request()
-        seconds.append(time.perf_counter() - t0)
+    _, seconds = timings(request, requests, warmups=3)
     return {"p50_s": percentile(seconds, 50), "p95_s": percentile(seconds, 95),
             "mean_s": statistics.mean(seconds), "requests": requests}
 
@@ -212,7 +202,7 @@ def main(argv: list[str] | None = None) -> dict:
               f"(medians of {args.chat_runs} turns each)")
     print(f"floor, no model (/clear) via server: {ms(floor)}; raw HTTP: {ms(floor_http)}")
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_json(result, args.json)
     return result
 
 

@@ -15,20 +15,15 @@ result). Target: the worst sentiment latency within 3 s, with 0 errors.
 """
 
 import argparse
-import json
 import statistics
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # also runnable as `python benchmarks/app_load.py`
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks.app_latency import PROMPT, REVIEW, percentile  # noqa: E402
-from benchmarks.app_startup import add_server_arguments, pick_checkpoints, serving  # noqa: E402
+from benchmarks.app_latency import PROMPT, REVIEW, percentile
+from benchmarks.app_startup import add_server_arguments, pick_checkpoints, serving
+from benchmarks.common import write_json
 
 
 def run_chat(url: str, i: int, tokens: int) -> tuple[int, list[str]]:
@@ -107,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"errors: {len(result['errors'])}" + (f" ({result['errors'][:3]})" if result["errors"] else "")
           + (f", server tracebacks: {result['server_tracebacks']}" if "server_tracebacks" in result else ""))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_json(result, args.json)
     return result
 
 

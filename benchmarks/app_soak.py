@@ -14,19 +14,15 @@ ratio, and the number of failed requests. Goal (issue #21): within 10% over 1,00
 
 import argparse
 import itertools
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # also runnable as `python benchmarks/app_soak.py`
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks.app_latency import REVIEW  # noqa: E402
-from benchmarks.app_startup import free_port, pick_checkpoints, start_server, stop_server, wait_ready  # noqa: E402
-from model import METHODS  # noqa: E402
+from benchmarks.app_latency import REVIEW
+from benchmarks.app_startup import free_port, pick_checkpoints, start_server, stop_server, wait_ready
+from benchmarks.common import write_json
+from model import METHODS
 
 WARM_UP = 100  # the baseline is read after this many requests: allocator pools and caches are full by then
 OPENINGS = ["I went into this film", "The acting was", "Honestly, the plot", "What a waste of", "This movie was"]
@@ -107,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
     for error in errors[:5]:
         print("error:", error)
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_json(result, args.json)
     return result
 
 

@@ -11,7 +11,6 @@ The median over `--runs` is printed.
 """
 
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -24,9 +23,9 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchmarks.common import write_json
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # also runnable as `python benchmarks/app_startup.py`
-    sys.path.insert(0, str(REPO_ROOT))
 
 
 def free_port() -> int:
@@ -159,7 +158,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"median {result['startup_to_ready_s']['median']:.2f} s "
           f"(min {min(seconds):.2f} s, max {max(seconds):.2f} s)")
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_json(result, args.json)
     return result
 
 

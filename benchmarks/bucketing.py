@@ -12,19 +12,19 @@ token-budget batches, and checks both give the same predictions.
 """
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from benchmarks.common import SEED, VAL_SIZE, write_json
 from benchmarks.sentiment_baseline import imdb_split
 from model import load_pretrained
 from tokenization import BPETokenizer
 from training.bucketing import BucketSampler, cut_by_budget, length_batches
 from training.data import PairSet, step_generator
 from training.evaluate import classify, label_candidates
+from training.training_args import TrainConfig
 
 
 def padding_figures(batches: list[list[int]], lengths: np.ndarray) -> dict:
@@ -60,18 +60,19 @@ def main(argv: list[str] | None = None) -> dict:
 
     model = load_pretrained(args.checkpoint)
     tokenizer = BPETokenizer.from_file(args.checkpoint)
-    train_texts, train_labels, selection_texts, _ = imdb_split(args.data_dir, 2500, 1337, "selection")
+    train_texts, train_labels, selection_texts, _ = imdb_split(args.data_dir, VAL_SIZE, SEED, "selection")
     words = [model.config.labels[y] for y in train_labels]
     pairs = PairSet.from_texts(train_texts, words, tokenizer, model.config)
     lengths = np.array([len(s) for s in pairs.sources])
     n, B = len(lengths), args.batch_size
-    random_batches = [torch.randint(0, n, (B,), generator=step_generator(1337, s)).tolist() for s in range(n // B)]
+    random_batches = [torch.randint(0, n, (B,), generator=step_generator(TrainConfig.seed, s)).tolist()
+                      for s in range(n // B)]
     order = np.argsort(lengths, kind="stable")
     result = {
         "reviews": n, "mean_tokens": round(float(lengths.mean()), 1), "max_src_len": model.config.max_src_len,
         "train": {f"random {B}": padding_figures(random_batches, lengths),
                   f"bucketed {args.train_tokens} tokens": padding_figures(
-                      BucketSampler(lengths, args.train_tokens, seed=1337).epoch(0), lengths)},
+                      BucketSampler(lengths, args.train_tokens, seed=TrainConfig.seed).epoch(0), lengths)},
         "evaluate": {f"sorted {B}": padding_figures(cut_by_budget(order, lengths, 10**12, max_rows=B), lengths),
                      f"bucketed {args.eval_tokens} tokens": padding_figures(
                          length_batches(lengths, args.eval_tokens), lengths)},
@@ -89,9 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
                             "same_predictions": bool(torch.equal(before.argmax(-1), after.argmax(-1))),
                             "max_abs_score_change": float((before - after).abs().max()),
                             "threads": torch.get_num_threads()}
-    print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(result, args.json, echo=True)
     return result
 
 

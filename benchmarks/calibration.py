@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.common import RESULTS, write_json
 from model import EncoderDecoder
 from storage import resolve_checkpoint
 from tokenization import BPETokenizer, clean_text
@@ -21,8 +22,6 @@ from training.calibration import ECE_BINS, expected_calibration_error, fit_tempe
 from training.data import PairSet, label_column, text_column
 from training.evaluate import classify
 from training.heldout import add_held_out_arguments, held_out_rows
-
-RESULTS = Path(__file__).resolve().parent / "results" / "calibration.json"
 
 
 def scores_and_labels(model: EncoderDecoder, tokenizer: BPETokenizer, rows, part: str, max_tokens: int):
@@ -41,7 +40,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--limit", type=int, default=None, help="only the first N rows of each part (a quick look)")
     parser.add_argument("--max-tokens", type=int, default=16384, help="padded source tokens per batch")
     parser.add_argument("--store", action="store_true", help="write the fitted temperature into config.json")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=RESULTS / "calibration.json")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     ckpt = resolve_checkpoint(args.checkpoint)
@@ -63,8 +62,7 @@ def main(argv: list[str] | None = None) -> dict:
                         "reliability": reliability(probs, labels)}
     print(f"T = {temperature:.3f} (fitted on {result['fitted_on']}); on the {result['measured_on']}: "
           f"ECE {result['before']['ece']:.4f} at T = 1, {result['after']['ece']:.4f} at T = {temperature:.3f}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(result, args.out)
     if args.store:
         config_path = Path(ckpt) / "config.json"
         config = json.loads(config_path.read_text(encoding="utf-8"))

@@ -12,35 +12,20 @@ them as JSON (default benchmarks/results/explain_speed.json).
 """
 
 import argparse
-import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
+from benchmarks.common import RESULTS, SEED, VAL_SIZE, median_seconds, write_json
 from benchmarks.faithfulness import source
 from model import METHODS, GenerationConfig, attribute, load_pretrained, logit_lens
 from tokenization import BPETokenizer, clean_text
 from training.data import validation_rows
 from training.evaluate import label_candidates
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"attention": None, "rollout": 0.5, "grad_x_input": 0.5, "integrated_gradients": 3.0, "occlusion": 3.0,
            "random": None, "logit_lens_64": 0.5}
 WORDS = 200
-
-
-def median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm-up: lazy allocations, first-call dispatch
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -54,7 +39,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
 
-    review = next(t for t in validation_rows(args.data_dir, 2500, 1337)["text"] if len(t.split()) >= WORDS)
+    review = next(t for t in validation_rows(args.data_dir, VAL_SIZE, SEED)["text"] if len(t.split()) >= WORDS)
     review = " ".join(clean_text(review).split()[:WORDS])
     classifier = load_pretrained(args.sentiment, "cpu").eval()
     tokenizer = BPETokenizer.from_file(args.sentiment)  # the folder holding tokenizer.json
@@ -80,8 +65,7 @@ def main(argv: list[str] | None = None) -> dict:
               "lens_tokens": sequence.numel(), "generated_tokens": len(generated), "repeats": args.repeats,
               "median_seconds": figures, "targets_seconds": TARGETS,
               "command": "python -m benchmarks.explain_speed " + " ".join(sys.argv[1:] if argv is None else argv)}
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(result, args.json)
     return result
 
 

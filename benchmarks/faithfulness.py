@@ -36,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.common import RESULTS, write_json
 from model import (
     ERASER_FRACTIONS,
     METHODS,
@@ -48,8 +49,7 @@ from model import (
 from tokenization import BPETokenizer, clean_text, word_ids
 from training.data import validation_rows
 from training.evaluate import label_candidates
-
-RESULTS = Path(__file__).resolve().parent / "results"
+from training.heldout import add_held_out_arguments
 
 
 def source(text: str, tokenizer: BPETokenizer, config):
@@ -102,9 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.faithfulness", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default="checkpoints/sentiment")
-    parser.add_argument("--data-dir", default="../shared/data/imdb")
-    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
-    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+    add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, default=None, help="score only the first N validation reviews")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--tasks", nargs="+", choices=["classifier", "lm"], default=["classifier", "lm"])
@@ -129,8 +127,7 @@ def main(argv: list[str] | None = None) -> dict:
         lm = lm_task(args.lm_checkpoint, rows["text"], args.methods, args.lm_context, args.device)
         result["lm"] = {**lm, "reviews": len(rows), "val_size": args.val_size, "seed": args.seed,
                         "threads": args.threads, "device": args.device, "command": command}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(result, path)
     return result
 
 

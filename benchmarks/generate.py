@@ -27,13 +27,13 @@ every parallel op wait out a time slice, and the run slows down tens of times.
 
 import argparse
 import importlib.util
-import json
 import statistics
 import time
 from pathlib import Path
 
 import torch
 
+from benchmarks.common import write_json
 from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig, read_config
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "lm"
@@ -128,9 +128,7 @@ def main() -> None:
         print(f"ratio ours/HF {result['ratio_ours_over_hf']:.3f} (in CPU time "
               f"{result['cpu_time_ratio_ours_over_hf']:.3f}; transformers {transformers.__version__}, "
               f"attention {result['hf_attention']})")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
+    write_json(result, args.json)
 
 
 if __name__ == "__main__":

@@ -13,20 +13,17 @@ Prints `same label X% (n/N)`, `largest probability change X`, `IG rank correlati
 """
 
 import argparse
-import json
 import statistics
 import sys
-from pathlib import Path
 
 import torch
 
+from benchmarks.common import RESULTS, write_json
 from benchmarks.faithfulness import source
 from model import attribute, autocast, bf16_native, load_pretrained, rank_correlation
 from tokenization import BPETokenizer
 from training.evaluate import label_candidates
 from training.heldout import add_held_out_arguments, held_out_rows
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def probabilities(model, ids: torch.Tensor, candidates: list[list[int]], precision: str, device: str) -> torch.Tensor:
@@ -87,8 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
         "ig_rank_correlation_min": min(correlations) if correlations else None,
         "command": "python -m benchmarks.precision_agreement " + " ".join(sys.argv[1:] if argv is None else argv),
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(result, args.json)
     return result
 
 

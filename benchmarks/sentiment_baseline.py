@@ -7,7 +7,7 @@ the selection or report part of them (`training.heldout`); `--short-text` scores
 last sentences of those reviews instead, labelled with the review's label.
 
     pip install -r benchmarks/requirements.txt
-    python benchmarks/sentiment_baseline.py --data-dir ../shared/data/imdb [--split report] [--short-text]
+    python -m benchmarks.sentiment_baseline --data-dir ../shared/data/imdb [--split report] [--short-text]
                                             [--json PATH]
 
 `--max-src-len 256 [--keep-tail 191]` scores it on the reviews cut exactly as the sentiment model
@@ -17,20 +17,16 @@ shows how much of the gap is the truncation rather than the model.
 """
 
 import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
 
-from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.pipeline import Pipeline, make_pipeline  # noqa: E402
-
-from tokenization import BPETokenizer, clean_text  # noqa: E402
-from training.data import load_splits, validation_split  # noqa: E402
-from training.heldout import (  # noqa: E402
+from benchmarks.common import write_json
+from tokenization import BPETokenizer, clean_text
+from training.data import load_splits, validation_split
+from training.heldout import (
     HELD_OUT_PARTS,
     accuracy_with_interval,
     add_held_out_arguments,
@@ -86,9 +82,7 @@ def main() -> None:
               "features": len(baseline[0].vocabulary_), "C": args.C,
               "max_src_len": args.max_src_len, "keep_tail": args.keep_tail if args.max_src_len else None,
               "fit_time_s": round(time.perf_counter() - start, 1)}
-    print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(result, args.json, echo=True)
 
 
 if __name__ == "__main__":

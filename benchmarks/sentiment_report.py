@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.common import write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
 from model import load_pretrained
 from storage import METRICS_NAME, resolve_checkpoint
@@ -89,8 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
         low, high = (100 * x for x in r["difference_ci95"])
         diff = f"{r['difference'] * 100:+.2f} [{low:+.2f}, {high:+.2f}]"
         print(f"{name:14}{cell(r['ours']):>24}{cell(r['baseline']):>24}{diff:>26}   n={r['ours']['examples']}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(result, args.json)
     return result
 
 

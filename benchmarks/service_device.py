@@ -10,13 +10,13 @@ checks that the attention rows sum to 1 and that an empty review gets the UI's m
 """
 
 import argparse
-import json
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from benchmarks.common import timings, write_json
 from demo.inference import DemoService
 from demo.inputs import DemoError
 
@@ -27,13 +27,8 @@ REVIEW = ("I went in expecting a dull remake, but the cast is wonderful and the 
 
 def timed(request: Callable[[], T], runs: int = 5) -> tuple[T, float]:
     """The answer, and the median milliseconds of `runs` warm calls."""
-    answer = request()  # warm: the first call of a shape pays for lazy set-up
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        answer = request()  # every answer is read back to Python, which waits for the device
-        times.append(time.perf_counter() - start)
-    return answer, round(statistics.median(times) * 1000, 1)
+    answer, seconds = timings(request, runs)  # every answer is read back to Python, which waits for the device
+    return answer, round(statistics.median(seconds) * 1000, 1)
 
 
 def check(device: str, checkpoints: Path) -> dict:
@@ -65,9 +60,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     result = check(args.device, args.checkpoints)
-    print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(result, args.json, echo=True)
 
 
 if __name__ == "__main__":

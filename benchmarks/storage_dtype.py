@@ -13,13 +13,13 @@ same label, and the largest change in a class probability.
 
 import argparse
 import copy
-import json
 import sys
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 
+from benchmarks.common import write_json
 from model import load_pretrained
 from storage import STATE_NAME, WEIGHTS_NAME
 from tokenization import BPETokenizer, clean_text
@@ -64,9 +64,7 @@ def main() -> None:
         "same_prediction": (p16.argmax(-1) == p32.argmax(-1)).float().mean().item(),
         "max_abs_prob_change": (p16 - p32).abs().max().item(),
     }
-    print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(result, args.json, echo=True)
 
 
 if __name__ == "__main__":

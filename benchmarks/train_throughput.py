@@ -36,7 +36,6 @@ every parallel op wait out a time slice, and the run slows down tens of times.
 
 import argparse
 import copy
-import json
 import math
 import resource
 import statistics
@@ -48,6 +47,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from benchmarks.common import write_json
 from model import DecoderOnlyConfig, DecoderOnlyLM, autocast, bf16_native, read_config
 from training.trainer import make_optimizer
 from training.training_args import TrainConfig
@@ -233,8 +233,7 @@ def main() -> None:
               f"{res['ratio_ours_bf16_over_ref']:.3f}; bf16/fp32 {res['ratio_bf16_over_fp32']:.3f}")
     if args.json:
         result = {"threads": torch.get_num_threads(), "rounds": args.rounds, "repeats": args.repeats, **results}
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
+        write_json(result, args.json)
 
 
 if __name__ == "__main__":

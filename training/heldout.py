@@ -24,6 +24,8 @@ from tokenization import sentences
 from .data import DataError, validation_rows
 
 HELD_OUT_PARTS = ("validation", "selection", "report")
+VAL_SIZE = 2500  # train reviews training.run holds out (--val-size) ...
+SEED = 1337  # ... with this seed (--seed)
 SELECTION_FRACTION = 0.4  # 1,000 of the 2,500 held-out reviews; the other 1,500 are the report rows
 
 def selection_report_split(val_indices):
@@ -41,8 +43,8 @@ def add_held_out_arguments(parser, data_dir: str | None = "../shared/data/imdb")
     """--data-dir, --val-size and --seed: which held-out rows, as `training.run` carves them out."""
     if data_dir is not None:
         parser.add_argument("--data-dir", default=data_dir)
-    parser.add_argument("--val-size", type=int, default=2500, help="as training.run --val-size")
-    parser.add_argument("--seed", type=int, default=1337, help="as training.run --seed")
+    parser.add_argument("--val-size", type=int, default=VAL_SIZE, help="as training.run --val-size")
+    parser.add_argument("--seed", type=int, default=SEED, help="as training.run --seed")
 
 
 def held_out_rows(data_dir: str, val_size: int, seed: int, part: str):
