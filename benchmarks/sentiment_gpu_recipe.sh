@@ -46,7 +46,7 @@ case "${1:-}" in
     python -m training.run --task sentiment "${SENTIMENT[@]}" "${extra[@]}" --out "runs/sent-$variant" \
       ${RESUME:+--resume} ;;
   select)
-    python -m training.report runs ;;  # every run folder under runs/: val_accuracy is on the selection rows
+    python -m publishing.report runs ;;  # every run folder under runs/: val_accuracy is on the selection rows
   report)
     variant="${2:?name the chosen variant}"
     python -m benchmarks.sentiment_report --checkpoint "runs/sent-$variant" --data-dir "$DATA" --device cuda \

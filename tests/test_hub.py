@@ -19,9 +19,9 @@ import torch
 from huggingface_hub import scan_cache_dir
 
 from model import DecoderOnlyConfig, DecoderOnlyLM
+from publishing.push import files_to_push
 from storage import CONFIG_NAME, METRICS_NAME, STATE_NAME, TOKENIZER_NAME, WEIGHTS_NAME
 from tokenization import BPETokenizer
-from training.push import files_to_push
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO_ID = "tiny-owner/tiny-lm"
@@ -125,13 +125,13 @@ def test_a_local_folder_wins_over_a_repo_id_of_the_same_name(checkpoint, tmp_pat
     assert model.config.vocab_size == DecoderOnlyLM.from_pretrained(checkpoint).config.vocab_size
 
 
-# --- python -m training.push -------------------------------------------------------------------
+# --- python -m publishing.push -----------------------------------------------------------------
 
 def push_cli(checkpoint: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     """The CLI offline: everything up to the upload runs for real; the upload itself is refused by
     huggingface_hub (HF_HUB_OFFLINE=1), never sent."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf_home"), "HF_TOKEN": "hf_none"}
-    return subprocess.run([sys.executable, "-m", "training.push", "--checkpoint", str(checkpoint),
+    return subprocess.run([sys.executable, "-m", "publishing.push", "--checkpoint", str(checkpoint),
                            "--repo-id", "someone/tiny-lm", *extra], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
 

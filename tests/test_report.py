@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
+from publishing import report
 from storage import CARD_NAME, CONFIG_NAME, METRICS_NAME
-from training import report
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ["lm", "sentiment"]
@@ -53,7 +53,7 @@ def test_sentiment_card_states_its_confusion_matrix_and_truncation():
 @pytest.mark.parametrize("name", SHIPPED)
 def test_committed_cards_are_up_to_date(name):
     committed = (ROOT / "checkpoints" / name / CARD_NAME).read_text(encoding="utf-8")
-    assert committed == generated_card(name), "regenerate with: python -m training.report --cards"
+    assert committed == generated_card(name), "regenerate with: python -m publishing.report --cards"
 
 
 def test_cards_cli_writes_one_card_per_run_folder(tmp_path):
@@ -70,5 +70,5 @@ def test_committed_results_page_is_up_to_date():
     expected = report.results_markdown(report.load_runs([ROOT / "checkpoints"]),
                                        report.load_runs([ROOT / "docs" / "experiments"]))
     assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == expected, (
-        "regenerate with: python -m training.report --results docs/results.md")
+        "regenerate with: python -m publishing.report --results docs/results.md")
     assert expected.count("](experiments/") == len(list((ROOT / "docs" / "experiments").glob(f"*/{METRICS_NAME}")))

@@ -12,9 +12,10 @@ import pytest
 import torch
 
 from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
+from publishing import report
 from storage import STATE_NAME
 from tokenization import BPETokenizer, clean_text
-from training import evaluate, report, run
+from training import evaluate, run
 from training.tasks import TASKS
 from training.training_args import TrainConfig
 

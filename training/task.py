@@ -1,12 +1,12 @@
 """The task contract (`Task`, `TaskData`, `TaskOptions`, `Corpus`, `ModelCard`): what `training.run`,
-`training.trainer` and `training.report` need of a task. The concrete tasks live in `training.tasks`.
+`training.trainer` and `publishing.report` need of a task. The concrete tasks live in `training.tasks`.
 
 A new task is one subclass of `Task`, registered in `training.tasks.TASKS` under its `name`, with:
 
 - `name` and `model_class`: the `--task` name and the model it trains;
 - `presets`: named model + optimisation settings, `{"tiny": {"model": {...}, "train": {...}}, ...}`
   (the dicts live in `training.presets`); `tiny` is required, the tests train it;
-- `card`: the text of its model card (`ModelCard`), which `training.report --cards` fills in;
+- `card`: the text of its model card (`ModelCard`), which `publishing.report --cards` fills in;
 - `__init__`, `prepare`, `batch`, `tokens` and `evaluate`, and if needed `build`, `better`,
   `samples` and `finalize` (the last adjusts the kept checkpoint once training is over, e.g. a
   classifier's temperature).

@@ -1,10 +1,10 @@
 """Upload a checkpoint folder to the Hugging Face Hub, with its model card.
 
-    python -m training.push --checkpoint checkpoints/sentiment --repo-id you/tiny-sentiment [--private]
+    python -m publishing.push --checkpoint checkpoints/sentiment --repo-id you/tiny-sentiment [--private]
 
 Uploads what loading and reading the model need: config.json, model.safetensors, tokenizer.json,
 metrics.json, training_curve.png and README.md, the model card. A folder without a card gets one
-first, written from its metrics.json (`training.report`). Never uploads trainer_state.pt (the
+first, written from its metrics.json (`publishing.report`). Never uploads trainer_state.pt (the
 optimizer state, only useful for --resume). Refuses a folder a run is still writing into
 (RUN_IN_PROGRESS), and one whose config.json and weights do not load.
 
@@ -27,8 +27,8 @@ from storage import (
     WEIGHTS_NAME,
     is_being_written,
 )
+from training.errors import UsageError
 
-from .errors import UsageError
 from .report import write_card
 
 UPLOADED = (CONFIG_NAME, WEIGHTS_NAME, TOKENIZER_NAME, METRICS_NAME, CURVE_NAME, CARD_NAME)
@@ -68,7 +68,7 @@ def push(directory: Path, repo_id: str, private: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m training.push", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m publishing.push", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, type=Path, help="the checkpoint folder to upload")
     parser.add_argument("--repo-id", required=True, help="the Hub model repo, owner/name (created if missing)")
