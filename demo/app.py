@@ -86,7 +86,7 @@ def launch(app: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, share: boo
     """Start the server. No `allowed_paths`: Gradio serves only its own assets and the files the
     app creates (plot images), never the repository or the checkpoints."""
     return app.launch(server_name=host, server_port=port, share=share, show_error=False,
-                      theme=gr.themes.Soft(), css=tokenizer.CSS,
+                      theme=gr.themes.Soft(), css=attention.CSS + tokenizer.CSS,
                       max_file_size=MAX_FILE_SIZE, **kwargs)
 
 

@@ -3,8 +3,8 @@
 The heatmap is a `plotly` figure (shown by `gr.Plot`): hovering a cell names the query token,
 the key token and the weight, as bertviz's views do. The overview is one picture per layer and
 head, drawn with Pillow straight from the weights (30 of them would take seconds with
-matplotlib); each is drawn at a size where its token labels are legible, and the gallery that
-shows them as thumbnails opens any of them at full size.
+matplotlib); each is drawn at a size where its token labels are legible, its caption (layer and
+head) beside it in the gallery, not inside the picture.
 
 Both use a square-root colour scale: a few large weights (the first token often takes all of its
 own row) would otherwise squash every other weight into the darkest colour.
@@ -122,7 +122,7 @@ def _label_width(labels: list[str]) -> int:
 def overview(result: AttentionResult) -> list[tuple[object, str]]:
     """One picture per layer and head (layer by layer), each with its token labels, on one shared
     colour scale so that the thumbnails compare: (PIL image, caption) pairs."""
-    from PIL import Image, ImageDraw
+    from PIL import Image
 
     weights = result.all_weights  # (L, H, T_q, T_k)
     n_layers, n_heads, t_q, t_k = weights.shape
@@ -136,14 +136,12 @@ def overview(result: AttentionResult) -> list[tuple[object, str]]:
     pictures = []
     for layer in range(n_layers):
         for head in range(n_heads):
-            canvas = Image.new("RGB", (left + CELL * t_k + 4, top + CELL * t_q + 20), "white")
+            canvas = Image.new("RGB", (left + CELL * t_k + 4, top + CELL * t_q + 4), "white")
             cells = Image.fromarray(rgb[layer, head]).resize((CELL * t_k, CELL * t_q), Image.Resampling.NEAREST)
             canvas.paste(cells, (left, top))
             canvas.paste(rows, (0, top))
             canvas.paste(columns, (left, 0))
-            caption = f"layer {layer + 1} · head {head + 1}"
-            ImageDraw.Draw(canvas).text((left, top + CELL * t_q + 4), caption, fill="black", font=_font())
-            pictures.append((canvas, caption))
+            pictures.append((canvas, f"layer {layer + 1} · head {head + 1}"))
     return pictures
 
 

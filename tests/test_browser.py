@@ -2,7 +2,7 @@
 
 Loads the page, types an opening and sees the reply stream in, rates it and opens its logit lens,
 classifies a review and explains it by a chosen method, finds the Attention and Tokenizer tabs
-already drawn, hovers the heatmap and opens a thumbnail at full size, and opens About, with a
+already drawn, hovers the heatmap and draws a thumbnail's head in it, and opens About, with a
 screenshot of each view (in a temporary directory). Skipped when Playwright or /usr/bin/chromium is missing; never runs
 `playwright install`.
 
@@ -143,7 +143,7 @@ def test_sentiment_tab_classifies_and_explains(page, shots: Path) -> None:
     page.screenshot(path=shots / "screenshot_sentiment.png", full_page=True)
 
 
-def test_attention_tab_opens_drawn_with_hover_and_full_size_thumbnails(page, shots: Path) -> None:
+def test_attention_tab_opens_drawn_with_hover_and_every_head_on_the_page(page, shots: Path) -> None:
     open_tab(page, "Attention")  # no button pressed: the example is drawn on load
     page.locator("#att-heatmap .js-plotly-plot").wait_for()
     thumbnails = page.locator("#att-grid img")
@@ -159,12 +159,17 @@ def test_attention_tab_opens_drawn_with_hover_and_full_size_thumbnails(page, sho
     assert "query:" in text and "key:" in text and "weight:" in text
     assert_no_error_box(page)
     page.screenshot(path=shots / "screenshot_attention.png", full_page=True)
-    small = thumbnails.nth(1).bounding_box()
-    thumbnails.nth(1).click()  # opens it at full size (and focuses the heatmap on that head)
-    page.wait_for_function("""() => [...document.querySelectorAll('#att-grid img')]
-        .some(img => img.getBoundingClientRect().width > 400)""")
-    big = max(img.bounding_box()["width"] for img in page.locator("#att-grid img").all() if img.is_visible())
-    assert big > 2 * small["width"]
+    # every layer and head on the page (no inner scroll box), each caption under its picture
+    assert page.evaluate("""() => [...document.querySelectorAll('#att-grid .grid-wrap')]
+        .every(w => w.scrollHeight <= w.clientHeight + 1)""")
+    for item in page.locator("#att-grid .thumbnail-item").all():
+        assert item.locator(".caption-label").bounding_box()["y"] >= item.locator("img").bounding_box()["y"] + \
+            item.locator("img").bounding_box()["height"] - 1
+    caption = page.locator("#att-grid .caption-label").nth(1).inner_text()  # "layer 1 · head 2"
+    thumbnails.nth(1).click()  # draws that head anew in the interactive heatmap
+    layer, head = (part.split()[1] for part in caption.split("·"))
+    page.wait_for_function("""want => (document.querySelector('#att-heatmap .gtitle') || {}).textContent
+        ?.includes(want)""", arg=f"layer {layer}, head {head} of")
     page.screenshot(path=shots / "screenshot_attention_head.png", full_page=False)
 
 

@@ -1,7 +1,6 @@
 """The Attention tab, in the manner of bertviz: any text through either model, an interactive
-heatmap of one layer (one head or their mean), and every layer and head as thumbnails that open
-at full size. It opens with an example drawn, not empty."""
-
+heatmap of one layer (one head or their mean), and every layer and head as thumbnails; a click on
+one draws that head in the interactive heatmap. It opens with an example drawn, not empty."""
 
 import gradio as gr
 
@@ -11,6 +10,18 @@ from demo.inference import DemoService
 from demo.tabs import ablation_panel, export_panel, qk_panel
 from demo.tabs.common import bind, failure, notice_markdown
 from demo.text import ATTENTION_EXAMPLE, ATTENTION_INTRO, CAUSAL_NOTE
+
+# Gradio's gallery is a fixed-height scroll box with captions laid over the thumbnails: here it grows
+# to hold every layer and head on the page, each caption under its picture; two columns on a phone
+CSS = """
+#att-grid, #att-grid .grid-wrap { height: auto !important; max-height: none !important; overflow: visible !important; }
+#att-grid .thumbnail-item { aspect-ratio: auto; height: auto; flex-direction: column; }
+#att-grid .thumbnail-item img { height: auto; }
+#att-grid .caption-label { position: static; max-width: 100%; transform: none; background: none; color: inherit; }
+@media (max-width: 640px) { #att-grid .grid-container { grid-template-columns: repeat(2, minmax(0, 1fr)) !important; } }
+#att-heatmap { scroll-margin-top: 8px; }
+"""
+SCROLL_TO_HEATMAP = "() => document.getElementById('att-heatmap').scrollIntoView({behavior: 'smooth'})"
 
 
 def attention_options(service: DemoService, model_name, kind):
@@ -41,7 +52,7 @@ def attention(service: DemoService, text, kind, layer, head):
 
 
 def focus(service: DemoService, text, kind, evt: gr.SelectData):
-    """A thumbnail was clicked: show its layer and head in the heatmap (the gallery opens it too)."""
+    """A thumbnail was clicked: draw its layer and head anew in the interactive heatmap."""
     try:
         n_heads = service.attention_shape(kind)[1]
         layer, head = divmod(int(evt.index), n_heads)
@@ -68,9 +79,9 @@ def build(service: DemoService, compute: dict):
     heatmap = gr.Plot(label="Heatmap (hover a cell: query, key, weight)", elem_id="att-heatmap")
     export_panel.image_buttons(heatmap)
     export_panel.html_button("Attention heatmap", "attention", [("markdown", notice), ("figure", heatmap)])
-    overview = gr.Gallery(label="Every layer (rows) and head (columns): click one to open it at full size",
+    overview = gr.Gallery(label="Every layer (rows) and head (columns): click one to see it in the heatmap",
                           columns=max(len(init_head["choices"]) - 1, 1), height="auto", object_fit="contain",
-                          format="png", elem_id="att-grid", preview=False)
+                          format="png", elem_id="att-grid", preview=False, allow_preview=False)
     qk_panel.build(service, compute, text, kind, layer, head)
     ablation_panel.build(service, compute, text, model)
 
@@ -87,5 +98,5 @@ def build(service: DemoService, compute: dict):
     layer.input(**redraw)
     head.input(**redraw)
     overview.select(bind(focus, service), [text, kind], [layer, head, heatmap, notice], api_name="attention_focus",
-                    api_visibility="private", **compute)
+                    api_visibility="private", **compute).then(None, js=SCROLL_TO_HEATMAP)
     return draw, [text, kind, layer, head], [heatmap, overview, notice]
