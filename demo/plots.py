@@ -25,6 +25,7 @@ VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#3
 MASKED_RGB = (255, 255, 255)  # what the model could not look at: blank
 CELL = 14  # pixels per cell in the overview pictures, enough for an 11 px label per row
 FONT_SIZE = 11
+MARGIN = 4  # white pixels right of and under an overview picture's cells
 FONTS = [Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"), Path("/usr/share/fonts/dejavu/DejaVuSans.ttf")]
 
 
@@ -136,7 +137,7 @@ def overview(result: AttentionResult) -> list[tuple[object, str]]:
     pictures = []
     for layer in range(n_layers):
         for head in range(n_heads):
-            canvas = Image.new("RGB", (left + CELL * t_k + 4, top + CELL * t_q + 4), "white")
+            canvas = Image.new("RGB", (left + CELL * t_k + MARGIN, top + CELL * t_q + MARGIN), "white")
             cells = Image.fromarray(rgb[layer, head]).resize((CELL * t_k, CELL * t_q), Image.Resampling.NEAREST)
             canvas.paste(cells, (left, top))
             canvas.paste(rows, (0, top))

@@ -428,7 +428,7 @@ def test_overview_draws_every_layer_and_head_with_labels(service: DemoService) -
     assert width > plots.CELL * t_k and height > plots.CELL * t_q  # room for the token labels
     # the cells: the strongest weight of the whole result is the palette's brightest colour
     layer, h, q, k = np.unravel_index(result.all_weights.argmax(), result.all_weights.shape)
-    left, top = width - 4 - plots.CELL * t_k, height - 20 - plots.CELL * t_q
+    left, top = width - plots.MARGIN - plots.CELL * t_k, height - plots.MARGIN - plots.CELL * t_q
     y, x = top + q * plots.CELL + plots.CELL // 2, left + k * plots.CELL + plots.CELL // 2
     assert tuple(np.asarray(pictures[layer * n_heads + h][0])[y, x]) == tuple(plots._palette()[255])
     assert image.shape == (height, width, 3)
