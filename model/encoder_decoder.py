@@ -89,6 +89,18 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         self.decoder = Decoder(c)
         self.post_init()
 
+    @staticmethod
+    def shape_from(pretrained: PreTrainedModel, vocab_size: int) -> dict | None:
+        """The config fields a model started by `init_from(pretrained)` takes from it (its encoder's
+        shape, and a span model's decoder depth); None when `pretrained` cannot start a model of
+        `vocab_size` tokens (an LM of another tokenizer, a span model with fewer rows)."""
+        c, shape = pretrained.config, ("d_model", "n_head", "d_ff", "norm_first")
+        if isinstance(pretrained, DecoderOnlyLM) and c.vocab_size == vocab_size:
+            return {k: getattr(c, k) for k in shape} | {"n_encoder_layer": c.n_layer}
+        if isinstance(pretrained, EncoderDecoder) and c.vocab_size >= vocab_size:
+            return {k: getattr(c, k) for k in (*shape, "n_encoder_layer", "n_decoder_layer")}
+        return None
+
     @torch.no_grad()
     def init_from(self, pretrained: PreTrainedModel) -> None:
         """Start from a trained checkpoint. A DecoderOnlyLM gives the encoder (`init_encoder_from`:

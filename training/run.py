@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from model import PRECISIONS, DecoderOnlyLM, EncoderDecoder, load_pretrained, read_config, resolve_device
+from model import PRECISIONS, EncoderDecoder, load_pretrained, read_config, resolve_device
 from storage import (
     CONFIG_NAME,
     CURVE_NAME,
@@ -262,12 +262,8 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     lm, lm_shape = None, {}
     if args.init_from:
         lm = load_pretrained(args.init_from)
-        shape = ("d_model", "n_head", "d_ff", "norm_first")
-        if isinstance(lm, DecoderOnlyLM) and lm.config.vocab_size == tokenizer.vocab_size:
-            lm_shape = {k: getattr(lm.config, k) for k in shape} | {"n_encoder_layer": lm.config.n_layer}
-        elif isinstance(lm, EncoderDecoder) and lm.config.vocab_size >= tokenizer.vocab_size:
-            lm_shape = {k: getattr(lm.config, k) for k in (*shape, "n_encoder_layer", "n_decoder_layer")}
-        else:
+        lm_shape = EncoderDecoder.shape_from(lm, tokenizer.vocab_size)
+        if lm_shape is None:
             raise UsageError(f"--init-from {args.init_from}: needs a language model or encoder-decoder using "
                              f"{tokenizer_path}")
 
