@@ -23,16 +23,11 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 
+from benchmarks.bootstrap import accuracy_with_interval
 from benchmarks.common import write_json
 from tokenization import BPETokenizer, clean_text
 from training.data import load_splits, validation_split
-from training.heldout import (
-    HELD_OUT_PARTS,
-    accuracy_with_interval,
-    add_held_out_arguments,
-    selection_report_split,
-    short_texts,
-)
+from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, selection_report_split, short_texts
 
 
 def fit_baseline(texts: list[str], labels: list[int], C: float = 8.0) -> Pipeline:

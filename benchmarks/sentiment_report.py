@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.bootstrap import accuracy_with_interval, bootstrap_interval
 from benchmarks.common import write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
 from model import load_pretrained
@@ -26,13 +27,7 @@ from storage import METRICS_NAME, resolve_checkpoint
 from tokenization import BPETokenizer
 from training.data import PairSet
 from training.evaluate import classify
-from training.heldout import (
-    SELECTION_FRACTION,
-    accuracy_with_interval,
-    add_held_out_arguments,
-    bootstrap_interval,
-    short_texts,
-)
+from training.heldout import SELECTION_FRACTION, add_held_out_arguments, short_texts
 
 
 def compare(ours: np.ndarray, baseline: np.ndarray) -> dict:

@@ -8,19 +8,14 @@ import pandas as pd
 import pytest
 import torch
 
+from benchmarks.bootstrap import accuracy_with_interval, bootstrap_interval
 from benchmarks.sentiment_baseline import imdb_split
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, sentences
 from training import evaluate
 from training.data import PairSet, validation_rows
 from training.evaluate import classify
-from training.heldout import (
-    accuracy_with_interval,
-    bootstrap_interval,
-    held_out_rows,
-    selection_report_split,
-    short_texts,
-)
+from training.heldout import held_out_rows, selection_report_split, short_texts
 
 WORDS = "good bad film plot acting great awful boring loved hated the a was it and".split()
 
