@@ -94,7 +94,7 @@ def model_card(name: str, m: dict, config: dict) -> str:
     facts = {"params": f"{m['parameters'] / 1e6:.1f}", "context": config.get("block_size"),
              "labels": " / ".join(config.get("labels") or []), "max_src": config.get("max_src_len"),
              "head": (config.get("max_src_len") or 0) - (config.get("src_keep_tail") or 0) - 1,  # - the end token
-             "tail": config.get("src_keep_tail")}
+             "tail": config.get("src_keep_tail"), "temperature": config.get("temperature", 1.0)}
     rows = "\n".join(f"| {label} | {fmt.format(m[key])} | {split} |" for key, label, split, fmt in reported(m))
     confusion = ""
     if "val_confusion" in m and config.get("labels"):
