@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .config import TransformerConfig
 from .row_linear import Linear
 
 
@@ -98,10 +99,10 @@ class MultiHeadAttention(nn.Module):
     it into a query part (applied to the decoder) and a key/value part (applied to the memory).
     """
 
-    def __init__(self, d_model: int, n_head: int, dropout: float = 0.0):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        assert d_model % n_head == 0, "d_model must be divisible by n_head"
-        self.d_model, self.n_head, self.dropout = d_model, n_head, dropout
+        d_model = config.d_model  # the config checked d_model % n_head == 0
+        self.d_model, self.n_head, self.dropout = d_model, config.n_head, config.dropout
         self.in_proj = Linear(d_model, 3 * d_model)
         self.out_proj = Linear(d_model, d_model)
         # (B, H, T, d_k) -> same: knocks heads out before out_proj; set by `model.ablation.ablate`

@@ -21,6 +21,11 @@ class DecoderOnlyConfig(TransformerConfig):
     n_layer: int = bounded(4, 1, MAX_LAYERS)
 
     @property
+    def max_positions(self) -> int:
+        """Rows of the positional table: the context length."""
+        return self.block_size
+
+    @property
     def n_decoder_layer(self) -> int:
         """The decoder stack is the whole model."""
         return self.n_layer
@@ -33,8 +38,8 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
     def __init__(self, config: DecoderOnlyConfig):
         super().__init__()
         self.config = c = config
-        self.embed = Embeddings(c.vocab_size, c.d_model)
-        self.pos = PositionalEncoding(c.d_model, c.block_size, c.dropout)
+        self.embed = Embeddings(c)
+        self.pos = PositionalEncoding(c)
         self.decoder = Decoder(c)
         self.post_init()
 

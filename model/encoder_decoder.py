@@ -42,6 +42,11 @@ class EncoderDecoderConfig(TransformerConfig):
     # fitted on the selection rows at the end of a sentiment run so that its probabilities are calibrated
     temperature: float = bounded(1.0, 1e-2, 100.0)
 
+    @property
+    def max_positions(self) -> int:
+        """Rows of the positional table, which source and target share."""
+        return max(self.max_src_len, self.max_tgt_len)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.src_keep_tail > self.max_src_len:
@@ -83,8 +88,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
     def __init__(self, config: EncoderDecoderConfig):
         super().__init__()
         self.config = c = config
-        self.embed = Embeddings(c.vocab_size, c.d_model)
-        self.pos = PositionalEncoding(c.d_model, max(c.max_src_len, c.max_tgt_len), c.dropout)
+        self.embed = Embeddings(c)
+        self.pos = PositionalEncoding(c)
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
         self.post_init()

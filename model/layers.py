@@ -41,10 +41,10 @@ class Embeddings(nn.Module):
     The same matrix, transposed, is the output projection (`logits`): weight tying (section 3.4).
     """
 
-    def __init__(self, vocab_size: int, d_model: int):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.lut = nn.Embedding(vocab_size, d_model)
-        self.scale = math.sqrt(d_model)
+        self.lut = nn.Embedding(config.vocab_size, config.d_model)
+        self.scale = math.sqrt(config.d_model)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         return self.lut(idx) * self.scale  # (B, T, C)
@@ -64,13 +64,14 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
 
 
 class PositionalEncoding(nn.Module):
-    """Adds the fixed sinusoidal table; `offset` is the position of the first token (KV cache)."""
+    """Adds the fixed sinusoidal table, `config.max_positions` rows; `offset` is the position of the
+    first token (KV cache)."""
 
-    def __init__(self, d_model: int, max_len: int, dropout: float = 0.0):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
-        # not a parameter and not saved: it is a pure function of (max_len, d_model)
-        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+        self.dropout = nn.Dropout(config.dropout)
+        # not a parameter and not saved: it is a pure function of (max_positions, d_model)
+        self.register_buffer("pe", sinusoidal_table(config.max_positions, config.d_model), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         T = x.size(1)
@@ -124,7 +125,7 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(config.d_model, config.n_head, config.dropout)
+        self.self_attn = MultiHeadAttention(config)
         self.feed_forward = FeedForward(config)
         self.sublayer = nn.ModuleList(SublayerConnection(config) for _ in range(2))
 
@@ -144,8 +145,8 @@ class DecoderLayer(nn.Module):
     def __init__(self, config: TransformerConfig, cross_attention: bool = True):
         super().__init__()
         c = config
-        self.self_attn = MultiHeadAttention(c.d_model, c.n_head, c.dropout)
-        self.src_attn = MultiHeadAttention(c.d_model, c.n_head, c.dropout) if cross_attention else None
+        self.self_attn = MultiHeadAttention(c)
+        self.src_attn = MultiHeadAttention(c) if cross_attention else None
         self.feed_forward = FeedForward(c)
         self.sublayer = nn.ModuleList(SublayerConnection(c) for _ in range(3 if cross_attention else 2))
 

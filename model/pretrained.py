@@ -7,6 +7,7 @@ Face Hub repo id (`storage.resolve_checkpoint`).
 """
 
 import json
+import math
 import os
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -50,12 +51,20 @@ class PreTrainedModel(torch.nn.Module):
 
     def post_init(self) -> None:
         """GPT-2's init for every submodule: N(0, 0.02) for linear and embedding weights, zero biases
-        (LayerNorm keeps its ones and zeros)."""
+        (LayerNorm keeps its ones and zeros), and the projections that write into the residual
+        stream (attention `out_proj`, FFN `w_2`) at std 0.02/√(2·n_layer), n_layer counting the
+        layers of their own stack: the residual's variance then stays put as layers add to it."""
         for module in self.modules():
             if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)):
                 torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
             if isinstance(module, torch.nn.Linear) and module.bias is not None:
                 torch.nn.init.zeros_(module.bias)
+        for stack in self.modules():  # an Encoder or a Decoder: a `layers` list of residual blocks
+            layers = getattr(stack, "layers", None)
+            if isinstance(layers, torch.nn.ModuleList):
+                for name, p in layers.named_parameters():
+                    if name.endswith(("out_proj.weight", "w_2.weight")):
+                        torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * len(layers)))
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

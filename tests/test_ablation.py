@@ -9,6 +9,7 @@ import torch
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, MultiHeadAttention
 from model.ablation import Head, HeadMask, ablate, all_heads, classifier_head_effects, lm_head_effects
+from model.config import TransformerConfig
 
 CANDIDATES = [[5, 6], [7]]
 
@@ -44,7 +45,7 @@ def heads_by_hand(attn: MultiHeadAttention, x: torch.Tensor, causal: bool) -> to
 @pytest.mark.parametrize("causal", [False, True])
 def test_a_knocked_out_head_changes_only_its_own_share(mode: str, causal: bool) -> None:
     torch.manual_seed(2)
-    attn = MultiHeadAttention(16, 4).eval()
+    attn = MultiHeadAttention(TransformerConfig(vocab_size=8, d_model=16, n_head=4, dropout=0.0)).eval()
     x = torch.randn(2, 5, 16)
     heads = heads_by_hand(attn, x, causal)  # (B, H, T, d_k)
     knocked = heads.clone()

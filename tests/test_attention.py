@@ -16,6 +16,7 @@ from model import (
     scaled_dot_product_attention,
     subsequent_mask,
 )
+from model.config import TransformerConfig
 
 B, H, D_K = 2, 3, 8
 
@@ -175,12 +176,13 @@ def test_fully_masked_row_has_finite_gradients():
 # --- multi-head attention ----------------------------------------------------------------------
 
 C, N_HEAD = 12, 3
+MHA_CONFIG = TransformerConfig(vocab_size=8, d_model=C, n_head=N_HEAD, dropout=0.0)
 
 
 def mha_pair(seed: int = 0) -> tuple[MultiHeadAttention, nn.MultiheadAttention]:
     """Ours with non-zero biases, and nn.MultiheadAttention holding the very same weights."""
     torch.manual_seed(seed)
-    ours = MultiHeadAttention(C, N_HEAD).eval()
+    ours = MultiHeadAttention(MHA_CONFIG).eval()
     with torch.no_grad():
         ours.in_proj.bias.normal_()
         ours.out_proj.bias.normal_()
@@ -194,7 +196,7 @@ def mha_pair(seed: int = 0) -> tuple[MultiHeadAttention, nn.MultiheadAttention]:
 
 
 def test_mha_shapes_self_cross_and_cache():
-    mha = MultiHeadAttention(C, N_HEAD).eval()
+    mha = MultiHeadAttention(MHA_CONFIG).eval()
     x, memory = torch.randn(2, 5, C), torch.randn(2, 7, C)
     out, weights = mha(x)
     assert out.shape == (2, 5, C) and weights is None
@@ -211,7 +213,7 @@ def test_mha_shapes_self_cross_and_cache():
 
 
 def test_mha_self_attention_cache_matches_full_pass():
-    mha = MultiHeadAttention(C, N_HEAD).eval()
+    mha = MultiHeadAttention(MHA_CONFIG).eval()
     x = torch.randn(2, 6, C)
     full, _ = mha(x, is_causal=True)
     cache = AttentionCache()
@@ -248,7 +250,7 @@ def test_attention_cache_writes_in_place_and_grows(capacity):
 
 
 def test_mha_cross_attention_cache_is_filled_once():
-    mha = MultiHeadAttention(C, N_HEAD).eval()
+    mha = MultiHeadAttention(MHA_CONFIG).eval()
     x, memory = torch.randn(1, 3, C), torch.randn(1, 7, C)
     full, _ = mha(x, memory)
     cache = AttentionCache()

@@ -49,7 +49,7 @@ def randomize_(module: nn.Module) -> nn.Module:
 
 def test_embeddings_scale_and_tied_logits():
     torch.manual_seed(0)
-    emb = Embeddings(VOCAB, C)
+    emb = Embeddings(TransformerConfig(vocab_size=VOCAB, d_model=C, n_head=N_HEAD))
     idx = torch.tensor([[3, 0, 19], [1, 1, 2]])
     x = emb(idx)
     assert x.shape == (2, 3, C)
@@ -73,7 +73,7 @@ def test_sinusoidal_table_matches_paper_formula():
 
 
 def test_positional_encoding_adds_table_at_offset():
-    pos = PositionalEncoding(C, max_len=10).eval()
+    pos = PositionalEncoding(DecoderOnlyConfig(vocab_size=VOCAB, d_model=C, n_head=N_HEAD, block_size=10)).eval()
     x = torch.randn(B, 3, C)
     out = pos(x, offset=4)
     assert out.shape == (B, 3, C)
@@ -232,3 +232,22 @@ def test_decoder_layer_matches_torch(norm_first):
                                 need_weights=True)
     torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
     assert (self_w.triu(1) == 0).all() and (cross_w[1, :, :, S - 3 :] == 0).all()
+
+
+def test_post_init_scales_residual_projections_by_their_stack_depth():
+    """GPT-2's init: weights ~ N(0, 0.02), except the projections writing into the residual stream
+    (attention out_proj, FFN w_2), ~ N(0, 0.02/√(2·n)) with n the layers of their own stack."""
+    torch.manual_seed(0)
+    cfg = EncoderDecoderConfig(vocab_size=VOCAB, d_model=64, n_head=4, d_ff=128, n_encoder_layer=8,
+                               n_decoder_layer=2)
+    m = EncoderDecoder(cfg)
+
+    def std(stack, ends):
+        return torch.cat([p.flatten() for n, p in stack.named_parameters() if n.endswith(ends)]).std().item()
+
+    residual = ("out_proj.weight", "w_2.weight")
+    assert std(m.encoder, residual) == pytest.approx(0.02 / math.sqrt(2 * 8), rel=0.03)
+    assert std(m.decoder, residual) == pytest.approx(0.02 / math.sqrt(2 * 2), rel=0.03)
+    for stack in (m.encoder, m.decoder):
+        assert std(stack, ("in_proj.weight", "w_1.weight")) == pytest.approx(0.02, rel=0.03)
+    assert m.embed.lut.weight.std().item() == pytest.approx(0.02, rel=0.03)
