@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import torch
 
 from demo.checkpoint import LM, Checkpoint
-from demo.inputs import DemoError, clean_text, model_text
+from demo.inputs import DemoError, visitor_text
 from demo.sentiment import label_candidates, review_source
 from demo.tokens import EMPTY_TEXT
 from model import Head, ablate, all_heads, classifier_head_effects, lm_head_effects, rank_correlation
 from model.ablation import MODES
-from tokenization import token_label, visible
+from tokenization import clean_text, token_label, visible
 
 PREFIXES = {"encoder_self": "enc ", "decoder_self": "dec ", "cross": "cross "}  # the sentiment model's kinds
 NO_HEADS = "Pick at least one head to knock out."
@@ -89,8 +89,8 @@ class Target:
 def _target(ckpt: Checkpoint, text: object, model) -> Target:
     tok = ckpt.tokenizer
     if ckpt.name == LM:
-        text, notices = clean_text(text)
-        text = model_text(text)
+        text, notices = visitor_text(text)
+        text = clean_text(text)
         if not text:
             raise DemoError(EMPTY_TEXT)
         ids = [tok.bos_id, *tok.encode(text)]

@@ -7,11 +7,11 @@ import numpy as np
 import torch
 
 from demo.checkpoint import LM, SENTIMENT, Checkpoint
-from demo.inputs import DemoError, clean_text, model_text, read_number
+from demo.inputs import DemoError, read_number, visitor_text
 from demo.sentiment import label_candidates, read_source
 from demo.tokens import EMPTY_TEXT
 from model import AttentionMap
-from tokenization import token_label, visible
+from tokenization import clean_text, token_label, visible
 
 MAX_ATTENTION_TOKENS = 64  # beyond this a heatmap's labels are unreadable
 
@@ -98,8 +98,8 @@ def attention(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: obje
     spec = attention_kind(kind)
     n_layers, n_heads = attention_shape(ckpt, kind)
     _, tok = ckpt.require()
-    text, notices = clean_text(text)
-    text = model_text(text)
+    text, notices = visitor_text(text)
+    text = clean_text(text)
     if not text:
         raise DemoError(EMPTY_TEXT)
     layer_i = int(round(read_number(layer, 0)))

@@ -9,10 +9,10 @@ import torch
 
 from demo.budget import ComputeBudget
 from demo.checkpoint import Checkpoint
-from demo.inputs import DemoError, clean_text, model_text, read_number
+from demo.inputs import DemoError, read_number, visitor_text
 from model import GenerationConfig
 from model.generation import MIN_TEMPERATURE
-from tokenization import token_label
+from tokenization import clean_text, token_label
 
 MAX_NEW_TOKENS = 512
 MAX_TEMPERATURE = 5.0
@@ -104,8 +104,8 @@ def stream_continuation(ckpt: Checkpoint, budget: ComputeBudget, prompt: object,
     thread-local.
     """
     model, tok = ckpt.require()
-    text, notices = clean_text(prompt)
-    text = model_text(text)
+    text, notices = visitor_text(prompt)
+    text = clean_text(text)
     if not text:
         raise DemoError(EMPTY_PROMPT)
     config, clamp_notices = generation_config(model.config.vocab_size, model.config.eos_token_id, max_new_tokens,

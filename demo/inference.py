@@ -6,7 +6,7 @@ server. The logic itself lives in one module per tab (`demo.chat`, `demo.sentime
 records, the device and the one compute budget every request draws on (`demo.budget`).
 
 Robustness rules every method follows, because the caller is an anonymous web visitor:
-- Input text is cleaned (`demo.inputs.clean_text`): non-strings, lone surrogates and absurd
+- Input text is cleaned (`demo.inputs.visitor_text`): non-strings, lone surrogates and absurd
   lengths are handled up front; numbers are read with `read_number` (no NaN, no ±inf).
 - Anything the visitor can fix (empty input, a missing checkpoint) raises `DemoError` with a
   sentence meant for them; the UI shows it as a notice, never as an error box.

@@ -8,19 +8,18 @@ hold lone surrogates (JSON can carry them, UTF-8 cannot encode them); numbers ma
 import math
 import re
 
-from tokenization import clean_text as model_text  # the clean-up training applied
-
 MAX_INPUT_CHARS = 20_000  # far beyond any context; only stops a visitor from pasting a book
 
-__all__ = ["MAX_INPUT_CHARS", "DemoError", "clean_text", "model_text", "read_number", "scrub_paths"]
+__all__ = ["MAX_INPUT_CHARS", "DemoError", "read_number", "scrub_paths", "visitor_text"]
 
 
 class DemoError(Exception):
     """A problem the visitor can understand (and usually fix); the message is shown as is."""
 
 
-def clean_text(text: object) -> tuple[str, list[str]]:
-    """Make any visitor input safe to tokenize; return the text and notices about changes."""
+def visitor_text(text: object) -> tuple[str, list[str]]:
+    """Make any visitor input safe to tokenize; return the text and notices about changes. (The
+    clean-up training applied, `<br />` to newlines, is `tokenization.clean_text`, applied after.)"""
     if text is None:
         return "", []
     if not isinstance(text, str):

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 import torch
 
 from demo.checkpoint import Checkpoint
-from demo.inputs import DemoError, clean_text, model_text
+from demo.inputs import DemoError, visitor_text
 from model import METHODS, EncoderDecoder, EncoderDecoderConfig, attribute, erase, rank_correlation
-from tokenization import BPETokenizer, Piece, word_ids
+from tokenization import BPETokenizer, Piece, clean_text, word_ids
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
 DELETION_FRACTIONS = (0.05, 0.1, 0.2)  # the live deletion test: top 5/10/20% of the review's tokens
@@ -54,8 +54,8 @@ def read_source(text: str, tok: BPETokenizer, config: EncoderDecoderConfig, what
 def review_source(ckpt: Checkpoint, text: object) -> Source:
     """Visitor text -> the source the classifier reads (cleaned like the training data)."""
     model, tok = ckpt.require()
-    text, notices = clean_text(text)
-    text = model_text(text)  # the highlight shows this text, so it tiles what the model read
+    text, notices = visitor_text(text)
+    text = clean_text(text)  # the highlight shows this text, so it tiles what the model read
     if not text:
         raise DemoError(EMPTY_REVIEW)
     source = read_source(text, tok, model.config, "review", ckpt.device)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import torch
 
 from demo.checkpoint import Checkpoint
-from demo.inputs import DemoError, clean_text, model_text, read_number
+from demo.inputs import DemoError, read_number, visitor_text
 from demo.sampling import read_generated, window_start
 from model import METHODS, attribute_token
-from tokenization import token_label, visible
+from tokenization import clean_text, token_label, visible
 
 DEFAULT_METHOD = "integrated_gradients"
 
@@ -47,7 +47,7 @@ def _code(token: str) -> str:
 def _alternative(tok, alternative: object, notices: list[str]) -> int | None:
     """Typed text -> its first token (None when empty). A token copied from the chat's table reads
     back as itself: the table shows a space as ␣ and a newline as ↵."""
-    text, _ = clean_text(alternative)
+    text, _ = visitor_text(alternative)
     text = text.replace("␣", " ").replace("↵", "\n")
     if not text:
         return None
@@ -97,8 +97,8 @@ def explain_text(ckpt: Checkpoint, text: object, position: object, method: objec
                  alternative: object = None) -> TokenExplanation:
     """Token `position` (1-based) of `text` as the chat reads it, `[bos] + encode(text)`."""
     model, tok = ckpt.require()
-    text, notices = clean_text(text)
-    text = model_text(text)
+    text, notices = visitor_text(text)
+    text = clean_text(text)
     if not text:
         raise DemoError("Type a text first, then pick one of its tokens.")
     ids = [tok.bos_id, *tok.encode(text)]

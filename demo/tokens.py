@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from demo.inputs import DemoError, clean_text
+from demo.inputs import DemoError, visitor_text
 from tokenization import BPETokenizer, Piece, token_label
 
 MAX_TOKENIZER_PIECES = 2_000  # pieces rendered in the tokenizer tab (all are counted)
@@ -21,7 +21,7 @@ class TokenizeResult:
 def tokenize(tokenizer: BPETokenizer, text: object) -> TokenizeResult:
     """The BPE pieces of any text with their ids (the piece texts concatenate to the text, except
     that a character split across tokens shows as its bytes, see `token_label`)."""
-    text, notices = clean_text(text)
+    text, notices = visitor_text(text)
     if not text:
         raise DemoError(EMPTY_TEXT)
     pieces = tokenizer.pieces(text)

@@ -18,11 +18,11 @@ from demo import plots
 from demo.attention import MAX_ATTENTION_TOKENS
 from demo.chat import MAX_NEW_TOKENS, MIN_TOP_P
 from demo.inference import DemoService, serving_device
-from demo.inputs import MAX_INPUT_CHARS, DemoError, clean_text, model_text, scrub_paths
+from demo.inputs import MAX_INPUT_CHARS, DemoError, scrub_paths, visitor_text
 from demo.sentiment import merge_spans, review_source
 from demo.tiny import shared_tiny_checkpoints
 from storage import IN_PROGRESS_NAME
-from tokenization import Piece, token_label, visible
+from tokenization import Piece, clean_text, token_label, visible
 from training.data import PairSet
 
 UNICODE = [
@@ -134,16 +134,16 @@ def test_serving_device() -> None:
 
 
 def test_clean_text() -> None:
-    assert clean_text(None) == ("", [])
-    assert clean_text(42) == ("42", [])
-    text, notices = clean_text("a\ud800b")
+    assert visitor_text(None) == ("", [])
+    assert visitor_text(42) == ("42", [])
+    text, notices = visitor_text("a\ud800b")
     assert text == "a?b" and notices
-    text, notices = clean_text("x" * (MAX_INPUT_CHARS + 5))
+    text, notices = visitor_text("x" * (MAX_INPUT_CHARS + 5))
     assert len(text) == MAX_INPUT_CHARS and "cut" in notices[0]
 
 
 def test_model_text_matches_training_cleaning() -> None:
-    assert model_text("  Great.<br /><br />Loved it<BR>really<br/>  ") == "Great.\n\nLoved it\nreally"
+    assert clean_text("  Great.<br /><br />Loved it<BR>really<br/>  ") == "Great.\n\nLoved it\nreally"
 
 
 def test_scrub_paths() -> None:
@@ -292,7 +292,7 @@ def test_any_unicode_works_everywhere(service: DemoService, text: str) -> None:
     assert update.done and len(update.steps) <= 3  # a random model may end at once
     result = service.classify(text)
     assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
-    cleaned = model_text(clean_text(text)[0])
+    cleaned = clean_text(visitor_text(text)[0])
     assert "".join(s for s, _ in result.highlights) == cleaned  # segments tile the text exactly
     for kind in ("lm_self", "encoder_self", "cross", "decoder_self"):
         assert service.attention(text, kind).weights.size > 0

@@ -7,12 +7,12 @@ import gradio as gr
 from demo import plots
 from demo.chat import EMPTY_PROMPT, TokenView
 from demo.inference import DemoService
-from demo.inputs import DemoError, clean_text, model_text
+from demo.inputs import DemoError, visitor_text
 from demo.streaming import run_ahead
 from demo.tabs import export_panel, sampling_panel, token_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
 from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS
-from tokenization import visible
+from tokenization import clean_text, visible
 
 CONTINUATION = "…"  # the bot's message continues the visitor's text, so it starts with an ellipsis
 # at most 8 updates a second: each costs the server a few ms of Python that the model waits out
@@ -55,8 +55,8 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
     """Stream a continuation of `message`: outputs are chatbot, textbox, tokens, table, notice, and
     (a `gr.State`, not part of the API) the token ids for the logit lens once done."""
     history = list(history or [])
-    text, cleaning = clean_text(message)  # the history shows the cleaned text
-    if not model_text(text):
+    text, cleaning = visitor_text(message)  # the history shows the cleaned text
+    if not clean_text(text):
         yield history, message, gr.skip(), gr.skip(), failure(DemoError(EMPTY_PROMPT)), gr.skip()
         return
     history += [{"role": "user", "content": text}, {"role": "assistant", "content": CONTINUATION}]
