@@ -57,6 +57,13 @@ MAX_FILE_SIZE = "1kb"  # the app has no file inputs: Gradio's upload route gets 
 # queued request waits at most 10 ms more to start, and chats stream faster (docs/log.md).
 QUEUE_POLL_SECONDS = (0.01, 0.1)
 DELETE_CACHE = (3600, 3600)  # every hour, delete the files Gradio wrote (plot images) older than an hour
+# Code and model samples wrap rather than run off the right edge; on a phone (< 640 px) the columns and
+# form groups of a row take the full width each, rather than squeezing text into ~100 px side by side
+CSS = """
+.prose pre, .prose pre code { white-space: pre-wrap; overflow-wrap: anywhere; }
+.prose code { overflow-wrap: anywhere; }
+@media (max-width: 640px) { .row > .column, .row > .form, .form > .block { min-width: 100% !important; } }
+"""
 
 
 def build_app(service: DemoService) -> gr.Blocks:
@@ -86,7 +93,7 @@ def launch(app: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, share: boo
     """Start the server. No `allowed_paths`: Gradio serves only its own assets and the files the
     app creates (plot images), never the repository or the checkpoints."""
     return app.launch(server_name=host, server_port=port, share=share, show_error=False,
-                      theme=gr.themes.Soft(), css=attention.CSS + tokenizer.CSS,
+                      theme=gr.themes.Soft(), css=CSS + attention.CSS + tokenizer.CSS,
                       max_file_size=MAX_FILE_SIZE, **kwargs)
 
 

@@ -73,8 +73,11 @@ def heatmap(result: AttentionResult, head: object = MEAN):
                   "ticktext": [str(t) for t in ticks]},
     ))
     figure.update_layout(
-        title={"text": f"{result.title}, layer {result.layer + 1}, {which}", "font": {"size": 14}},
-        height=min(max(360, 140 + 18 * t_q), 1400), margin={"l": 10, "r": 10, "t": 110, "b": 10},
+        # the title on two lines at the top, above the key labels: it fits a phone and nothing covers it
+        title={"text": f"{result.title}<br>layer {result.layer + 1}, {which}", "font": {"size": 14},
+               "subtitle": {"text": "hover a cell: query, key, weight"}, "yref": "container", "y": 1,
+               "yanchor": "top", "pad": {"t": 14}},
+        height=min(max(400, 200 + 18 * t_q), 1460), margin={"l": 10, "r": 10, "t": 170, "b": 10},
         plot_bgcolor="white", font={"size": 11},
     )
     figure.update_xaxes(tickvals=list(range(t_k)), ticktext=keys, tickangle=-90, side="top",
@@ -190,10 +193,10 @@ def reliability_figure(result: dict):
             name=f"T = {part['temperature']:.2f}: ECE {part['ece']:.3f}",
             customdata=[b["count"] for b in bins],
             hovertemplate="confidence %{x:.3f}<br>accuracy %{y:.3f}<br>%{customdata} reviews<extra></extra>"))
-    figure.update_layout(title={"text": f"Reliability of the sentiment model on the {result['measured_on']}, "
-                                        f"{result['bins']} bins", "font": {"size": 13}},
-                         height=380, margin={"l": 10, "r": 10, "t": 50, "b": 10},
-                         legend={"orientation": "h", "y": -0.25})
+    figure.update_layout(title={"text": f"Reliability of the sentiment model<br>on the {result['measured_on']}, "
+                                        f"{result['bins']} bins", "font": {"size": 13}},  # two lines fit a phone
+                         height=380, margin={"l": 10, "r": 10, "t": 60, "b": 10},
+                         legend={"x": 0.99, "xanchor": "right", "y": 0.03, "yanchor": "bottom"})  # under the curves
     figure.update_xaxes(title_text="confidence (the probability shown)", range=[0.5, 1])
     figure.update_yaxes(title_text="accuracy", range=[0, 1.02])
     return figure

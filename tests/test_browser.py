@@ -243,6 +243,18 @@ def test_tokenizer_enter_submits(page) -> None:
     page.locator("#tok-summary").get_by_text("for 12 characters").wait_for()
 
 
+# an element sticking out past the right edge, unless a scroll box of its own (in view) holds it
+OVERFLOWING = """() => [...document.querySelectorAll('body *')].filter(e => {
+    const r = e.getBoundingClientRect();
+    if (!(r.width > 0 && r.right > window.innerWidth + 1 && e.getClientRects().length)) return false;
+    for (let a = e.parentElement; a; a = a.parentElement) {
+        if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX))
+            return a.getBoundingClientRect().right > window.innerWidth + 1;
+    }
+    return true;
+}).map(e => `${e.tagName}#${e.id}.${e.getAttribute('class')}`)"""
+
+
 def test_phone_width_reaches_every_tab_without_overflow(page, url) -> None:
     overflow = {}
     phone = page.context.browser.new_page(viewport={"width": 390, "height": 844})
@@ -252,6 +264,14 @@ def test_phone_width_reaches_every_tab_without_overflow(page, url) -> None:
     for tab in ("Chat", "Sentiment", "Attention", "Tokenizer", "About"):
         phone.get_by_role("tab", name=tab).click(timeout=5_000)  # in reach: none behind an overflow menu
         phone.wait_for_timeout(1_000)
-        overflow[tab] = phone.evaluate("document.documentElement.scrollWidth")
+        overflow[tab] = phone.evaluate("document.documentElement.scrollWidth"), phone.evaluate(OVERFLOWING)
+        if tab == "Attention":  # the heatmap's title: inside the width, no key label over it
+            title = phone.locator("#att-heatmap .gtitle").bounding_box()
+            assert title["x"] + title["width"] <= 390
+            for tick in phone.locator("#att-heatmap .xtick text").all():
+                box = tick.bounding_box()
+                assert box["y"] >= title["y"] + title["height"] or box["width"] == 0
+            head = phone.locator("#att-head input")  # the menu's text is not cut ("mean over hea")
+            assert head.evaluate("e => e.scrollWidth <= e.clientWidth")
     phone.close()
-    assert all(width <= 390 for width in overflow.values()), overflow
+    assert all(width <= 390 and not elements for width, elements in overflow.values()), overflow

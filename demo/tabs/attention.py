@@ -76,7 +76,7 @@ def build(service: DemoService, compute: dict):
                            elem_id="att-head")
     show = gr.Button("Show attention", variant="primary", elem_id="att-show")
     notice = gr.Markdown(elem_id="att-notice")
-    heatmap = gr.Plot(label="Heatmap (hover a cell: query, key, weight)", elem_id="att-heatmap")
+    heatmap = gr.Plot(label="Heatmap", show_label=False, elem_id="att-heatmap")  # a label would cover the title
     export_panel.image_buttons(heatmap)
     export_panel.html_button("Attention heatmap", "attention", [("markdown", notice), ("figure", heatmap)])
     overview = gr.Gallery(label="Every layer (rows) and head (columns): click one to see it in the heatmap",
