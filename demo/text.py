@@ -5,6 +5,7 @@ this module holds what a visitor reads on the page before doing anything.
 """
 
 from demo.checkpoint import LM, SENTIMENT
+from model import DESCRIPTIONS
 
 TITLE = "Tiny Transformers demo"
 HEADER = ("# Tiny Transformers, built from scratch\n"
@@ -65,12 +66,11 @@ PROBABILITY_BANDS = [  # (lower bound, category, colour): a legend a visitor can
 TABLE_HEADERS = ["step", "token", "model probability (T = 1, unfiltered)", "top alternatives (same)"]
 
 EXPLAIN_INTRO = ("### Why this label? Explanations, and whether to trust them\n"
-                 "Each method scores every review token for the label the model writes: `attention` (the "
-                 "label step's cross-attention), `rollout` (attention traced through the encoder), `grad_x_input` "
-                 "and `integrated_gradients` (gradients on the token embeddings), `occlusion` (the probability "
-                 "lost when a token or word is deleted) and `random` (the floor). Attention alone is not an "
-                 "explanation: the deletion test below checks the chosen method on your own review. The gradient "
-                 "methods and occlusion re-run the model many times: allow a few seconds on a long review.")
+                 "Each method scores every review token for the label the model writes: "
+                 + "; ".join(f"`{name}` ({line})" for name, line in DESCRIPTIONS.items())  # the registry's lines
+                 + ". Attention alone is not an explanation: the deletion test below checks the chosen method on "
+                 "your own review. The gradient methods and occlusion re-run the model many times: allow a few "
+                 "seconds on a long review.")
 
 LENS_INTRO = ("### Look inside: the logit lens\n"
               "How each generated token formed through depth: the final LayerNorm and the unembedding applied "

@@ -2,7 +2,7 @@
 
 from .ablation import Head, HeadEffects, ablate, all_heads, classifier_head_effects, lm_head_effects
 from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_attention
-from .attribution import ATTRIBUTIONS, METHODS, Attribution, attribute
+from .attribution import ATTRIBUTIONS, DESCRIPTIONS, METHODS, Attribution, attribute
 from .config import TransformerConfig
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
@@ -30,7 +30,7 @@ from .token_attribution import TokenAttribution, attribute_token, token_faithful
 
 __all__ = [
     "Head", "HeadEffects", "ablate", "all_heads", "classifier_head_effects", "lm_head_effects",
-    "ATTRIBUTIONS", "METHODS", "Attribution", "attribute", "ERASER_FRACTIONS", "erase", "faithfulness",
+    "ATTRIBUTIONS", "DESCRIPTIONS", "METHODS", "Attribution", "attribute", "ERASER_FRACTIONS", "erase", "faithfulness",
     "rank_correlation", "TokenAttribution", "attribute_token",
     "token_faithfulness",
     "LogitLens", "layer_log_probs", "logit_lens",

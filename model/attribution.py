@@ -13,7 +13,10 @@ method explains the label the model writes (the argmax), unless another `label` 
     erase(model, src_ids, candidates, result.scores, result.label, (0.1,))  # P(label) once the top 10% are deleted
 
 `candidates` are the label words as token ids (`model.config.label_ids(tokenizer)`).
-The methods, registered by name in `ATTRIBUTIONS` (`METHODS` lists the names):
+The methods, registered by name in `ATTRIBUTIONS` (`METHODS` lists the names, `DESCRIPTIONS` gives
+each a line for the app). Adding a method is one `ATTRIBUTIONS` entry, a function of `Request`
+returning `Scores`, plus its `DESCRIPTIONS` line: `attribute`, the app, the faithfulness and speed
+benchmarks and the registry tests pick it up by name.
 
 - `attention`: the label step's cross-attention (the decoder's first step, the one that writes the
   label's first token), averaged over heads and decoder layers. What the app showed before; not an
@@ -287,8 +290,8 @@ def _random(r: Request) -> Scores:
     return torch.rand(r.ids.size(1), generator=torch.Generator().manual_seed(r.seed)), None, None
 
 
-# The registry, as HF's ACT2FN: name -> fn(Request) -> Scores. Adding a method is one entry here;
-# the app's method list, the benchmarks and the README's table read it.
+# The registry, as HF's ACT2FN: name -> fn(Request) -> Scores. Adding a method is one entry here
+# (and its line in DESCRIPTIONS); the app's method list and intro, the benchmarks and the tests read it.
 ATTRIBUTIONS: dict[str, Callable[[Request], Scores]] = {
     "attention": lambda r: (_attention(r.model, r.ids, r.memory, r.enc_maps, r.candidates[r.label], False), None, None),
     "rollout": lambda r: (_attention(r.model, r.ids, r.memory, r.enc_maps, r.candidates[r.label], True), None, None),
@@ -300,3 +303,13 @@ ATTRIBUTIONS: dict[str, Callable[[Request], Scores]] = {
     "random": _random,
 }
 METHODS = tuple(ATTRIBUTIONS)
+# One line per method, for people: the app's explanation intro and the docs read it. A new method
+# adds its line here beside its ATTRIBUTIONS entry (a test checks every method has one).
+DESCRIPTIONS: dict[str, str] = {
+    "attention": "the label step's cross-attention",
+    "rollout": "attention traced back through the encoder",
+    "grad_x_input": "the gradient on the token embeddings, times the embeddings",
+    "integrated_gradients": "gradients averaged on the path from a blank review to this one",
+    "occlusion": "the probability lost when a token, word or run of words is deleted",
+    "random": "noise: the floor every method must beat",
+}

@@ -8,6 +8,8 @@ import torch
 from scipy.stats import spearmanr
 
 from model import (
+    ATTRIBUTIONS,
+    DESCRIPTIONS,
     METHODS,
     EncoderDecoder,
     EncoderDecoderConfig,
@@ -72,6 +74,15 @@ def marker_model() -> EncoderDecoder:
 
 def test_methods_are_the_benchmark_names():
     assert METHODS == ("attention", "rollout", "grad_x_input", "integrated_gradients", "occlusion", "random")
+
+
+def test_every_registered_method_has_a_description_the_app_shows():
+    from demo.text import EXPLAIN_INTRO
+
+    assert tuple(DESCRIPTIONS) == tuple(ATTRIBUTIONS) == METHODS
+    for name, line in DESCRIPTIONS.items():
+        assert line.strip() and "\n" not in line
+        assert f"`{name}` ({line})" in EXPLAIN_INTRO
 
 
 @pytest.mark.parametrize("method", METHODS)
