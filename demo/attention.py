@@ -93,7 +93,7 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
     return enc_maps + dec_maps, source.ids[0].tolist(), tgt_ids, labels[best]
 
 
-def attention(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: object = 0) -> AttentionResult:
+def attention_maps(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: object = 0) -> AttentionResult:
     """All layers' and heads' attention weights of one kind, with the tokens for both axes."""
     spec = attention_kind(kind)
     n_layers, n_heads = attention_shape(ckpt, kind)

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from demo import ablation, chat, compare, lens, qk, sampling, sentiment, token_explain, tokens
-from demo import attention as attention_logic
+from demo.attention import ATTENTION_KINDS, AttentionResult, attention_kind, attention_maps, attention_shape
 from demo.budget import ComputeBudget, machine_slots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
 from demo.inputs import DemoError
@@ -158,24 +158,24 @@ class DemoService:
 
     def attention_kinds(self, model_name: str | None = None) -> list[tuple[str, str]]:
         """(label, key) of the attention kinds whose checkpoint is loaded."""
-        return [(spec.title, key) for key, spec in attention_logic.ATTENTION_KINDS.items()
+        return [(spec.title, key) for key, spec in ATTENTION_KINDS.items()
                 if self.checkpoint(spec.checkpoint).ready and model_name in (None, spec.checkpoint)]
 
     def attention_shape(self, kind: str) -> tuple[int, int]:
         """(number of layers, number of heads) for an attention kind."""
-        spec = attention_logic.attention_kind(kind)
-        return attention_logic.attention_shape(self.checkpoint(spec.checkpoint), kind)
+        spec = attention_kind(kind)
+        return attention_shape(self.checkpoint(spec.checkpoint), kind)
 
-    def attention(self, text: object, kind: str = "lm_self", layer: object = 0) -> attention_logic.AttentionResult:
-        spec = attention_logic.attention_kind(kind)
+    def attention(self, text: object, kind: str = "lm_self", layer: object = 0) -> AttentionResult:
+        spec = attention_kind(kind)
         with self.budget.slot():
             with self._batched():
-                return attention_logic.attention(self.checkpoint(spec.checkpoint), text, kind, layer)
+                return attention_maps(self.checkpoint(spec.checkpoint), text, kind, layer)
 
     def query_key(self, text: object, kind: str = "lm_self", layer: object = 0, head: object = 0,
                   query: object = 0) -> qk.QueryKeyView:
         """One head's q·k/√d_k and softmax for one query token (see `demo.qk`)."""
-        spec = attention_logic.attention_kind(kind)
+        spec = attention_kind(kind)
         with self.budget.slot():
             return qk.query_key(self.checkpoint(spec.checkpoint), text, kind, layer, head, query)
 

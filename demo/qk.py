@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from demo import attention as attention_logic
+from demo.attention import attention_kind, attention_maps, attention_shape
 from demo.checkpoint import Checkpoint
 from demo.inputs import read_number
 from model.ablation import attention_layers
@@ -40,7 +40,7 @@ class QueryKeyView:
 def _inputs(ckpt: Checkpoint, text: object, kind: str, layer: int):
     """The attention maps of `demo.attention`, and the (queries, memory) input of the chosen layer."""
     model, _ = ckpt.require()
-    spec = attention_logic.attention_kind(kind)
+    spec = attention_kind(kind)
     attn = attention_layers(model)[(spec.map_kind, layer)]
     caught, me = {}, threading.get_ident()
 
@@ -50,7 +50,7 @@ def _inputs(ckpt: Checkpoint, text: object, kind: str, layer: int):
 
     hook = attn.register_forward_pre_hook(catch, with_kwargs=True)
     try:
-        result = attention_logic.attention(ckpt, text, kind, layer)
+        result = attention_maps(ckpt, text, kind, layer)
     finally:
         hook.remove()
     return result, attn, caught["x"], caught["memory"]
@@ -60,7 +60,7 @@ def query_key(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: obje
               query: object = 0) -> QueryKeyView:
     """q·k/√d_k for one head and one query token (0-based `layer`, `head`, `query`, clamped and said;
     a negative `query` counts from the end, as Python's indices do)."""
-    n_layers, n_heads = attention_logic.attention_shape(ckpt, kind)
+    n_layers, n_heads = attention_shape(ckpt, kind)
     notices = []
     values = []
     for name, value, size in (("Layer", layer, n_layers), ("Head", head, n_heads)):
