@@ -1,4 +1,11 @@
-"""Every Transformer part written from scratch in PyTorch, and two models built from them."""
+"""Every Transformer part written from scratch in PyTorch, and the two models built from them.
+
+Owns: the layers (`attention`, `layers`, built from a `TransformerConfig`), the models and their
+checkpoints (`decoder_only`, `encoder_decoder`, `pretrained`), decoding (`generation`), numerics
+(`precision`, `row_linear`, `cross_entropy`), and the ways to look inside a trained model:
+attribution methods (the `ATTRIBUTIONS` registry), their faithfulness metrics, head ablation and
+the logit lens. It reads no data and serves nothing: `training` and `demo` use it.
+"""
 
 from .ablation import Head, HeadEffects, ablate, all_heads, classifier_head_effects, lm_head_effects
 from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_attention
