@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> dict:
         sys.exit(f"error: {e}")
     if "confusion" in result:
         names = model.config.labels
-        print(f"accuracy {result['accuracy']:.4f} on {result['examples']} examples (loss {result['loss']:.4f})")
+        print(f"accuracy {result['accuracy']:.4f} on {result['examples']} examples (loss {result['loss']:.4f}, "
+              f"ECE {result['ece']:.4f} at temperature {model.config.temperature:g})")
         print("confusion matrix (rows: true, columns: predicted)")
         print(" " * 10 + "".join(f"{n:>10}" for n in names))
         for name, row in zip(names, result["confusion"], strict=True):
