@@ -62,6 +62,7 @@ DELETE_CACHE = (3600, 3600)  # every hour, delete the files Gradio wrote (plot i
 CSS = """
 .prose pre, .prose pre code { white-space: pre-wrap; overflow-wrap: anywhere; }
 .prose code { overflow-wrap: anywhere; }
+#chat-lens-plot { max-height: 560px; overflow-y: auto !important; }  /* the logit lens: one row a token, scrolled */
 @media (max-width: 640px) { .row > .column, .row > .form, .form > .block { min-width: 100% !important; } }
 """
 

@@ -12,7 +12,7 @@ from demo.inputs import DemoError
 from model import logit_lens
 from tokenization import token_label, visible
 
-MAX_LENS_POSITIONS = 64  # generated tokens shown (the last ones); more would not fit a readable grid
+MAX_LENS_POSITIONS = 256  # generated tokens shown (the last ones): the chat's most, in a scroll box
 TOP_K = 5
 NOTHING_GENERATED = "Generate a continuation first: the logit lens shows how each of its tokens was predicted."
 

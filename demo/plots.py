@@ -26,6 +26,7 @@ MASKED_RGB = (255, 255, 255)  # what the model could not look at: blank
 CELL = 14  # pixels per cell in the overview pictures, enough for an 11 px label per row
 FONT_SIZE = 11
 MARGIN = 4  # white pixels right of and under an overview picture's cells
+LENS_ROW = 17  # pixels per generated token in the logit lens (the app shows it in a scroll box)
 FONTS = [Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"), Path("/usr/share/fonts/dejavu/DejaVuSans.ttf")]
 
 
@@ -165,12 +166,13 @@ def lens_figure(view):
               + f"<br>P(“{tokens[j]}”) = {view.token_probs[li, j]:.3f}"
               for li in range(len(view.layers))] for j in range(len(tokens))]
     figure = go.Figure(go.Heatmap(
-        z=top1, text=text, texttemplate="%{text}", textfont={"size": 11}, customdata=hover, colorscale="Viridis",
+        z=top1, text=text, texttemplate="%{text}", textfont={"size": 10}, customdata=hover, colorscale="Viridis",
         zmin=0, zmax=1, xgap=1, ygap=1, hovertemplate="%{customdata}<extra></extra>",
         colorbar={"title": {"text": "top-1 probability"}}))
     figure.update_layout(
         title={"text": "Logit lens: what each layer would predict next", "font": {"size": 14}},
-        height=150 + 24 * len(tokens), margin={"l": 10, "r": 10, "t": 100, "b": 10}, plot_bgcolor="white")
+        height=130 + LENS_ROW * len(tokens), margin={"l": 10, "r": 10, "t": 100, "b": 10}, plot_bgcolor="white",
+        font={"size": 10})
     figure.update_xaxes(tickvals=list(range(len(view.layers))), ticktext=view.layers, side="top",
                         title_text="layer (the last is the model's own prediction)", showgrid=False)
     figure.update_yaxes(tickvals=list(range(len(tokens))), ticktext=tokens, autorange="reversed",

@@ -144,6 +144,7 @@ def test_token_views() -> None:
     assert bands == ["likely (≥ 50%)", "plausible (10–50%)", "unlikely (1–10%)", "surprising (< 1%)"]
     assert token_table(update.steps) == [[1, "␣the", 0.5, "␣the 0.500   ↵ 0.250"]]
     assert token_table(update.steps, first=7)[0][0] == 7  # numbered on from the rows already shown
+    assert token_table([TokenView("a", 0.12345, [("a", 0.12345)])]) == [[1, "a", 0.123, "a 0.123"]]  # same decimals
 
 
 def test_curve_html_inlines_the_image() -> None:

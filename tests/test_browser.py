@@ -204,6 +204,8 @@ def test_chat_enter_sends_and_stop_leaves_a_notice_and_a_lens(page) -> None:
     page.locator("#chat-lens").click()
     page.locator("#chat-lens-plot .js-plotly-plot").wait_for()
     assert "Generate a continuation first" not in page.locator("#chat-lens-notice").inner_text()
+    lens = page.locator("#chat-lens-plot")  # compact: a scroll box, not a page-long figure
+    assert lens.bounding_box()["height"] <= 600 and lens.evaluate("e => getComputedStyle(e).overflowY") == "auto"
     assert_no_error_box(page)
 
 
