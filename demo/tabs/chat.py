@@ -47,7 +47,7 @@ def token_table(steps: list[TokenView], first: int = 1) -> list[list]:
     rows = []
     for i, step in enumerate(steps, start=first):
         alternatives = "   ".join(f"{visible(t, show_spaces=True)} {p:.3f}" for t, p in step.alternatives)
-        rows.append([i, visible(step.token, show_spaces=True), round(step.prob, 3), alternatives])  # as the alternatives
+        rows.append([i, visible(step.token, show_spaces=True), round(step.prob, 3), alternatives])
     return rows
 
 
