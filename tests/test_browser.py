@@ -170,7 +170,7 @@ def test_attention_tab_opens_drawn_with_hover_and_every_head_on_the_page(page, s
     layer, head = (part.split()[1] for part in caption.split("·"))
     page.wait_for_function("""want => (document.querySelector('#att-heatmap .gtitle') || {}).textContent
         ?.includes(want)""", arg=f"layer {layer}, head {head} of")
-    page.screenshot(path=shots / "screenshot_attention_head.png", full_page=False)
+    page.locator("#att-heatmap").screenshot(path=shots / "screenshot_attention_head.png")
 
 
 def test_tokenizer_tab_opens_drawn(page, shots: Path) -> None:

@@ -15,6 +15,7 @@ from demo.text import ATTENTION_EXAMPLE, ATTENTION_INTRO, CAUSAL_NOTE
 # to hold every layer and head on the page, each caption under its picture; two columns on a phone
 CSS = """
 #att-grid, #att-grid .grid-wrap { height: auto !important; max-height: none !important; overflow: visible !important; }
+#att-grid .grid-container { padding-top: 36px !important; }  /* under the gallery's label */
 #att-grid .thumbnail-item { aspect-ratio: auto; height: auto; flex-direction: column; }
 #att-grid .thumbnail-item img { height: auto; }
 #att-grid .caption-label { position: static; max-width: 100%; transform: none; background: none; color: inherit; }
