@@ -99,7 +99,8 @@ def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) 
                                      seed=5)
     history, textbox, tokens, table, notice = final
     assert [m["role"] for m in history] == ["user", "assistant"]
-    assert message_text(history[0]) == "This movie was" and textbox == ""
+    assert message_text(history[0]) == "This movie was"
+    assert textbox == {"__type__": "update"}  # the box is left alone: what the visitor typed meanwhile stays
     assert reply_text(history) == shown(CONTINUATION + expected.text)
     assert len(table["data"]) == len(expected.steps) == len(tokens)
     assert {t["class_or_confidence"] for t in tokens} <= {"likely (≥ 50%)", "plausible (10–50%)",
@@ -141,9 +142,11 @@ def test_classify(client) -> None:
 @pytest.mark.parametrize("method", METHODS)
 def test_explain_every_method(client, service: DemoService, method: str) -> None:
     text = "A wonderful, moving film. Loved it!"
-    label, shaded, deletion, notice = client.predict(text, method, api_name="/explain")
+    label, shading, deletion, notice = client.predict(text, method, api_name="/explain")
     expected = service.classify(text).probabilities
     assert {c["label"]: c["confidence"] for c in label["confidences"]} == pytest.approx(expected, abs=1e-4)
+    assert method.replace("_", " ") in shading["label"] or method in shading["label"]  # the panel names its method
+    shaded = shading["value"]
     assert "".join(h["token"] for h in shaded) == text
     scores = [h["class_or_confidence"] for h in shaded]
     assert max(abs(s) for s in scores) == pytest.approx(1.0) and all(-1 <= s <= 1 for s in scores)
