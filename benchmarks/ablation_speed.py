@@ -11,18 +11,15 @@ Prints one line per model and mode (median seconds of `--repeats` runs after one
 writes them as JSON (default benchmarks/results/ablation_speed.json).
 """
 
-import argparse
 import sys
 
 import torch
 
-from benchmarks.common import RESULTS, SEED, VAL_SIZE, median_seconds, write_json
-from benchmarks.explain_speed import WORDS
+from benchmarks.common import WORDS, median_seconds, speed_arguments, speed_review, write_json
 from benchmarks.faithfulness import source
 from model import load_pretrained
 from model.ablation import MODES, all_heads, classifier_head_effects, lm_head_effects
-from tokenization import BPETokenizer, clean_text
-from training.data import validation_rows
+from tokenization import BPETokenizer
 from training.evaluate import label_candidates
 
 TARGET_SECONDS = 2.0  # the classifier's ranking
@@ -30,18 +27,10 @@ LM_TOKENS = 200
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.ablation_speed", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sentiment", default="checkpoints/sentiment")
-    parser.add_argument("--lm", default="checkpoints/lm")
-    parser.add_argument("--data-dir", default="../shared/data/imdb")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--json", default=str(RESULTS / "ablation_speed.json"))
-    args = parser.parse_args(argv)
+    args = speed_arguments("ablation_speed", __doc__, argv)
     torch.set_num_threads(1)
 
-    review = next(t for t in validation_rows(args.data_dir, VAL_SIZE, SEED)["text"] if len(t.split()) >= WORDS)
-    review = " ".join(clean_text(review).split()[:WORDS])
+    review = speed_review(args.data_dir)
     classifier = load_pretrained(args.sentiment, "cpu").eval()
     tokenizer = BPETokenizer.from_file(args.sentiment)
     candidates = label_candidates(classifier, tokenizer)

@@ -5,6 +5,7 @@ Benchmarks run as modules from the repository root (`python -m benchmarks.NAME`)
 `training`, ... import as they do in the tests, with no `sys.path` edits.
 """
 
+import argparse
 import json
 import statistics
 import time
@@ -12,12 +13,34 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from tokenization import clean_text
+from training.data import validation_rows
 from training.heldout import SEED, VAL_SIZE
 
-__all__ = ["RESULTS", "SEED", "VAL_SIZE", "median_seconds", "timings", "write_json"]
+__all__ = ["RESULTS", "SEED", "VAL_SIZE", "WORDS", "median_seconds", "speed_arguments", "speed_review", "timings",
+           "write_json"]
 
 T = TypeVar("T")
 RESULTS = Path(__file__).resolve().parent / "results"
+WORDS = 200  # the speed benchmarks' review length: a typical IMDB review
+
+
+def speed_arguments(name: str, doc: str, argv: list[str] | None) -> argparse.Namespace:
+    """The options of the explanation-speed benchmarks: both checkpoints, the data, repeats, --json."""
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sentiment", default="checkpoints/sentiment")
+    parser.add_argument("--lm", default="checkpoints/lm")
+    parser.add_argument("--data-dir", default="../shared/data/imdb")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", default=str(RESULTS / f"{name}.json"))
+    return parser.parse_args(argv)
+
+
+def speed_review(data_dir: str) -> str:
+    """The first held-out review of at least WORDS words, cut to WORDS: what the speed benchmarks time."""
+    review = next(t for t in validation_rows(data_dir, VAL_SIZE, SEED)["text"] if len(t.split()) >= WORDS)
+    return " ".join(clean_text(review).split()[:WORDS])
 
 
 def timings(fn: Callable[[], T], repeats: int, warmups: int = 1) -> tuple[T, list[float]]:

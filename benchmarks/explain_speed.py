@@ -12,36 +12,25 @@ Prints one line per measurement (median seconds of `--repeats` runs after one wa
 them as JSON (default benchmarks/results/explain_speed.json).
 """
 
-import argparse
 import sys
 
 import torch
 
-from benchmarks.common import RESULTS, SEED, VAL_SIZE, median_seconds, write_json
+from benchmarks.common import WORDS, median_seconds, speed_arguments, speed_review, write_json
 from benchmarks.faithfulness import source
 from model import METHODS, GenerationConfig, attribute, load_pretrained, logit_lens
-from tokenization import BPETokenizer, clean_text
-from training.data import validation_rows
+from tokenization import BPETokenizer
 from training.evaluate import label_candidates
 
 TARGETS = {"attention": None, "rollout": 0.5, "grad_x_input": 0.5, "integrated_gradients": 1.5, "occlusion": 1.0,
            "random": None, "all_methods": 3.0, "logit_lens_64": 0.5}
-WORDS = 200
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.explain_speed", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sentiment", default="checkpoints/sentiment")
-    parser.add_argument("--lm", default="checkpoints/lm")
-    parser.add_argument("--data-dir", default="../shared/data/imdb")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--json", default=str(RESULTS / "explain_speed.json"))
-    args = parser.parse_args(argv)
+    args = speed_arguments("explain_speed", __doc__, argv)
     torch.set_num_threads(1)
 
-    review = next(t for t in validation_rows(args.data_dir, VAL_SIZE, SEED)["text"] if len(t.split()) >= WORDS)
-    review = " ".join(clean_text(review).split()[:WORDS])
+    review = speed_review(args.data_dir)
     classifier = load_pretrained(args.sentiment, "cpu").eval()
     tokenizer = BPETokenizer.from_file(args.sentiment)  # the folder holding tokenizer.json
     candidates = label_candidates(classifier, tokenizer)
