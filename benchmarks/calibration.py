@@ -9,7 +9,6 @@ into the checkpoint's config.json, where the app, `training.evaluate` and `/clas
 """
 
 import argparse
-import json
 from pathlib import Path
 
 import torch
@@ -64,10 +63,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"ECE {result['before']['ece']:.4f} at T = 1, {result['after']['ece']:.4f} at T = {temperature:.3f}")
     write_json(result, args.out)
     if args.store:
-        config_path = Path(ckpt) / "config.json"
-        config = json.loads(config_path.read_text(encoding="utf-8"))
-        config["temperature"] = round(temperature, 4)
-        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        model.config.temperature = round(temperature, 4)
+        model.save_config(ckpt)
     return result
 
 

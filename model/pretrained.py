@@ -69,14 +69,19 @@ class PreTrainedModel(torch.nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def save_pretrained(self, directory: str | os.PathLike, dtype: torch.dtype | None = None) -> None:
-        """Write config.json and model.safetensors; `dtype=torch.float16` halves the file size."""
+    def save_config(self, directory: str | os.PathLike) -> None:
+        """Write config.json alone: a change of the config that leaves the weights as they are (a
+        fitted temperature) rewrites a few hundred bytes, not the weights file."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         config = {"model_type": self.model_type, **asdict(self.config)}
         atomic_write_text(directory / CONFIG_NAME, json.dumps(config, indent=2) + "\n")
+
+    def save_pretrained(self, directory: str | os.PathLike, dtype: torch.dtype | None = None) -> None:
+        """Write config.json and model.safetensors; `dtype=torch.float16` halves the file size."""
+        self.save_config(directory)
         state = {k: v.detach().to("cpu", dtype or v.dtype).contiguous() for k, v in self.state_dict().items()}
-        atomic_write(directory / WEIGHTS_NAME, lambda tmp: save_file(state, tmp, metadata={"format": "pt"}))
+        atomic_write(Path(directory) / WEIGHTS_NAME, lambda tmp: save_file(state, tmp, metadata={"format": "pt"}))
 
     @classmethod
     def from_pretrained(cls, name_or_path: str | os.PathLike, device: str | torch.device = "cpu"):

@@ -82,6 +82,7 @@ def test_sentiment_end_to_end_and_evaluate_cli(tmp_path, tokenizer_path, capsys)
     model = load_pretrained(tmp_path / "s")
     assert isinstance(model, EncoderDecoder) and model.config.labels == ["negative", "positive"]
     assert model.config.src_keep_tail == 32  # saved, so evaluation and the app cut reviews the same way
+    assert model.config.temperature == metrics["temperature"] != 1.0  # fitted at the end and written to config.json
     assert metrics["history"][-1]["train_loss"] < metrics["history"][0]["train_loss"] or \
         metrics["history"][0]["train_loss"] < 1.0
 

@@ -298,7 +298,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     with trainer.autocast:
         finalized = task.finalize(best, data)
         if finalized:
-            best.save_pretrained(out, dtype=trainer.save_dtype)
+            best.save_config(out)
         val = task.evaluate(best, data, "val", full=True)
         test = task.evaluate(best, data, "test", full=True) if "test" in data.splits else {}
     metrics = {
