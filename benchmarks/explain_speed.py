@@ -18,7 +18,7 @@ import torch
 
 from benchmarks.common import WORDS, median_seconds, speed_arguments, speed_review, write_json
 from benchmarks.faithfulness import source
-from model import METHODS, GenerationConfig, attribute, load_pretrained, logit_lens
+from model import METHODS, GenerationConfig, attribute, attribute_methods, load_pretrained, logit_lens
 from tokenization import BPETokenizer
 from training.evaluate import label_candidates
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> dict:
         figures[method] = median_seconds(
             lambda m=method: attribute(classifier, ids, candidates, m, word_ids=words), args.repeats)
     figures["all_methods"] = median_seconds(
-        lambda: [attribute(classifier, ids, candidates, m, word_ids=words) for m in METHODS], args.repeats)
+        lambda: attribute_methods(classifier, ids, candidates, METHODS, word_ids=words), args.repeats)
 
     lm = load_pretrained(args.lm, "cpu").eval()
     prompt = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(" ".join(review.split()[:20]))]])

@@ -7,7 +7,7 @@ import torch
 
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, visitor_text
-from model import METHODS, EncoderDecoder, EncoderDecoderConfig, attribute, erase, rank_correlation
+from model import METHODS, EncoderDecoder, EncoderDecoderConfig, attribute, attribute_methods, erase, rank_correlation
 from tokenization import BPETokenizer, Piece, clean_text, word_ids
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
@@ -135,9 +135,10 @@ def _check_method(method: object) -> str:
     return method  # type: ignore[return-value]
 
 
-def _attribute(model: EncoderDecoder, source: Source, candidates: list[list[int]], method: str):
+def _attribute(model: EncoderDecoder, source: Source, candidates: list[list[int]], methods: tuple[str, ...]):
+    """-> {method: Attribution}, the review encoded once for all `methods`."""
     words = word_ids([p.text for p in source.pieces] + [""])  # the end token: a unit of its own, never deleted
-    return attribute(model, source.ids, candidates, method, word_ids=words)
+    return attribute_methods(model, source.ids, candidates, methods, word_ids=words)
 
 
 def explain(ckpt: Checkpoint, text: object, method: object) -> Explanation:
@@ -148,7 +149,7 @@ def explain(ckpt: Checkpoint, text: object, method: object) -> Explanation:
     model, tok = ckpt.require()
     source = review_source(ckpt, text)
     labels, candidates = label_candidates(model, tok)
-    result = _attribute(model, source, candidates, method)
+    result = _attribute(model, source, candidates, (method,))[method]
     left = erase(model, source.ids, candidates, result.scores, result.label, DELETION_FRACTIONS)
     return Explanation(method, dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
                        shade(source, result.scores.tolist()), list(zip(DELETION_FRACTIONS, left.tolist(), strict=True)),
@@ -161,5 +162,6 @@ def agreement(ckpt: Checkpoint, text: object) -> tuple[list[str], list[list[floa
     model, tok = ckpt.require()
     source = review_source(ckpt, text)
     _, candidates = label_candidates(model, tok)
-    scores = [_attribute(model, source, candidates, m).scores[: len(source.pieces)] for m in METHODS]
+    results = _attribute(model, source, candidates, METHODS)
+    scores = [results[m].scores[: len(source.pieces)] for m in METHODS]
     return list(METHODS), [[rank_correlation(a, b) for b in scores] for a in scores]

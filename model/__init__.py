@@ -9,7 +9,7 @@ the logit lens. It reads no data and serves nothing: `training` and `demo` use i
 
 from .ablation import Head, HeadEffects, ablate, all_heads, classifier_head_effects, lm_head_effects
 from .attention import AttentionCache, MultiHeadAttention, scaled_dot_product_attention
-from .attribution import ATTRIBUTIONS, DESCRIPTIONS, METHODS, Attribution, attribute
+from .attribution import ATTRIBUTIONS, DESCRIPTIONS, METHODS, Attribution, attribute, attribute_methods
 from .config import TransformerConfig
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
@@ -37,8 +37,8 @@ from .token_attribution import TokenAttribution, attribute_token, token_faithful
 
 __all__ = [
     "Head", "HeadEffects", "ablate", "all_heads", "classifier_head_effects", "lm_head_effects",
-    "ATTRIBUTIONS", "DESCRIPTIONS", "METHODS", "Attribution", "attribute", "ERASER_FRACTIONS", "erase", "faithfulness",
-    "rank_correlation", "TokenAttribution", "attribute_token",
+    "ATTRIBUTIONS", "DESCRIPTIONS", "METHODS", "Attribution", "attribute", "attribute_methods",
+    "ERASER_FRACTIONS", "erase", "faithfulness", "rank_correlation", "TokenAttribution", "attribute_token",
     "token_faithfulness",
     "LogitLens", "layer_log_probs", "logit_lens",
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",

@@ -5,12 +5,13 @@ The classifier is text-to-text (`EncoderDecoder`): the decoder scores each label
 review, and a softmax over those scores gives the class probabilities (`score_candidates`). Every
 method explains the label the model writes (the argmax), unless another `label` is asked for.
 
-    from model import METHODS, attribute, erase, rank_correlation   # erase & co: model/faithfulness.py
+    from model import METHODS, attribute, attribute_methods, erase, rank_correlation   # erase: model/faithfulness.py
     result = attribute(model, src_ids, candidates, "integrated_gradients")   # src_ids: (S,) or (1, S)
     result.scores          # (S,) one score per source token, the end token included; higher = more for the label
     result.label           # index into `candidates` of the explained label
     result.probabilities   # (K,) class probabilities of the full review
     erase(model, src_ids, candidates, result.scores, result.label, (0.1,))  # P(label) once the top 10% are deleted
+    attribute_methods(model, src_ids, candidates, METHODS)   # {method: Attribution}, one shared encoder pass
 
 `candidates` are the label words as token ids (`model.config.label_ids(tokenizer)`).
 The methods, registered by name in `ATTRIBUTIONS` (`METHODS` lists the names, `DESCRIPTIONS` gives
@@ -85,20 +86,33 @@ class Attribution:
 
 
 def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]], method: str,
-              src_mask: torch.Tensor | None = None, *, label: int | None = None, steps: int = IG_STEPS,
-              max_steps: int | None = None, seed: int = 0, word_ids: Sequence[int] | None = None,
-              max_units: int | None = None) -> Attribution:
+              src_mask: torch.Tensor | None = None, **options) -> Attribution:
     """Scores per source token for `label` (default: the label the model writes) by `method`.
 
     src_ids: (S,) or (1, S), one source as the model reads it (`encode(text) + [eos]`); src_mask
-    (same shape, 1 = real) drops padded positions, which score 0. `steps`: integrated-gradients
-    nodes, doubled up to `max_steps` (default: the larger of `steps` and IG_MAX_STEPS) while the
-    completeness gap is over tolerance. `seed`: the random method's. `word_ids` (S,): the word of
-    each token, for occlusion of long reviews; `max_units` overrides occlusion's budget-derived
-    number of units.
+    (same shape, 1 = real) drops padded positions, which score 0. The keyword `options` are
+    `attribute_methods`'s: `label`, `steps`, `max_steps`, `seed`, `word_ids`, `max_units`.
     """
-    if method not in ATTRIBUTIONS:
-        raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
+    return attribute_methods(model, src_ids, candidates, (method,), src_mask, **options)[method]
+
+
+def attribute_methods(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]],
+                      methods: Sequence[str], src_mask: torch.Tensor | None = None, *,
+                      label: int | None = None, steps: int = IG_STEPS, max_steps: int | None = None,
+                      seed: int = 0, word_ids: Sequence[int] | None = None,
+                      max_units: int | None = None) -> dict[str, Attribution]:
+    """`attribute` by several methods at once -> {method: Attribution}: the source is encoded once
+    for all of them (the label, f(source), and the maps attention and rollout read), which is
+    what "compare all methods" saves over one call per method.
+
+    `steps`: integrated-gradients nodes to start with, doubled up to
+    `max_steps` (default: the larger of `steps` and IG_MAX_STEPS) while the completeness gap is
+    over tolerance. `seed`: the random method's. `word_ids` (S,): the word of each token, for
+    occlusion of long reviews; `max_units` overrides occlusion's budget-derived number of units.
+    """
+    unknown = [m for m in methods if m not in ATTRIBUTIONS]
+    if unknown:
+        raise ValueError(f"unknown attribution method {unknown[0]!r}; choose one of {', '.join(METHODS)}")
     ids = src_ids.reshape(-1)
     keep = torch.ones_like(ids, dtype=torch.bool) if src_mask is None else src_mask.reshape(-1).bool()
     if ids.numel() != keep.numel():
@@ -115,20 +129,23 @@ def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[lis
     model.eval()  # dropout would make every score noise
     try:
         with torch.inference_mode():
-            memory, enc_maps = model.encode(ids, need_weights=method == "rollout")
+            memory, enc_maps = model.encode(ids, need_weights="rollout" in methods)
             log_probs = model.label_log_probs(memory, candidates)[0]  # (K,)
         label = int(log_probs.argmax()) if label is None else label
         if not 0 <= label < len(candidates):
             raise ValueError(f"label {label} is outside 0..{len(candidates) - 1}")
         request = Request(model, ids, candidates, label, float(log_probs[label]), memory, enc_maps, steps,
                           max(steps, max_steps or IG_MAX_STEPS), seed, words, max_units)
-        scores, baseline, used_steps = ATTRIBUTIONS[method](request)
+        results = {}
+        for method in methods:
+            scores, baseline, used_steps = ATTRIBUTIONS[method](request)
+            full = torch.zeros(keep.numel())
+            full[keep.cpu()] = scores.detach().float().cpu()
+            results[method] = Attribution(method, full, label, log_probs.exp().cpu(), float(log_probs[label]),
+                                          baseline, used_steps)
     finally:
         model.train(was_training)
-    full = torch.zeros(keep.numel())
-    full[keep.cpu()] = scores.detach().float().cpu()
-    return Attribution(method, full, label, log_probs.exp().cpu(), float(log_probs[label]), baseline,
-                       used_steps)
+    return results
 
 
 @dataclass

@@ -14,6 +14,7 @@ from model import (
     EncoderDecoder,
     EncoderDecoderConfig,
     attribute,
+    attribute_methods,
     erase,
     faithfulness,
     rank_correlation,
@@ -194,6 +195,21 @@ def test_padded_positions_score_zero(random_model):
     plain = attribute(random_model, ids[:, :4], CANDIDATES, "grad_x_input")
     torch.testing.assert_close(padded.scores[:4], plain.scores)
     assert padded.scores[4:].tolist() == [0.0, 0.0]
+
+
+def test_attribute_methods_equals_one_call_per_method_with_one_source_pass(random_model, monkeypatch):
+    ids = torch.tensor([7, 9, 11, 6, 13, 8, 10, EOS])
+    alone = {m: attribute(random_model, ids, CANDIDATES, m, label=1) for m in METHODS}
+    calls = []
+    encode = random_model.encode
+    monkeypatch.setattr(random_model, "encode", lambda *a, **kw: calls.append(kw) or encode(*a, **kw))
+    together = attribute_methods(random_model, ids, CANDIDATES, ("attention", "rollout", "random"), label=1)
+    assert list(together) == ["attention", "rollout", "random"]
+    assert len(calls) == 1 and calls[0]["need_weights"]  # one pass serves the label, attention and rollout
+    both = attribute_methods(random_model, ids, CANDIDATES, METHODS, label=1)
+    for m in METHODS:
+        torch.testing.assert_close(both[m].scores, alone[m].scores, rtol=1e-5, atol=1e-6)
+        assert (both[m].label, both[m].target, both[m].steps) == (1, alone[m].target, alone[m].steps)
 
 
 def test_random_is_seeded(random_model):
