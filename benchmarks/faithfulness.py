@@ -151,7 +151,7 @@ def classifier_task(args: argparse.Namespace, texts: list[str]) -> dict:
             if result.baseline_target is not None:  # completeness: |sum - (f(x) - f(x'))|, absolute and relative
                 gap = result.target - result.baseline_target
                 error = abs(float(result.scores.sum()) - gap)
-                ig_gaps.append((error, error / max(abs(gap), 1e-6), result.steps))
+                ig_gaps.append((error, error / max(abs(gap), 1e-6), result.steps, result.passes))
         print(f"{i + 1}/{len(texts)} reviews ({ids.numel()} tokens)", file=sys.stderr, flush=True)
     return {
         "checkpoint": args.checkpoint, "reviews": len(texts), "val_size": args.val_size, "seed": args.seed,
@@ -161,6 +161,7 @@ def classifier_task(args: argparse.Namespace, texts: list[str]) -> dict:
             "mean_abs_error": statistics.fmean(g[0] for g in ig_gaps), "max_abs_error": max(g[0] for g in ig_gaps),
             "mean_rel_error": statistics.fmean(g[1] for g in ig_gaps), "max_rel_error": max(g[1] for g in ig_gaps),
             "mean_steps": statistics.fmean(g[2] for g in ig_gaps), "max_steps": max(g[2] for g in ig_gaps),
+            "mean_passes": statistics.fmean(g[3] for g in ig_gaps), "max_passes": max(g[3] for g in ig_gaps),
         } if ig_gaps else None,
     }
 

@@ -28,12 +28,15 @@ benchmarks and the registry tests pick it up by name.
 - `grad_x_input`: gradient × input on the token embeddings, summed over the embedding dimension.
 - `integrated_gradients` (Sundararajan et al., 2017): the gradient averaged along the straight
   path from a baseline of pad embeddings (same positions, same length) to the review, times
-  (input − baseline). The path integral uses Gauss–Legendre nodes, evaluated in batches: with the
-  same passes they leave a smaller completeness gap (scores sum to f(input) − f(baseline),
-  `Attribution.baseline_target`) than the midpoint Riemann sum. It starts with `IG_STEPS` nodes
-  and doubles them, up to `IG_MAX_STEPS`, while the gap exceeds `IG_TOLERANCE` (of f(input) −
-  f(baseline), or `IG_ABS_TOLERANCE` nats if larger), so only hard reviews pay for more
-  (`Attribution.steps` says how many nodes were used). Pass `steps=64` where time does not matter.
+  (input − baseline). The path integral uses Gaussian quadrature (`model/quadrature.py`),
+  evaluated in batches: with the same passes it leaves a smaller completeness gap (scores sum to
+  f(input) − f(baseline), `Attribution.baseline_target`) than the midpoint Riemann sum. By
+  default it tries Gauss's 7 nodes, then their Kronrod 15-point extension (8 passes more, the 7
+  reused), then Gauss–Legendre `IG_MAX_STEPS`, until the gap is within `IG_TOLERANCE` (of
+  f(input) − f(baseline), or `IG_ABS_TOLERANCE` nats if larger), so only hard reviews pay for more
+  (`Attribution.steps`: the nodes of the rule used; `.passes`: the gradients computed).
+  `steps=n` asks for Gauss–Legendre n nodes instead, doubled up to `max_steps`; pass `steps=64`
+  where time does not matter.
 - `occlusion`: leave-one-out, batched: f(review) − f(review with the unit deleted), every token of
   a unit getting the unit's score. Deleted means removed from the sequence (later tokens move up a
   position), exactly as a visitor would delete it. A unit is one token when the review has at most
@@ -60,13 +63,16 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from .encoder_decoder import EncoderDecoder
+from .quadrature import Rule, gauss_7, gauss_kronrod_15, gauss_legendre
 
-IG_STEPS = 16  # Gauss-Legendre nodes to start with: one forward/backward pass each
-IG_MAX_STEPS = 32  # doubled up to this many while completeness is off by more than IG_TOLERANCE
+# Integrated gradients' quadrature, cheapest first: Gauss 7 nodes, then the Kronrod 15-point rule
+# that contains those 7 (so refining costs 8 passes more, not 15), then Gauss-Legendre IG_MAX_STEPS.
+# Each node is one forward/backward pass. `python -m benchmarks.ig_nodes` measures how often each
+# rule meets IG_TOLERANCE on the selection rows.
+IG_MAX_STEPS = 32
 IG_TOLERANCE = 0.05  # of |f(input) - f(baseline)|, or IG_ABS_TOLERANCE where that is larger
 IG_ABS_TOLERANCE = 0.01  # nats: a 1% change of the probability
 OCCLUSION_TOKEN_BUDGET = 8_000  # source tokens encoded per occlusion: ~2 s on one CPU thread (0.26 ms a token)
@@ -82,7 +88,8 @@ class Attribution:
     probabilities: torch.Tensor  # (K,) float32 on CPU, class probabilities of the full source
     target: float  # f(source): log-probability of the label among the candidates
     baseline_target: float | None = None  # integrated_gradients: f(baseline); sum(scores) ≈ target - this
-    steps: int | None = None  # integrated_gradients: the Gauss-Legendre nodes used
+    steps: int | None = None  # integrated_gradients: the nodes of the quadrature rule used
+    passes: int | None = None  # integrated_gradients: gradients computed (nodes of every rule tried, shared once)
 
 
 def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]], method: str,
@@ -98,17 +105,18 @@ def attribute(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[lis
 
 def attribute_methods(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]],
                       methods: Sequence[str], src_mask: torch.Tensor | None = None, *,
-                      label: int | None = None, steps: int = IG_STEPS, max_steps: int | None = None,
+                      label: int | None = None, steps: int | None = None, max_steps: int | None = None,
                       seed: int = 0, word_ids: Sequence[int] | None = None,
                       max_units: int | None = None) -> dict[str, Attribution]:
     """`attribute` by several methods at once -> {method: Attribution}: the source is encoded once
     for all of them (the label, f(source), and the maps attention and rollout read), which is
     what "compare all methods" saves over one call per method.
 
-    `steps`: integrated-gradients nodes to start with, doubled up to
-    `max_steps` (default: the larger of `steps` and IG_MAX_STEPS) while the completeness gap is
-    over tolerance. `seed`: the random method's. `word_ids` (S,): the word of each token, for
-    occlusion of long reviews; `max_units` overrides occlusion's budget-derived number of units.
+    `steps`: integrated gradients' quadrature (`ig_rules`): None for the nested Gauss–Kronrod
+    ladder, or Gauss–Legendre `steps` nodes doubled up to `max_steps` (default: the larger of
+    `steps` and IG_MAX_STEPS) while the completeness gap is over tolerance. `seed`: the random
+    method's. `word_ids` (S,): the word of each token, for occlusion of long reviews; `max_units`
+    overrides occlusion's budget-derived number of units.
     """
     unknown = [m for m in methods if m not in ATTRIBUTIONS]
     if unknown:
@@ -134,15 +142,15 @@ def attribute_methods(model: EncoderDecoder, src_ids: torch.Tensor, candidates: 
         label = int(log_probs.argmax()) if label is None else label
         if not 0 <= label < len(candidates):
             raise ValueError(f"label {label} is outside 0..{len(candidates) - 1}")
-        request = Request(model, ids, candidates, label, float(log_probs[label]), memory, enc_maps, steps,
-                          max(steps, max_steps or IG_MAX_STEPS), seed, words, max_units)
+        request = Request(model, ids, candidates, label, float(log_probs[label]), memory, enc_maps,
+                          ig_rules(steps, max_steps), seed, words, max_units)
         results = {}
         for method in methods:
-            scores, baseline, used_steps = ATTRIBUTIONS[method](request)
+            scores, baseline, quadrature = ATTRIBUTIONS[method](request)
             full = torch.zeros(keep.numel())
             full[keep.cpu()] = scores.detach().float().cpu()
             results[method] = Attribution(method, full, label, log_probs.exp().cpu(), float(log_probs[label]),
-                                          baseline, used_steps)
+                                          baseline, *(quadrature or (None, None)))
     finally:
         model.train(was_training)
     return results
@@ -162,14 +170,30 @@ class Request:
     target: float  # f(source)
     memory: torch.Tensor  # (1, S, C)
     enc_maps: list
-    steps: int
-    max_steps: int
+    ig_rules: list[Rule]  # integrated gradients' quadrature rules, tried in order (`ig_rules`)
     seed: int
     words: list[int] | None
     max_units: int | None
 
 
-Scores = tuple[torch.Tensor, float | None, int | None]  # (S,) scores, f(baseline), nodes used
+# (S,) scores, f(baseline), (nodes of the rule used, gradients computed): the last two for IG only
+Scores = tuple[torch.Tensor, float | None, tuple[int, int] | None]
+
+
+def ig_rules(steps: int | None = None, max_steps: int | None = None) -> list[Rule]:
+    """Integrated gradients' quadrature rules, cheapest first, each tried while the one before it
+    left the completeness gap over tolerance. None: Gauss 7, its Kronrod 15 extension (which reuses
+    the 7 gradients), Gauss–Legendre `max_steps` (default IG_MAX_STEPS). `steps`: Gauss–Legendre
+    `steps`, 2·`steps`, ... up to `max_steps` (default the larger of `steps` and IG_MAX_STEPS)."""
+    if steps is None:
+        return [gauss_7(), gauss_kronrod_15(), gauss_legendre(max_steps or IG_MAX_STEPS)]
+    if steps < 1:
+        raise ValueError(f"integrated gradients needs at least one step, got {steps}")
+    top, rules = max(steps, max_steps or IG_MAX_STEPS), [gauss_legendre(steps)]
+    while steps < top:
+        steps = min(2 * steps, top)
+        rules.append(gauss_legendre(steps))
+    return rules
 
 
 def _target(model: EncoderDecoder, candidates, label: int, src_ids=None, src_mask=None, src_embeds=None):
@@ -212,35 +236,36 @@ def _grad_x_input(model, ids, candidates, label) -> torch.Tensor:
 
 
 @torch.inference_mode(False)
-def _integrated_gradients(model, ids, candidates, label, target: float, steps: int,
-                          max_steps: int) -> tuple[torch.Tensor, float, int]:
-    """-> scores (S,), f(baseline), nodes used: refined while completeness is off (module doc)."""
-    if steps < 1:
-        raise ValueError(f"integrated gradients needs at least one step, got {steps}")
+def _integrated_gradients(model, ids, candidates, label, target: float,
+                          rules: list[Rule]) -> tuple[torch.Tensor, float, tuple[int, int]]:
+    """-> scores (S,), f(baseline), (nodes of the rule used, gradients computed): the first of
+    `rules` whose completeness gap is within tolerance, else the last (module doc)."""
     x = _embed(model, ids)  # (1, S, C)
     x0 = _embed(model, torch.full_like(ids, model.config.pad_token_id))  # the pad baseline
     with torch.inference_mode():
         f0 = float(_target(model, candidates, label, src_embeds=x0)[0])
     gap = target - f0
-    while True:
-        scores = _path_integral(model, x, x0, candidates, label, steps)
-        if steps >= max_steps or abs(float(scores.sum()) - gap) <= max(IG_TOLERANCE * abs(gap), IG_ABS_TOLERANCE):
-            return scores, f0, steps
-        steps = min(2 * steps, max_steps)
+    node_scores: dict[float, torch.Tensor] = {}  # α -> (S,): nested rules share their nodes' passes
+    for rule in rules:
+        new = [a for a in rule.nodes.tolist() if a not in node_scores]
+        if new:
+            node_scores.update(zip(new, _node_scores(model, x, x0, candidates, label, new), strict=True))
+        scores = sum(w * node_scores[a] for a, w in zip(rule.nodes.tolist(), rule.weights.tolist(), strict=True))
+        if abs(float(scores.sum()) - gap) <= max(IG_TOLERANCE * abs(gap), IG_ABS_TOLERANCE):
+            break
+    return scores, f0, (len(rule.nodes), len(node_scores))
 
 
-def _path_integral(model, x, x0, candidates, label, steps: int) -> torch.Tensor:
-    """(x - x0) · ∫₀¹ ∇f(x0 + α(x - x0)) dα, summed over the embedding dim, by Gauss-Legendre -> (S,)."""
-    nodes, weights = np.polynomial.legendre.leggauss(steps)  # on [-1, 1]
-    alphas = torch.tensor((nodes + 1) / 2, dtype=x.dtype, device=x.device)
-    weights = torch.tensor(weights / 2, dtype=x.dtype, device=x.device)  # sum to 1
-    avg_grad = torch.zeros_like(x)
-    for a, w in zip(alphas.split(BATCH), weights.split(BATCH), strict=True):
+def _node_scores(model, x, x0, candidates, label, alphas: list[float]) -> torch.Tensor:
+    """(x - x0) · ∇f(x0 + α(x - x0)) at each α, summed over the embedding dim -> (n, S); a rule's
+    integrated gradients are these rows weighted by its weights."""
+    out = []
+    for a in torch.tensor(alphas, dtype=x.dtype, device=x.device).split(BATCH):
         path = (x0 + a[:, None, None] * (x - x0)).requires_grad_()  # (b, S, C)
         with torch.enable_grad():
             (grad,) = torch.autograd.grad(_target(model, candidates, label, src_embeds=path).sum(), path)
-        avg_grad += (w[:, None, None] * grad).sum(0, keepdim=True)
-    return ((x - x0) * avg_grad).sum(-1)[0]
+        out.append(((x - x0) * grad).sum(-1))  # (b, S)
+    return torch.cat(out)
 
 
 def special_mask(model: EncoderDecoder, ids: torch.Tensor) -> torch.Tensor:
@@ -314,7 +339,7 @@ ATTRIBUTIONS: dict[str, Callable[[Request], Scores]] = {
     "rollout": lambda r: (_attention(r.model, r.ids, r.memory, r.enc_maps, r.candidates[r.label], True), None, None),
     "grad_x_input": lambda r: (_grad_x_input(r.model, r.ids, r.candidates, r.label), None, None),
     "integrated_gradients": lambda r: _integrated_gradients(r.model, r.ids, r.candidates, r.label, r.target,
-                                                            r.steps, r.max_steps),
+                                                            r.ig_rules),
     "occlusion": lambda r: (_occlusion(r.model, r.ids, r.candidates, r.label, r.target, r.words, r.max_units),
                             None, None),
     "random": _random,

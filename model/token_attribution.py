@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attribution import ATTRIBUTIONS, IG_MAX_STEPS, IG_STEPS, METHODS, Request, Scores, attention_rollout
+from .attribution import ATTRIBUTIONS, METHODS, Request, Scores, attention_rollout, ig_rules
 from .decoder_only import DecoderOnlyLM
 from .faithfulness import ERASER_FRACTIONS, erase
 
@@ -78,7 +78,8 @@ class TokenAttribution:
     alternative_log_prob: float | None  # log p(alternative | context)
     window_start: int  # first position the model saw; earlier ones score 0
     baseline_target: float | None = None  # integrated_gradients: f(pad context); sum(scores) ≈ target - this
-    steps: int | None = None  # integrated_gradients: the Gauss-Legendre nodes used
+    steps: int | None = None  # integrated_gradients: the nodes of the quadrature rule used
+    passes: int | None = None  # integrated_gradients: gradients computed
 
 
 def _attention_row(r: Request, rollout: bool) -> torch.Tensor:
@@ -103,7 +104,7 @@ assert tuple(TOKEN_ATTRIBUTIONS) == METHODS
 
 
 def attribute_token(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], position: int, method: str, *,
-                    alternative: int | None = None, steps: int = IG_STEPS, max_steps: int | None = None,
+                    alternative: int | None = None, steps: int | None = None, max_steps: int | None = None,
                     seed: int = 0, word_ids: Sequence[int] | None = None,
                     max_units: int | None = None) -> TokenAttribution:
     """Scores per earlier token for ids[position] (contrasted with `alternative`) by `method`.
@@ -133,16 +134,16 @@ def attribute_token(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], positi
         with torch.inference_mode():
             log_probs, _ = model.encode(context)  # (1, vocab)
         target = float(model.label_log_probs(log_probs)[0, 0])
-        request = Request(model, context, [[token]], 0, target, None, [], steps, max(steps, max_steps or IG_MAX_STEPS),
-                          seed, words, max_units)
-        scores, baseline, used_steps = TOKEN_ATTRIBUTIONS[method](request)
+        request = Request(model, context, [[token]], 0, target, None, [], ig_rules(steps, max_steps), seed, words,
+                          max_units)
+        scores, baseline, quadrature = TOKEN_ATTRIBUTIONS[method](request)
     finally:
         lm.train(was_training)
     full = torch.zeros(position)
     full[start:] = scores.detach().float().cpu()
     alt = None if alternative is None else float(log_probs[0, alternative])
     return TokenAttribution(method, full, position, token, alternative, target, float(log_probs[0, token]), alt,
-                            start, baseline, used_steps)
+                            start, baseline, *(quadrature or (None, None)))
 
 
 def token_faithfulness(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], result: TokenAttribution,

@@ -15,10 +15,12 @@ from model import (
     EncoderDecoderConfig,
     attribute,
     attribute_methods,
+    attribution,
     erase,
     faithfulness,
     rank_correlation,
 )
+from model.attribution import IG_MAX_STEPS, ig_rules
 from tokenization import word_ids
 
 PAD, BOS, EOS, NEG, POS, MARKER = 0, 1, 2, 3, 4, 5
@@ -167,6 +169,43 @@ def test_integrated_gradients_adds_nodes_until_complete(marker_model):
     assert abs(refined.scores.sum().item() - gap) <= 0.05 * abs(gap)
     again = attribute(marker_model, row, CANDIDATES, "integrated_gradients", steps=refined.steps, max_steps=1)
     torch.testing.assert_close(refined.scores, again.scores)  # the refined answer is the plain one at that count
+
+
+def test_ig_rules_default_ladder_and_doubling():
+    default = ig_rules()
+    assert [len(r.nodes) for r in default] == [7, 15, IG_MAX_STEPS]
+    assert set(default[0].nodes.tolist()) < set(default[1].nodes.tolist())  # Kronrod reuses Gauss's 7
+    assert [len(r.nodes) for r in ig_rules(3, 20)] == [3, 6, 12, 20]
+    assert [len(r.nodes) for r in ig_rules(64)] == [64]
+    with pytest.raises(ValueError, match="at least one step"):
+        ig_rules(0)
+
+
+def test_integrated_gradients_ladder_reuses_the_gauss_nodes(marker_model, monkeypatch):
+    row = marker_batch(1, torch.Generator().manual_seed(1), marker=True)[0][0]
+    monkeypatch.setattr(attribution, "IG_ABS_TOLERANCE", 1e9)  # any rule will do: the first one is used
+    first = attribute(marker_model, row, CANDIDATES, "integrated_gradients")
+    assert (first.steps, first.passes) == (7, 7)
+    monkeypatch.setattr(attribution, "IG_ABS_TOLERANCE", 0.0)
+    monkeypatch.setattr(attribution, "IG_TOLERANCE", 0.0)  # no rule will do: all are tried, the last is used
+    last = attribute(marker_model, row, CANDIDATES, "integrated_gradients")
+    assert (last.steps, last.passes) == (IG_MAX_STEPS, 15 + IG_MAX_STEPS)  # not 7 + 15 + 32: the 7 were reused
+    plain = attribute(marker_model, row, CANDIDATES, "integrated_gradients", steps=IG_MAX_STEPS, max_steps=IG_MAX_STEPS)
+    torch.testing.assert_close(last.scores, plain.scores)
+    # the Kronrod rule's answer, by hand: its weights times gradient·(x - x0) at its own 15 nodes
+    kronrod = ig_rules()[1]
+    x = marker_model.embed(row[None]).detach()
+    x0 = marker_model.embed(torch.full_like(row[None], PAD)).detach()
+    expected = torch.zeros(row.numel())
+    for a, w in zip(kronrod.nodes.tolist(), kronrod.weights.tolist(), strict=True):
+        point = (x0 + a * (x - x0)).requires_grad_()
+        memory, _ = marker_model.encode(None, src_embeds=point)
+        f = marker_model.label_log_probs(memory, CANDIDATES)[0, first.label]
+        (grad,) = torch.autograd.grad(f, point)
+        expected += w * ((x - x0) * grad).sum(-1)[0]
+    monkeypatch.setattr(attribution, "ig_rules", lambda steps, max_steps: [kronrod])
+    torch.testing.assert_close(attribute(marker_model, row, CANDIDATES, "integrated_gradients").scores, expected,
+                               rtol=1e-4, atol=1e-6)
 
 
 def test_occlusion_equals_manual_deletion(random_model):
