@@ -84,8 +84,10 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
 
     def _plain_decode_step(self) -> bool:
         """Whether `_decode_step` computes what `forward` would: eval mode (dropout is the identity),
-        no autograd, pre-norm, and no head knocked out (`model.ablation`)."""
+        no autograd, no autocast (generation stays float32), pre-norm, and no head knocked out
+        (`model.ablation`)."""
         return (not self.training and not torch.is_grad_enabled() and self.config.norm_first
+                and not torch.is_autocast_enabled(self.pos.pe.device.type)
                 and all(layer.self_attn.head_ablation is None for layer in self.decoder.layers))
 
     def _decode_step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
@@ -93,8 +95,8 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         `forward`, in the same order and with the same weight layouts (so the same numbers),
         without its per-layer Python: no residual/dropout wrappers, sublayer closures, attention-map
         bookkeeping or module calls, and no module attribute looked up per token (`_DecodeWeights`,
-        bound once per stream). A step is a few ms at the shipped shape, most of it the weights
-        streaming through the products; the plumbing around them was a third of the rest
+        bound once per stream). At the shipped shape a step is ~4 ms on a busy machine, ~3 of them
+        the weights streaming through the products; the layers' Python had added ~2 ms more
         (`benchmarks/generate.py`)."""
         if cache.step is None:
             cache.step = _DecodeWeights.bind(self)
@@ -120,11 +122,13 @@ class _DecodeWeights:
     while it decodes) instead of ~170 module attributes per token. Each product is bound as
     (bias, (in, out) matrix) in the layout `row_linear` gives a single row, the one `forward`
     multiplies by, so `torch.addmm` computes what the layer computes. The Q/K/V product is written
-    into one scratch row whose query and key|value views are made here, once."""
+    into one scratch row whose query and key|value views are made here, once (allocating the row
+    and making the views at every product was measured 1-3% slower per token); out= products do
+    not autocast, which is one reason `_plain_decode_step` refuses autocast."""
 
     layers: list[tuple[torch.Tensor, ...]]  # per block: norm 1 (w, b), qkv (b, m), out (b, m), norm 2, ff 1, ff 2
     norm: tuple[torch.Tensor, torch.Tensor]  # the final LayerNorm's weight, bias
-    eps: float
+    eps: float  # every LayerNorm's (`build_norm` makes them all)
     embed: torch.Tensor  # (vocab, C) the token embeddings, whose transpose...
     vocab: torch.Tensor  # (C, vocab) ...is the output projection (tied)
     scale: float  # √C

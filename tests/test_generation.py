@@ -325,3 +325,11 @@ def test_the_fast_path_leaves_ablated_heads_to_the_layers(lm):
     with torch.no_grad():
         assert lm._plain_decode_step()
     assert all((a - b).abs().max() > 1e-3 for a, b in zip(plain[1:], ablated[1:], strict=True))
+
+
+def test_the_fast_path_leaves_autocast_to_the_layers(lm):
+    """Its out= product would not autocast: under autocast the layers run every step."""
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not lm._plain_decode_step()
+    with torch.no_grad():
+        assert lm._plain_decode_step()
