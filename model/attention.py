@@ -57,37 +57,42 @@ def scaled_dot_product_attention(
 class AttentionCache:
     """Keys and values one attention layer has already computed; `k`/`v` are (B, H, T_past, d_k).
 
-    Self-attention writes each step's keys/values in place into buffers of `capacity` positions
-    (doubled if a sequence outruns them): a step copies only its new positions, where `torch.cat`
-    would copy, and allocate anew, the whole past at every token. `k`/`v` are views of the
-    filled part. Cross-attention stores the memory's keys/values once and reuses them, since the
-    memory does not change while decoding.
+    Self-attention writes each step's keys/values in place into one buffer of `capacity`
+    positions, keys and values stacked (doubled if a sequence outruns it): a step copies only its
+    new positions, where `torch.cat` would copy, and allocate anew, the whole past at every token.
+    A step whose new keys and values lie side by side, as the fused Q/K/V product returns them,
+    writes both with one copy (`extend`). `k`/`v` are views of the filled part. Cross-attention
+    stores the memory's keys/values once and reuses them, since the memory does not change while
+    decoding.
     """
 
     def __init__(self, capacity: int = 0):
         self.capacity = capacity
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
-        self._k_buf: torch.Tensor | None = None  # (B, H, capacity, d_k)
-        self._v_buf: torch.Tensor | None = None
+        self._kv: torch.Tensor | None = None  # (2, B, H, capacity, d_k): keys, values
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """k/v: (B, H, T_new, d_k) -> every key/value so far, (B, H, T_past + T_new, d_k)."""
+        return self.extend(torch.stack((k, v)))
+
+    def extend(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """kv: (2, B, H, T_new, d_k), the new keys and values stacked -> every key/value so far."""
         start = 0 if self.k is None else self.k.size(2)
-        end = start + k.size(2)
-        buf = self._k_buf
-        if buf is None or end > buf.size(2) or buf.shape[:2] != k.shape[:2] or buf.dtype != k.dtype:
-            size = max(end, self.capacity, 2 * buf.size(2) if start else 0)
-            k_buf, v_buf = k.new_empty(*k.shape[:2], size, k.size(3)), v.new_empty(*v.shape[:2], size, v.size(3))
+        end = start + kv.size(3)
+        buf = self._kv
+        if buf is None or end > buf.size(3) or buf.shape[1:3] != kv.shape[1:3] or buf.dtype != kv.dtype:
+            size = max(end, self.capacity, 2 * buf.size(3) if start else 0)
+            grown = kv.new_empty(*kv.shape[:3], size, kv.size(4))
             if start:
-                k_buf[:, :, :start], v_buf[:, :, :start] = self.k, self.v
-            self._k_buf, self._v_buf = k_buf, v_buf
-        self._k_buf[:, :, start:end], self._v_buf[:, :, start:end] = k, v
-        self.k, self.v = self._k_buf[:, :, :end], self._v_buf[:, :, :end]
+                grown.narrow(3, 0, start).copy_(buf.narrow(3, 0, start))
+            self._kv = buf = grown
+        buf.narrow(3, start, end - start).copy_(kv)
+        self.k, self.v = buf.narrow(3, 0, end).unbind()
         return self.k, self.v
 
     def reset(self) -> None:
-        """Forget the keys/values; the buffers stay allocated for the next sequence."""
+        """Forget the keys/values; the buffer stays allocated for the next sequence."""
         self.k = self.v = None
 
 

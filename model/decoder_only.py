@@ -12,7 +12,7 @@ from .layers import Decoder, Embeddings, PositionalEncoding
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel
-from .row_linear import row_linear
+from .row_linear import row_weight
 
 
 @dataclass
@@ -84,26 +84,69 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
 
     def _plain_decode_step(self) -> bool:
         """Whether `_decode_step` computes what `forward` would: eval mode (dropout is the identity),
-        no autograd, pre-norm, and no head knocked out (`model.ablation`)."""
+        no autograd, no autocast (generation stays float32), pre-norm, and no head knocked out
+        (`model.ablation`)."""
         return (not self.training and not torch.is_grad_enabled() and self.config.norm_first
+                and not torch.is_autocast_enabled(self.pos.pe.device.type)
                 and all(layer.self_attn.head_ablation is None for layer in self.decoder.layers))
 
     def _decode_step(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """One cached generation step, (1, 1) token -> (1, vocab) logits: the same products as
-        `forward`, in the same order (so the same numbers), without its per-layer Python: no
-        residual/dropout wrappers, no sublayer closures, no attention-map bookkeeping, and the
-        weights called directly instead of through `nn.Module.__call__`. A step is ~5 ms at the
-        shipped shape, of which that plumbing was a measurable share (`benchmarks/generate.py`)."""
-        C, H = self.config.d_model, self.config.n_head
-        x = self.embed(token) + self.pos.pe[cache.length]  # (1, 1, C)
-        for layer, lc in zip(self.decoder.layers, cache.layers, strict=True):
-            attn, ff, (norm_1, norm_2) = layer.self_attn, layer.feed_forward, (s.norm for s in layer.sublayer)
-            h = F.layer_norm(x, (C,), norm_1.weight, norm_1.bias, norm_1.eps)
-            q, k, v = row_linear(h, attn.in_proj.weight, attn.in_proj.bias).view(1, 1, 3 * H, C // H).split(H, 2)
-            k, v = lc.self_attn.append(k.transpose(1, 2), v.transpose(1, 2))  # (1, H, T_past + 1, d_k)
-            out = F.scaled_dot_product_attention(q.transpose(1, 2), k, v)  # one query sees every key
-            x = x + F.linear(out.reshape(1, 1, C), attn.out_proj.weight, attn.out_proj.bias)
-            h = F.layer_norm(x, (C,), norm_2.weight, norm_2.bias, norm_2.eps)
-            x = x + F.linear(F.gelu(row_linear(h, ff.w_1.weight, ff.w_1.bias)), ff.w_2.weight, ff.w_2.bias)
+        `forward`, in the same order and with the same weight layouts (so the same numbers),
+        without its per-layer Python: no residual/dropout wrappers, sublayer closures, attention-map
+        bookkeeping or module calls, and no module attribute looked up per token (`_DecodeWeights`,
+        bound once per stream). At the shipped shape a step is ~4 ms on a busy machine, ~3 of them
+        the weights streaming through the products; the layers' Python had added ~2 ms more
+        (`benchmarks/generate.py`)."""
+        if cache.step is None:
+            cache.step = _DecodeWeights.bind(self)
+        w, pos = cache.step, cache.length
+        C, eps = w.qkv.size(1) // 3, w.eps
+        x = F.embedding(token[0], w.embed) * w.scale + w.pe[pos]  # (1, C)
+        for (norm_1_w, norm_1_b, qkv_b, qkv_m, out_b, out_m, norm_2_w, norm_2_b, ff_1_b, ff_1_m, ff_2_b, ff_2_m), lc \
+                in zip(w.layers, cache.layers, strict=True):
+            h = F.layer_norm(x, (C,), norm_1_w, norm_1_b, eps)
+            torch.addmm(qkv_b, h, qkv_m, out=w.qkv)  # (1, 3C): q | k | v
+            k, v = lc.self_attn.extend(w.kv)  # (1, H, pos + 1, d_k) each
+            out = F.scaled_dot_product_attention(w.q, k, v)  # one query sees every key: (1, H, 1, d_k)
+            x = x + torch.addmm(out_b, out.view(1, C), out_m)
+            h = F.layer_norm(x, (C,), norm_2_w, norm_2_b, eps)
+            x = x + torch.addmm(ff_2_b, F.gelu(torch.addmm(ff_1_b, h, ff_1_m)), ff_2_m)
         cache.length += 1
-        return self.embed.logits(self.decoder.norm(x))[:, -1]  # (1, vocab)
+        return torch.mm(F.layer_norm(x, (C,), *w.norm, eps), w.vocab)  # (1, vocab)
+
+
+@dataclass
+class _DecodeWeights:
+    """What `DecoderOnlyLM._decode_step` reads, looked up once per stream (the weights do not change
+    while it decodes) instead of ~170 module attributes per token. Each product is bound as
+    (bias, (in, out) matrix) in the layout `row_linear` gives a single row, the one `forward`
+    multiplies by, so `torch.addmm` computes what the layer computes. The Q/K/V product is written
+    into one scratch row whose query and key|value views are made here, once (allocating the row
+    and making the views at every product was measured 1-3% slower per token); out= products do
+    not autocast, which is one reason `_plain_decode_step` refuses autocast."""
+
+    layers: list[tuple[torch.Tensor, ...]]  # per block: norm 1 (w, b), qkv (b, m), out (b, m), norm 2, ff 1, ff 2
+    norm: tuple[torch.Tensor, torch.Tensor]  # the final LayerNorm's weight, bias
+    eps: float  # every LayerNorm's (`build_norm` makes them all)
+    embed: torch.Tensor  # (vocab, C) the token embeddings, whose transpose...
+    vocab: torch.Tensor  # (C, vocab) ...is the output projection (tied)
+    scale: float  # √C
+    pe: torch.Tensor  # (block_size, C)
+    qkv: torch.Tensor  # (1, 3C) scratch
+    q: torch.Tensor  # (1, H, 1, d_k) view of its query part
+    kv: torch.Tensor  # (2, 1, H, 1, d_k) view of its keys and values, as `AttentionCache.extend` takes them
+
+    @classmethod
+    def bind(cls, model: DecoderOnlyLM) -> "_DecodeWeights":
+        C, H = model.config.d_model, model.config.n_head
+        product = lambda linear: (linear.bias, row_weight(linear.weight).t())  # (out,), (in, out)
+        layers = []
+        for layer in model.decoder.layers:
+            attn, ff, (norm_1, norm_2) = layer.self_attn, layer.feed_forward, (s.norm for s in layer.sublayer)
+            layers.append((norm_1.weight, norm_1.bias, *product(attn.in_proj), *product(attn.out_proj),
+                           norm_2.weight, norm_2.bias, *product(ff.w_1), *product(ff.w_2)))
+        norm, lut = model.decoder.norm, model.embed.lut.weight
+        qkv = lut.new_empty(1, 3 * C)
+        return cls(layers, (norm.weight, norm.bias), norm.eps, lut, row_weight(lut).t(), model.embed.scale,
+                   model.pos.pe, qkv, qkv[:, :C].view(1, H, 1, C // H), qkv[:, C:].view(2, 1, H, 1, C // H))

@@ -23,12 +23,14 @@ MIN_TEMPERATURE = 1e-5  # below this, sampling is greedy decoding (and logits / 
 @dataclass
 class KVCache:
     """Everything a model keeps between steps: per-layer keys/values and how many positions they
-    cover; an encoder-decoder also keeps the encoded source (`memory`) and its mask."""
+    cover; an encoder-decoder also keeps the encoded source (`memory`) and its mask. `step`: what
+    a model's fast one-token step reads, bound at its first use (`DecoderOnlyLM._decode_step`)."""
 
     layers: list[LayerCache]
     length: int = 0
     memory: torch.Tensor | None = None
     src_mask: torch.Tensor | None = None
+    step: object | None = None
 
     @classmethod
     def empty(cls, n_layer: int, capacity: int = 0) -> "KVCache":

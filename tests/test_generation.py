@@ -2,6 +2,7 @@
 exactly the tokens they should, and bad settings are refused."""
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,9 +14,11 @@ from model import (
     EncoderDecoderConfig,
     GenerationConfig,
     filter_logits,
+    load_pretrained,
 )
 
 VOCAB, BOS = 40, 1
+LM_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "lm"
 
 
 def fit(model, batch, steps: int = 150):
@@ -113,11 +116,13 @@ def test_lm_cache_equals_full_recomputation_past_block_size(lm):
 
 
 @torch.no_grad()
-def test_sliding_window_re_encodes_once_per_slide(lm):
+def test_sliding_window_re_encodes_once_per_slide(lm, monkeypatch):
     """With the cache, a step feeds one new token, except the prompt and each slide, which feed the
     window once: the work per token stays bounded past the context."""
     fed = []
-    hook = lm.embed.register_forward_hook(lambda module, args, out: fed.append(args[0].size(1)))
+    hook = lm.register_forward_hook(lambda module, args, out: fed.append(args[0].size(1)))
+    decode_step = lm._decode_step  # the one-token steps skip `forward`
+    monkeypatch.setattr(lm, "_decode_step", lambda token, cache: fed.append(token.size(1)) or decode_step(token, cache))
     try:
         lm.generate(PROMPT, GenerationConfig(max_new_tokens=len(WINDOW_STARTS), temperature=0))
     finally:
@@ -291,6 +296,21 @@ def test_the_decode_step_fast_path_equals_the_layers(monkeypatch, norm_first):
     assert (1 in forwards) != norm_first and len(forwards) == (sum(n > 1 for n in forwards) if norm_first else 20)
 
 
+@pytest.mark.skipif(not (LM_CHECKPOINT / "model.safetensors").is_file(), reason="no shipped LM checkpoint")
+def test_the_decode_step_equals_the_layers_on_the_shipped_lm(monkeypatch):
+    """At the shipped shape and weights, 200 greedy tokens (the benchmark's run) from the fast step
+    and from the layers: the same ids, the logits to 1e-5."""
+    model = load_pretrained(LM_CHECKPOINT, "cpu").eval()
+    config = GenerationConfig(max_new_tokens=200, temperature=0)
+    fast = list(model.stream(torch.tensor([[model.config.bos_token_id]]), config))
+    monkeypatch.setattr(DecoderOnlyLM, "_plain_decode_step", lambda self: False)
+    slow = list(model.stream(torch.tensor([[model.config.bos_token_id]]), config))
+    assert [s.token_id for s in fast] == [s.token_id for s in slow] and len(fast) == 200
+    assert len({s.token_id for s in fast}) > 10  # text (greedy text loops, but not on one token)
+    for a, b in zip(fast, slow, strict=True):
+        torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=0)
+
+
 def test_the_fast_path_leaves_ablated_heads_to_the_layers(lm):
     steps = lambda: [s.logits for s in lm.stream(PROMPT, GenerationConfig(max_new_tokens=4, temperature=0))]
     plain = steps()
@@ -305,3 +325,11 @@ def test_the_fast_path_leaves_ablated_heads_to_the_layers(lm):
     with torch.no_grad():
         assert lm._plain_decode_step()
     assert all((a - b).abs().max() > 1e-3 for a, b in zip(plain[1:], ablated[1:], strict=True))
+
+
+def test_the_fast_path_leaves_autocast_to_the_layers(lm):
+    """Its out= product would not autocast: under autocast the layers run every step."""
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not lm._plain_decode_step()
+    with torch.no_grad():
+        assert lm._plain_decode_step()
