@@ -16,6 +16,7 @@ writes `docs/screenshot_<tab>.png`, using `checkpoints/` when it holds both mode
 
 import os
 import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,11 +48,15 @@ def checkpoints_for_run() -> Path:
 
 
 @pytest.fixture(scope="module")
-def url():
+def service() -> DemoService:
+    return DemoService(checkpoints_for_run(), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def url(service: DemoService):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    service = DemoService(checkpoints_for_run(), device="cpu")
     app = build_app(service)
     _, url, _ = launch(app, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
     yield url
@@ -88,6 +93,19 @@ def open_tab(page, name: str) -> None:
 def assert_no_error_box(page) -> None:
     assert page.locator(".toast-body.error").count() == 0
     assert "Traceback" not in page.content()
+
+
+@contextmanager
+def every_slot_taken(budget):
+    """A busy server: every slot of `budget` held, as other visitors' requests hold them, so that
+    the model calls needing one wait in line until the block ends."""
+    for _ in range(budget.slots):
+        budget.acquire()
+    try:
+        yield
+    finally:
+        for _ in range(budget.slots):
+            budget.release()
 
 
 def test_chat_streams_the_reply(page, shots: Path) -> None:
@@ -220,6 +238,49 @@ def test_sentiment_new_review_replaces_every_view(page) -> None:
     page.locator("#review-deletion").get_by_text("Deletion test").wait_for()
     method = page.locator("#review-method input:checked").get_attribute("value")
     assert method in page.locator("#review-deletion").inner_text()  # the panel names its method
+    assert_no_error_box(page)
+
+
+# each paint of the review's shading: the name over it, its text and its tokens' colours
+RECORD_SHADING = """() => {
+    const box = document.querySelector('#review-attention');
+    const paint = () => [box.querySelector('[data-testid="block-label"]').innerText,
+                         [...box.querySelectorAll('.token .text')].map(t => t.textContent).join(''),
+                         [...box.querySelectorAll('.token')].map(t => t.style.backgroundColor).join(' ')];
+    window.__paints = [];
+    new MutationObserver(() => window.__paints.push(paint()))
+        .observe(box, {subtree: true, childList: true, characterData: true, attributes: true});
+}"""
+
+
+def wait_for_explanation(page, method: str) -> None:
+    """Until `method`'s deletion test is shown and no event is updating the label any more."""
+    page.wait_for_function("""method => {
+        const text = document.querySelector('#review-deletion').innerText;
+        const busy = !document.querySelector('#review-label [data-testid="status-tracker"]').classList.contains('hide');
+        return text.includes(method) && text.includes('Deletion test') && !busy;
+    }""", arg=method)
+
+
+def test_sentiment_new_review_is_shaded_by_the_selected_method_only(page, service: DemoService) -> None:
+    """Classify answers at once, an explanation takes seconds: meanwhile the shading says which
+    method is coming, and the new review is never shaded by another (the label step's attention)."""
+    open_tab(page, "Sentiment")
+    page.locator("#review-method").get_by_text("integrated_gradients").click()
+    wait_for_explanation(page, "integrated_gradients")
+    page.evaluate(RECORD_SHADING)
+    review = "Slow, grey and joyless: I checked my watch twice."
+    with every_slot_taken(service.heavy):  # the explanation waits in line; the label does not
+        page.locator("#review-input textarea").fill(review)
+        page.locator("#review-classify").click()
+        page.wait_for_function("""() => document.querySelector('#review-attention').innerText
+            .includes('Token shading by integrated_gradients: computing') &&
+            !document.querySelector('#review-attention .token')""")
+        assert "Explaining the label by integrated_gradients" in page.locator("#review-deletion").inner_text()
+    wait_for_explanation(page, "integrated_gradients")
+    *paints, final = page.evaluate("window.__paints")
+    assert final[0].startswith("Token shading by integrated_gradients (") and final[1] == review
+    assert all(paint == final for paint in paints if paint[1] == review)  # its first shading is the final one
     assert_no_error_box(page)
 
 
