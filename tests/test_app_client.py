@@ -334,8 +334,8 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     handler), and the model calls inside share the service's compute slots."""
     app, _ = server
     compute = [fn for fn in app.fns.values() if fn.api_name in {
-        "chat", "chat_click", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
-    assert len(compute) == 8
+        "chat", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
+    assert len(compute) == 7
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in compute} == {("compute", ACTIVE_REQUESTS)}
     classify = [fn for fn in app.fns.values() if fn.api_name in {"classify", "classify_submit"}]
     assert len(classify) == 2 and not any(fn.queue for fn in classify)  # short: only the compute slots bound it
@@ -344,10 +344,13 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     assert app._queue.ANAYLTICS_CACHE_FREQUENCY == 100 and app._queue.ANALYTICS_MAX_EVENTS == 1000
     assert service.budget.slots >= 1 and service.budget.busy_slots == 0  # every slot given back
     deps = app.config["dependencies"]
-    chat_ids = {d["id"] for d in deps if d.get("api_name") in {"chat", "chat_click", "retry"}}
+    chat_ids = {d["id"] for d in deps if d.get("api_name") in {"chat", "retry"}}
     stop = next(d for d in deps if d.get("api_name") == "stop")
     # Gradio adds the cancelling as its own dependency on the same trigger as the Stop button
     assert any(set(d["cancels"]) == chat_ids and d["targets"] == stop["targets"] for d in deps)
+    # Enter and Continue are one event, so a press during a reply runs after it rather than beside it or never
+    chat = next(d for d in deps if d.get("api_name") == "chat")
+    assert len(chat["targets"]) == 2 and chat["trigger_mode"] == "always_last"
 
 
 def test_the_queue_polls_every_10_ms_not_every_1(server) -> None:

@@ -16,6 +16,7 @@ writes `docs/screenshot_<tab>.png`, using `checkpoints/` when it holds both mode
 
 import os
 import socket
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -224,6 +225,80 @@ def test_chat_enter_sends_and_stop_leaves_a_notice_and_a_lens(page) -> None:
     assert "Generate a continuation first" not in page.locator("#chat-lens-notice").inner_text()
     lens = page.locator("#chat-lens-plot")  # compact: a scroll box, not a page-long figure
     assert lens.bounding_box()["height"] <= 600 and lens.evaluate("e => getComputedStyle(e).overflowY") == "auto"
+    assert_no_error_box(page)
+
+
+def paused_stream(service: DemoService, monkeypatch, tokens: int) -> threading.Event:
+    """The chat's model, made slow: the stream shows `tokens` tokens, then waits for the returned
+    event (or the timeout) before the next, so that a test can act while it is still open."""
+    resume = threading.Event()
+    stream = service.stream_continuation
+
+    def slow(*args, **kwargs):
+        for i, update in enumerate(stream(*args, **kwargs)):
+            if i == tokens:
+                resume.wait(TIMEOUT_MS / 1000)
+            yield update
+
+    monkeypatch.setattr(service, "stream_continuation", slow)
+    return resume
+
+
+def start_chat(page, opening: str) -> None:
+    """A cleared chat, seed 2 (the tiny model writes 60 tokens after "The plot", 16 after "This movie
+    was"), then `opening` sent."""
+    open_tab(page, "Chat")
+    page.locator("#chat-clear").click()
+    page.wait_for_function("() => !document.querySelector('#chat-notice').innerText.trim()")
+    page.locator("#chat-seed input").fill("2")
+    page.locator("#chat-input textarea").fill(opening)
+    page.locator("#chat-send").click()
+
+
+USER_MESSAGES, BOT_MESSAGES = "#chatbot .message.user", "#chatbot .message.bot"
+
+
+def bot_text(page) -> str:
+    return page.locator(BOT_MESSAGES).last.inner_text()
+
+
+def test_chat_stop_mid_stream_keeps_the_tokens_shown_and_the_lens_reads_them(page, service, monkeypatch) -> None:
+    resume = paused_stream(service, monkeypatch, tokens=5)
+    tokens = page.locator("#chat-tokens .token")
+    try:
+        start_chat(page, "The plot")
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 5")
+        shown = bot_text(page)
+        page.locator("#chat-stop").click()  # the stream is still open: the model waits for its 6th token
+        page.locator("#chat-notice").get_by_text("Stopped after 5 tokens").wait_for()
+    finally:
+        resume.set()  # the model goes on, but nothing more of it may reach the page
+    page.wait_for_timeout(1_000)
+    assert bot_text(page) == shown and tokens.count() == 5 and "Done" not in page.locator("#chat-notice").inner_text()
+    page.locator("#chat-lens").click()
+    page.locator("#chat-lens-plot .js-plotly-plot").wait_for()
+    lens_rows = [t.text_content() for t in page.locator("#chat-lens-plot .ytick text").all()]
+    table = [page.locator(f"#chat-table [data-testid='cell-{i}-1']").inner_text() for i in range(5)]
+    assert lens_rows == table  # one row a token shown, the same tokens
+    assert_no_error_box(page)
+
+
+def test_chat_keeps_text_typed_during_a_stream_and_continue_sends_it(page, service, monkeypatch) -> None:
+    resume = paused_stream(service, monkeypatch, tokens=2)
+    box = page.locator("#chat-input textarea")
+    try:
+        start_chat(page, "This movie was")
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 2")
+        box.fill("And the ending")  # typed while the reply streams
+        page.locator("#chat-send").click()  # and sent before it ends: it is sent once it has
+    finally:
+        resume.set()
+    page.wait_for_function("""users => [...document.querySelectorAll(users)].map(m => m.innerText.trim())
+        .join('|') === 'This movie was|And the ending'""", arg=USER_MESSAGES)  # the second exchange started
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    assert page.locator(USER_MESSAGES).count() == 2 and box.input_value() == ""
+    first = service.continue_text("This movie was", max_new_tokens=60, temperature=0.8, top_k=40, top_p=0.95, seed=2)
+    assert page.locator(BOT_MESSAGES).first.inner_text().strip() == ("…" + first.text).strip()  # the whole reply
     assert_no_error_box(page)
 
 

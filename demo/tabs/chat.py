@@ -149,7 +149,7 @@ def build(service: DemoService, compute: dict) -> None:
             temperature = lenient(gr.Slider(0, 2, value=0.8, step=0.05, label="Temperature (0 = greedy)"))
             top_k = lenient(gr.Slider(0, vocab, value=40, step=1, label="Top-k (0 = off)"))
             top_p = lenient(gr.Slider(0.01, 1, value=0.95, step=0.01, label="Top-p (1 = off)"))
-            seed = lenient(gr.Number(value=-1, precision=0, label="Seed (-1 = random)"))
+            seed = lenient(gr.Number(value=-1, precision=0, label="Seed (-1 = random)", elem_id="chat-seed"))
             rate = gr.Button("How positive is this?", elem_id="chat-rate")
             rating = gr.Label(label="Sentiment of the reply", num_top_classes=3, elem_id="chat-rating")
             rate_notice = gr.Markdown()
@@ -171,10 +171,11 @@ def build(service: DemoService, compute: dict) -> None:
     settings = [max_new, temperature, top_k, top_p, seed]
     outputs = [chatbot, prompt, token_view, table, chat_notice, generated]
     stream = {**compute, "show_progress": "hidden"}
+    # Enter and Continue are one event: sent during a reply, the new text waits for the reply to end and
+    # then goes (Gradio would otherwise drop the press silently, or run a second reply beside the first)
     chat_events = [
-        prompt.submit(bind(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat", **stream),
-        send.click(bind(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat_click",
-                   api_visibility="private", **stream),
+        gr.on([prompt.submit, send.click], bind(chat, service), [prompt, chatbot, *settings], outputs,
+              api_name="chat", trigger_mode="always_last", **stream),
         retry_btn.click(bind(retry, service), [chatbot, *settings], outputs, api_name="retry", **stream),
     ]
     stop.click(stopped, generated, chat_notice, cancels=chat_events, api_name="stop", api_visibility="private",
