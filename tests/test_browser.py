@@ -283,6 +283,24 @@ def test_chat_stop_mid_stream_keeps_the_tokens_shown_and_the_lens_reads_them(pag
     assert_no_error_box(page)
 
 
+def test_chat_lens_headings_stay_in_view_while_it_scrolls(page) -> None:
+    start_chat(page, "The plot")  # 60 tokens: the lens is taller than its box
+    page.locator("#chat-notice").get_by_text("Done: 60 tokens").wait_for()
+    page.locator("#chat-lens").click()
+    page.locator("#chat-lens-plot .js-plotly-plot").wait_for()
+    box = page.locator("#chat-lens-plot")
+    assert box.evaluate("e => e.scrollHeight > e.clientHeight + 400")
+    box.evaluate("e => e.scrollTop = e.scrollHeight")  # to the last token
+    page.wait_for_timeout(300)
+    view = box.bounding_box()
+    last_row = page.locator("#chat-lens-plot .ytick text").last.bounding_box()
+    assert view["y"] <= last_row["y"] <= view["y"] + view["height"]
+    for heading in [page.locator("#chat-lens-plot .gtitle"), *page.locator("#chat-lens-plot .xtick text").all()]:
+        top = heading.bounding_box()["y"]
+        assert view["y"] <= top <= view["y"] + 120, heading.text_content()  # at the top of the box, in view
+    assert_no_error_box(page)
+
+
 def test_chat_keeps_text_typed_during_a_stream_and_continue_sends_it(page, service, monkeypatch) -> None:
     resume = paused_stream(service, monkeypatch, tokens=2)
     box = page.locator("#chat-input textarea")
