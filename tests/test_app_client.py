@@ -9,6 +9,7 @@ import time
 
 import httpx
 import pytest
+import torch
 
 gradio_client = pytest.importorskip("gradio_client")
 
@@ -137,6 +138,24 @@ def test_classify(client) -> None:
     assert "".join(h["token"] for h in highlights) == "A wonderful, moving film. Loved it!"
     assert max(h["class_or_confidence"] for h in highlights) == 1.0
     assert notice == ""
+
+
+def test_classify_probabilities_are_the_calibrated_ones(client, service: DemoService, monkeypatch) -> None:
+    """/classify softmaxes the label scores at the checkpoint's fitted temperature (config.json), as the
+    shipped classifier has one (issue 19: the probabilities a visitor reads are calibrated)."""
+    text = "A wonderful, moving film. Loved it!"
+    config = service.sentiment.model.config
+    monkeypatch.setattr(config, "temperature", 1.0)
+    plain = service.classify(text).probabilities
+    monkeypatch.setattr(config, "temperature", 0.1)  # a sharper softmax: the scores are 10 times as far apart
+    label, _, _ = client.predict(text, api_name="/classify")
+    shown = {c["label"]: c["confidence"] for c in label["confidences"]}
+    log_p = torch.tensor([plain[k] for k in shown]).log()
+    assert list(shown.values()) == pytest.approx((log_p / 0.1).softmax(-1).tolist(), abs=1e-4)
+    assert shown != pytest.approx(plain, abs=1e-3)
+    shipped = REPO_ROOT / "checkpoints" / "sentiment" / "config.json"
+    if shipped.is_file():
+        assert json.loads(shipped.read_text())["temperature"] != 1.0  # fitted: `python -m benchmarks.calibration`
 
 
 @pytest.mark.parametrize("method", METHODS)

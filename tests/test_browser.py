@@ -203,6 +203,7 @@ def test_tokenizer_tab_opens_drawn(page, shots: Path) -> None:
 def test_about_tab(page, shots: Path) -> None:
     open_tab(page, "About")
     page.locator("#about").get_by_text("python -m training.run --help").wait_for()
+    page.locator("#about-reliability .js-plotly-plot").wait_for()  # calibration: the reliability diagram
     page.screenshot(path=shots / "screenshot_about.png", full_page=True)
     assert page.errors == []
 
@@ -215,8 +216,11 @@ def test_chat_enter_sends_and_stop_leaves_a_notice_and_a_lens(page) -> None:
     page.locator("#chat-clear").click()
     page.wait_for_function("() => !document.querySelector('#chat-notice').innerText.trim()")  # cleared first
     box = page.locator("#chat-input textarea")
+    box.fill("The")
+    box.press("Shift+Enter")  # a new line, as in a chat tool: nothing sent
+    assert box.input_value() == "The\n" and page.locator(USER_MESSAGES).count() == 0
     box.fill("The plot")
-    box.press("Enter")  # sends, as in a chat tool (Shift+Enter is the new line)
+    box.press("Enter")  # sends
     page.locator("#chat-notice").get_by_text("Done:").wait_for()
     page.locator("#chat-stop").click()
     page.locator("#chat-notice").get_by_text("Stopped").wait_for()
@@ -388,6 +392,10 @@ def test_attention_redraws_on_every_control_change(page) -> None:
         const t = document.querySelector('#att-heatmap .gtitle');
         return t && t.textContent !== before && t.textContent.includes('head 1');
     }""", arg=before)
+    for model, title in (("Sentiment model", "Encoder self-attention"), ("Language model", "LM self-attention")):
+        page.locator("#att-model").get_by_text(model).click()  # the other model's map, drawn at once
+        page.wait_for_function("""title => (document.querySelector('#att-heatmap .gtitle') || {}).textContent
+            ?.startsWith(title)""", arg=title)
     assert_no_error_box(page)
 
 
@@ -411,6 +419,16 @@ OVERFLOWING = """() => [...document.querySelectorAll('body *')].filter(e => {
 }).map(e => `${e.tagName}#${e.id}.${e.getAttribute('class')}`)"""
 
 
+# every token id on the line of its piece, right after it (a narrow screen never wraps them apart)
+IDS_BESIDE_PIECES = """() => [...document.querySelectorAll('#tok-pieces span')].every(span => {
+    const text = document.createRange();
+    text.setStartBefore(span.firstChild);
+    text.setEndBefore(span.querySelector('sub'));
+    const piece = text.getBoundingClientRect(), id = span.querySelector('sub').getBoundingClientRect();
+    return id.top < piece.bottom && id.bottom > piece.top && id.left >= piece.right - 1;
+})"""
+
+
 def test_phone_width_reaches_every_tab_without_overflow(page, url) -> None:
     overflow = {}
     phone = page.context.browser.new_page(viewport={"width": 390, "height": 844})
@@ -429,5 +447,8 @@ def test_phone_width_reaches_every_tab_without_overflow(page, url) -> None:
                 assert box["y"] >= title["y"] + title["height"] or box["width"] == 0
             head = phone.locator("#att-head input")  # the menu's text is not cut ("mean over hea")
             assert head.evaluate("e => e.scrollWidth <= e.clientWidth")
+        if tab == "Tokenizer":
+            phone.locator("#tok-pieces sub").first.wait_for()
+            assert phone.evaluate(IDS_BESIDE_PIECES)
     phone.close()
     assert all(width <= 390 and not elements for width, elements in overflow.values()), overflow
