@@ -186,7 +186,8 @@ def test_explain_hostile_input(client, text: str, method: str) -> None:
 
 def test_explain_unknown_method_is_explained(client) -> None:
     label, shaded, _, notice = client.predict("good film", "shap", api_name="/explain")
-    assert not label and not shaded and "Unknown explanation method 'shap'" in notice and "occlusion" in notice
+    assert not label and not shaded["value"] and "none" in shaded["label"]
+    assert "Unknown explanation method 'shap'" in notice and "occlusion" in notice
 
 
 def test_attention_options_and_plots(client, service: DemoService) -> None:

@@ -17,6 +17,7 @@ FAITHFULNESS_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "res
 DEFAULT_METHOD = "integrated_gradients"
 SHADING = "Token shading by {} (red: for the label, blue: against; attention: darker = more)"
 PENDING_SHADING = "Token shading by {}: computing…"
+NO_SHADING = "Token shading: none (see the notice below)"
 
 
 def benchmark_sentence(results: dict) -> str:
@@ -62,8 +63,8 @@ def explain(service: DemoService, text, method):
     the deletion test and notices."""
     try:
         result = service.explain(text, method)
-    except Exception as e:
-        return None, None, "", failure(e)
+    except Exception as e:  # the shading's label says so too: it no longer says which method is computing
+        return None, gr.update(value=None, label=NO_SHADING), "", failure(e)
     deletion = f"`{result.method}` · " + deletion_markdown(result.label, result.probabilities[result.label],
                                                           result.deletion)
     shaded = gr.update(value=result.highlights, label=SHADING.format(result.method))
