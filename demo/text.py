@@ -23,9 +23,9 @@ CHAT_EXAMPLES = [
     "My kids dragged me to see this and honestly",
 ]
 
-SENTIMENT_INTRO = ("Paste a review: the sentiment model writes a label, and the review is shaded by how much "
-                   "the label step's cross-attention looked at each token (mean over heads and layers; "
-                   "darkest = most). Below, other methods explain the label, and a deletion test checks them.")
+SENTIMENT_INTRO = ("Paste a review: the sentiment model writes a label, and the review is shaded by the "
+                   "explanation method chosen below (red: the token speaks for the label, blue: against), "
+                   "and a deletion test checks that method on your review.")
 SENTIMENT_EXAMPLES = [
     "A wonderful film. The acting is superb, the story is moving and the ending left me in tears. "
     "One of the best movies I have seen in years, highly recommended!",

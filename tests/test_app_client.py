@@ -9,6 +9,7 @@ import time
 
 import httpx
 import pytest
+import torch
 
 gradio_client = pytest.importorskip("gradio_client")
 
@@ -139,6 +140,24 @@ def test_classify(client) -> None:
     assert notice == ""
 
 
+def test_classify_probabilities_are_the_calibrated_ones(client, service: DemoService, monkeypatch) -> None:
+    """/classify softmaxes the label scores at the checkpoint's fitted temperature (config.json), as the
+    shipped classifier has one (issue 19: the probabilities a visitor reads are calibrated)."""
+    text = "A wonderful, moving film. Loved it!"
+    config = service.sentiment.model.config
+    monkeypatch.setattr(config, "temperature", 1.0)
+    plain = service.classify(text).probabilities
+    monkeypatch.setattr(config, "temperature", 0.1)  # a sharper softmax: the scores are 10 times as far apart
+    label, _, _ = client.predict(text, api_name="/classify")
+    shown = {c["label"]: c["confidence"] for c in label["confidences"]}
+    log_p = torch.tensor([plain[k] for k in shown]).log()
+    assert list(shown.values()) == pytest.approx((log_p / 0.1).softmax(-1).tolist(), abs=1e-4)
+    assert shown != pytest.approx(plain, abs=1e-3)
+    shipped = REPO_ROOT / "checkpoints" / "sentiment" / "config.json"
+    if shipped.is_file():
+        assert json.loads(shipped.read_text())["temperature"] != 1.0  # fitted: `python -m benchmarks.calibration`
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_explain_every_method(client, service: DemoService, method: str) -> None:
     text = "A wonderful, moving film. Loved it!"
@@ -167,7 +186,8 @@ def test_explain_hostile_input(client, text: str, method: str) -> None:
 
 def test_explain_unknown_method_is_explained(client) -> None:
     label, shaded, _, notice = client.predict("good film", "shap", api_name="/explain")
-    assert not label and not shaded and "Unknown explanation method 'shap'" in notice and "occlusion" in notice
+    assert not label and not shaded["value"] and "none" in shaded["label"]
+    assert "Unknown explanation method 'shap'" in notice and "occlusion" in notice
 
 
 def test_attention_options_and_plots(client, service: DemoService) -> None:
@@ -334,8 +354,8 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     handler), and the model calls inside share the service's compute slots."""
     app, _ = server
     compute = [fn for fn in app.fns.values() if fn.api_name in {
-        "chat", "chat_click", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
-    assert len(compute) == 8
+        "chat", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
+    assert len(compute) == 7
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in compute} == {("compute", ACTIVE_REQUESTS)}
     classify = [fn for fn in app.fns.values() if fn.api_name in {"classify", "classify_submit"}]
     assert len(classify) == 2 and not any(fn.queue for fn in classify)  # short: only the compute slots bound it
@@ -344,10 +364,13 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     assert app._queue.ANAYLTICS_CACHE_FREQUENCY == 100 and app._queue.ANALYTICS_MAX_EVENTS == 1000
     assert service.budget.slots >= 1 and service.budget.busy_slots == 0  # every slot given back
     deps = app.config["dependencies"]
-    chat_ids = {d["id"] for d in deps if d.get("api_name") in {"chat", "chat_click", "retry"}}
+    chat_ids = {d["id"] for d in deps if d.get("api_name") in {"chat", "retry"}}
     stop = next(d for d in deps if d.get("api_name") == "stop")
     # Gradio adds the cancelling as its own dependency on the same trigger as the Stop button
     assert any(set(d["cancels"]) == chat_ids and d["targets"] == stop["targets"] for d in deps)
+    # Enter and Continue are one event, so a press during a reply runs after it rather than beside it or never
+    chat = next(d for d in deps if d.get("api_name") == "chat")
+    assert len(chat["targets"]) == 2 and chat["trigger_mode"] == "always_last"
 
 
 def test_the_queue_polls_every_10_ms_not_every_1(server) -> None:

@@ -3,8 +3,11 @@
 Loads the page, types an opening and sees the reply stream in, rates it and opens its logit lens,
 classifies a review and explains it by a chosen method, finds the Attention and Tokenizer tabs
 already drawn, hovers the heatmap and draws a thumbnail's head in it, and opens About, with a
-screenshot of each view (in a temporary directory). Skipped when Playwright or /usr/bin/chromium is missing; never runs
-`playwright install`.
+screenshot of each view (in a temporary directory). Then what issue 19 asks: every view follows its input
+and controls, some checked with the models held mid-way (the compute slots taken, as a busy server
+takes them, or the chat's stream paused in the test) so that the page can be watched while a reply
+or an explanation is still coming. Skipped when Playwright or /usr/bin/chromium is missing; never
+runs `playwright install`.
 
 To refresh the README screenshots with the shipped checkpoints:
 
@@ -16,6 +19,8 @@ writes `docs/screenshot_<tab>.png`, using `checkpoints/` when it holds both mode
 
 import os
 import socket
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,11 +52,15 @@ def checkpoints_for_run() -> Path:
 
 
 @pytest.fixture(scope="module")
-def url():
+def service() -> DemoService:
+    return DemoService(checkpoints_for_run(), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def url(service: DemoService):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    service = DemoService(checkpoints_for_run(), device="cpu")
     app = build_app(service)
     _, url, _ = launch(app, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
     yield url
@@ -90,6 +99,19 @@ def assert_no_error_box(page) -> None:
     assert "Traceback" not in page.content()
 
 
+@contextmanager
+def every_slot_taken(budget):
+    """A busy server: every slot of `budget` held, as other visitors' requests hold them, so that
+    the model calls needing one wait in line until the block ends."""
+    for _ in range(budget.slots):
+        budget.acquire()
+    try:
+        yield
+    finally:
+        for _ in range(budget.slots):
+            budget.release()
+
+
 def test_chat_streams_the_reply(page, shots: Path) -> None:
     open_tab(page, "Chat")
     # record every text the reply bubble shows, to see it grow token by token
@@ -108,7 +130,7 @@ def test_chat_streams_the_reply(page, shots: Path) -> None:
     replies = [r for r in page.evaluate("window.__replies") if r.strip()]
     assert replies and replies[-1].strip().startswith("…") and len(replies[-1].strip()) > 1
     assert len(set(replies)) >= 2  # the bubble changed while the tokens streamed in
-    assert page.locator("#chat-table tbody tr").count() >= 1
+    page.locator("#chat-table [data-testid='cell-0-1']").wait_for()  # the step table's first token
     page.locator("#chat-rate").click()
     page.locator("#chat-rating").get_by_text("%").first.wait_for()
     page.locator("#chat-lens").click()
@@ -184,6 +206,7 @@ def test_tokenizer_tab_opens_drawn(page, shots: Path) -> None:
 def test_about_tab(page, shots: Path) -> None:
     open_tab(page, "About")
     page.locator("#about").get_by_text("python -m training.run --help").wait_for()
+    page.locator("#about-reliability .js-plotly-plot").wait_for()  # calibration: the reliability diagram
     page.screenshot(path=shots / "screenshot_about.png", full_page=True)
     assert page.errors == []
 
@@ -196,8 +219,11 @@ def test_chat_enter_sends_and_stop_leaves_a_notice_and_a_lens(page) -> None:
     page.locator("#chat-clear").click()
     page.wait_for_function("() => !document.querySelector('#chat-notice').innerText.trim()")  # cleared first
     box = page.locator("#chat-input textarea")
+    box.fill("The")
+    box.press("Shift+Enter")  # a new line, as in a chat tool: nothing sent
+    assert box.input_value() == "The\n" and page.locator(USER_MESSAGES).count() == 0
     box.fill("The plot")
-    box.press("Enter")  # sends, as in a chat tool (Shift+Enter is the new line)
+    box.press("Enter")  # sends
     page.locator("#chat-notice").get_by_text("Done:").wait_for()
     page.locator("#chat-stop").click()
     page.locator("#chat-notice").get_by_text("Stopped").wait_for()
@@ -206,6 +232,98 @@ def test_chat_enter_sends_and_stop_leaves_a_notice_and_a_lens(page) -> None:
     assert "Generate a continuation first" not in page.locator("#chat-lens-notice").inner_text()
     lens = page.locator("#chat-lens-plot")  # compact: a scroll box, not a page-long figure
     assert lens.bounding_box()["height"] <= 600 and lens.evaluate("e => getComputedStyle(e).overflowY") == "auto"
+    assert_no_error_box(page)
+
+
+def paused_stream(service: DemoService, monkeypatch, tokens: int) -> threading.Event:
+    """The chat's model, made slow: the stream shows `tokens` tokens, then waits for the returned
+    event (or the timeout) before the next, so that a test can act while it is still open."""
+    resume = threading.Event()
+    stream = service.stream_continuation
+
+    def slow(*args, **kwargs):
+        for i, update in enumerate(stream(*args, **kwargs)):
+            if i == tokens:
+                resume.wait(TIMEOUT_MS / 1000)
+            yield update
+
+    monkeypatch.setattr(service, "stream_continuation", slow)
+    return resume
+
+
+def start_chat(page, opening: str) -> None:
+    """A cleared chat, seed 2 (the tiny model writes 60 tokens after "The plot", 16 after "This movie
+    was"), then `opening` sent."""
+    open_tab(page, "Chat")
+    page.locator("#chat-clear").click()
+    page.wait_for_function("() => !document.querySelector('#chat-notice').innerText.trim()")
+    page.locator("#chat-seed input").fill("2")
+    page.locator("#chat-input textarea").fill(opening)
+    page.locator("#chat-send").click()
+
+
+USER_MESSAGES, BOT_MESSAGES = "#chatbot .message.user", "#chatbot .message.bot"
+
+
+def bot_text(page) -> str:
+    return page.locator(BOT_MESSAGES).last.inner_text()
+
+
+def test_chat_stop_mid_stream_keeps_the_tokens_shown_and_the_lens_reads_them(page, service, monkeypatch) -> None:
+    resume = paused_stream(service, monkeypatch, tokens=5)
+    tokens = page.locator("#chat-tokens .token")
+    try:
+        start_chat(page, "The plot")
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 5")
+        shown = bot_text(page)
+        page.locator("#chat-stop").click()  # the stream is still open: the model waits for its 6th token
+        page.locator("#chat-notice").get_by_text("Stopped after 5 tokens").wait_for()
+    finally:
+        resume.set()  # the model goes on, but nothing more of it may reach the page
+    page.wait_for_timeout(1_000)
+    assert bot_text(page) == shown and tokens.count() == 5 and "Done" not in page.locator("#chat-notice").inner_text()
+    page.locator("#chat-lens").click()
+    page.locator("#chat-lens-plot .js-plotly-plot").wait_for()
+    lens_rows = [t.text_content() for t in page.locator("#chat-lens-plot .ytick text").all()]
+    table = [page.locator(f"#chat-table [data-testid='cell-{i}-1']").inner_text() for i in range(5)]
+    assert lens_rows == table  # one row a token shown, the same tokens
+    assert_no_error_box(page)
+
+
+def test_chat_lens_headings_stay_in_view_while_it_scrolls(page) -> None:
+    start_chat(page, "The plot")  # 60 tokens: the lens is taller than its box
+    page.locator("#chat-notice").get_by_text("Done: 60 tokens").wait_for()
+    page.locator("#chat-lens").click()
+    page.locator("#chat-lens-plot .js-plotly-plot").wait_for()
+    box = page.locator("#chat-lens-plot")
+    assert box.evaluate("e => e.scrollHeight > e.clientHeight + 400")
+    box.evaluate("e => e.scrollTop = e.scrollHeight")  # to the last token
+    page.wait_for_timeout(300)
+    view = box.bounding_box()
+    last_row = page.locator("#chat-lens-plot .ytick text").last.bounding_box()
+    assert view["y"] <= last_row["y"] <= view["y"] + view["height"]
+    for heading in [page.locator("#chat-lens-plot .gtitle"), *page.locator("#chat-lens-plot .xtick text").all()]:
+        top = heading.bounding_box()["y"]
+        assert view["y"] <= top <= view["y"] + 120, heading.text_content()  # at the top of the box, in view
+    assert_no_error_box(page)
+
+
+def test_chat_keeps_text_typed_during_a_stream_and_continue_sends_it(page, service, monkeypatch) -> None:
+    resume = paused_stream(service, monkeypatch, tokens=2)
+    box = page.locator("#chat-input textarea")
+    try:
+        start_chat(page, "This movie was")
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 2")
+        box.fill("And the ending")  # typed while the reply streams
+        page.locator("#chat-send").click()  # and sent before it ends: it is sent once it has
+    finally:
+        resume.set()
+    page.wait_for_function("""users => [...document.querySelectorAll(users)].map(m => m.innerText.trim())
+        .join('|') === 'This movie was|And the ending'""", arg=USER_MESSAGES)  # the second exchange started
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    assert page.locator(USER_MESSAGES).count() == 2 and box.input_value() == ""
+    first = service.continue_text("This movie was", max_new_tokens=60, temperature=0.8, top_k=40, top_p=0.95, seed=2)
+    assert page.locator(BOT_MESSAGES).first.inner_text().strip() == ("…" + first.text).strip()  # the whole reply
     assert_no_error_box(page)
 
 
@@ -223,6 +341,49 @@ def test_sentiment_new_review_replaces_every_view(page) -> None:
     assert_no_error_box(page)
 
 
+# each paint of the review's shading: the name over it, its text and its tokens' colours
+RECORD_SHADING = """() => {
+    const box = document.querySelector('#review-attention');
+    const paint = () => [box.querySelector('[data-testid="block-label"]').innerText,
+                         [...box.querySelectorAll('.token .text')].map(t => t.textContent).join(''),
+                         [...box.querySelectorAll('.token')].map(t => t.style.backgroundColor).join(' ')];
+    window.__paints = [];
+    new MutationObserver(() => window.__paints.push(paint()))
+        .observe(box, {subtree: true, childList: true, characterData: true, attributes: true});
+}"""
+
+
+def wait_for_explanation(page, method: str) -> None:
+    """Until `method`'s deletion test is shown and no event is updating the label any more."""
+    page.wait_for_function("""method => {
+        const text = document.querySelector('#review-deletion').innerText;
+        const busy = !document.querySelector('#review-label [data-testid="status-tracker"]').classList.contains('hide');
+        return text.includes(method) && text.includes('Deletion test') && !busy;
+    }""", arg=method)
+
+
+def test_sentiment_new_review_is_shaded_by_the_selected_method_only(page, service: DemoService) -> None:
+    """Classify answers at once, an explanation takes seconds: meanwhile the shading says which
+    method is coming, and the new review is never shaded by another (the label step's attention)."""
+    open_tab(page, "Sentiment")
+    page.locator("#review-method").get_by_text("integrated_gradients").click()
+    wait_for_explanation(page, "integrated_gradients")
+    page.evaluate(RECORD_SHADING)
+    review = "Slow, grey and joyless: I checked my watch twice."
+    with every_slot_taken(service.heavy):  # the explanation waits in line; the label does not
+        page.locator("#review-input textarea").fill(review)
+        page.locator("#review-classify").click()
+        page.wait_for_function("""() => document.querySelector('#review-attention').innerText
+            .includes('Token shading by integrated_gradients: computing') &&
+            !document.querySelector('#review-attention .token')""")
+        assert "Explaining the label by integrated_gradients" in page.locator("#review-deletion").inner_text()
+    wait_for_explanation(page, "integrated_gradients")
+    *paints, final = page.evaluate("window.__paints")
+    assert final[0].startswith("Token shading by integrated_gradients (") and final[1] == review
+    assert all(paint == final for paint in paints if paint[1] == review)  # its first shading is the final one
+    assert_no_error_box(page)
+
+
 def test_attention_redraws_on_every_control_change(page) -> None:
     open_tab(page, "Attention")
     title = page.locator("#att-heatmap .gtitle")
@@ -234,6 +395,10 @@ def test_attention_redraws_on_every_control_change(page) -> None:
         const t = document.querySelector('#att-heatmap .gtitle');
         return t && t.textContent !== before && t.textContent.includes('head 1');
     }""", arg=before)
+    for model, title in (("Sentiment model", "Encoder self-attention"), ("Language model", "LM self-attention")):
+        page.locator("#att-model").get_by_text(model).click()  # the other model's map, drawn at once
+        page.wait_for_function("""title => (document.querySelector('#att-heatmap .gtitle') || {}).textContent
+            ?.startsWith(title)""", arg=title)
     assert_no_error_box(page)
 
 
@@ -257,6 +422,16 @@ OVERFLOWING = """() => [...document.querySelectorAll('body *')].filter(e => {
 }).map(e => `${e.tagName}#${e.id}.${e.getAttribute('class')}`)"""
 
 
+# every token id on the line of its piece, right after it (a narrow screen never wraps them apart)
+IDS_BESIDE_PIECES = """() => [...document.querySelectorAll('#tok-pieces span')].every(span => {
+    const text = document.createRange();
+    text.setStartBefore(span.firstChild);
+    text.setEndBefore(span.querySelector('sub'));
+    const piece = text.getBoundingClientRect(), id = span.querySelector('sub').getBoundingClientRect();
+    return id.top < piece.bottom && id.bottom > piece.top && id.left >= piece.right - 1;
+})"""
+
+
 def test_phone_width_reaches_every_tab_without_overflow(page, url) -> None:
     overflow = {}
     phone = page.context.browser.new_page(viewport={"width": 390, "height": 844})
@@ -275,5 +450,8 @@ def test_phone_width_reaches_every_tab_without_overflow(page, url) -> None:
                 assert box["y"] >= title["y"] + title["height"] or box["width"] == 0
             head = phone.locator("#att-head input")  # the menu's text is not cut ("mean over hea")
             assert head.evaluate("e => e.scrollWidth <= e.clientWidth")
+        if tab == "Tokenizer":
+            phone.locator("#tok-pieces sub").first.wait_for()
+            assert phone.evaluate(IDS_BESIDE_PIECES)
     phone.close()
     assert all(width <= 390 and not elements for width, elements in overflow.values()), overflow

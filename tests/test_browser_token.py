@@ -2,7 +2,7 @@
 Playwright): generate, pick a step and an alternative, explain that token, see the shading.
 Skipped where `tests/test_browser.py` is (no Playwright or no /usr/bin/chromium)."""
 
-from test_browser import assert_no_error_box, open_tab, page, pytestmark, url  # noqa: F401  (fixtures, warnings)
+from test_browser import assert_no_error_box, open_tab, page, pytestmark, service, url  # noqa: F401  (fixtures, warnings)
 
 
 def test_why_this_token_explains_a_step(page) -> None:  # noqa: F811

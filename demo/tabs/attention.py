@@ -70,7 +70,8 @@ def build(service: DemoService, compute: dict):
     gr.Markdown(ATTENTION_INTRO)
     text = gr.Textbox(ATTENTION_EXAMPLE, label="Text", lines=2, elem_id="att-input")
     with gr.Row():
-        model = gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first_model, label="Model")
+        model = gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first_model, label="Model",
+                         elem_id="att-model")
         kind = gr.Dropdown(init_kind["choices"], value=init_kind["value"], label="Attention", allow_custom_value=True)
         layer = gr.Dropdown(init_layer["choices"], value=init_layer["value"], label="Layer", allow_custom_value=True)
         head = gr.Dropdown(init_head["choices"], value=init_head["value"], label="Head", allow_custom_value=True,

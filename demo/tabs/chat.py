@@ -19,6 +19,35 @@ CONTINUATION = "…"  # the bot's message continues the visitor's text, so it st
 # (streamed tokens/s against direct: 85-95% at 10 a second, 93-96% at 8; docs/log.md)
 UPDATE_SECONDS = 0.125
 PROBABILITY_COLOURS = {category: colour for _, category, colour in PROBABILITY_BANDS}
+# The logit lens scrolls in its box (#chat-lens-plot, at most 560 px) with its headings in view: the title,
+# the axis title and the layer names are pushed down by as much as the figure has scrolled past the box's
+# top, over a white band under them. A Plotly figure is one SVG, out of reach of CSS `position: sticky`.
+# Installed once, the first time a lens is drawn; each new lens starts at its top.
+PIN_LENS_HEADINGS = """() => {
+    const box = document.getElementById('chat-lens-plot');
+    box.scrollTop = 0;
+    if (box.dataset.pinned) return;
+    box.dataset.pinned = 'yes';
+    box.addEventListener('scroll', () => {
+        const svg = box.querySelector('.main-svg'), axis = box.querySelector('.xaxislayer-above');
+        const plot = box.querySelector('.nsewdrag');
+        if (!svg || !axis || !plot) return;
+        const past = box.scrollTop - (svg.getBoundingClientRect().top - box.getBoundingClientRect().top
+                                      + box.scrollTop);
+        let band = axis.querySelector('.lens-band');
+        if (!band) {
+            band = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
+            band.setAttribute('class', 'lens-band');
+            band.setAttribute('fill', 'white');
+            axis.prepend(band);
+            axis.parentNode.appendChild(axis);  // drawn last: the band hides the tokens' names under it
+        }
+        band.setAttribute('width', svg.getAttribute('width'));
+        band.setAttribute('height', plot.getAttribute('y'));
+        const shift = `translateY(${Math.max(0, past)}px)`;
+        for (const heading of [axis, ...box.querySelectorAll('.g-gtitle, .g-xtitle')]) heading.style.transform = shift;
+    });
+}"""
 
 
 def message_text(message: dict) -> str:
@@ -149,7 +178,7 @@ def build(service: DemoService, compute: dict) -> None:
             temperature = lenient(gr.Slider(0, 2, value=0.8, step=0.05, label="Temperature (0 = greedy)"))
             top_k = lenient(gr.Slider(0, vocab, value=40, step=1, label="Top-k (0 = off)"))
             top_p = lenient(gr.Slider(0.01, 1, value=0.95, step=0.01, label="Top-p (1 = off)"))
-            seed = lenient(gr.Number(value=-1, precision=0, label="Seed (-1 = random)"))
+            seed = lenient(gr.Number(value=-1, precision=0, label="Seed (-1 = random)", elem_id="chat-seed"))
             rate = gr.Button("How positive is this?", elem_id="chat-rate")
             rating = gr.Label(label="Sentiment of the reply", num_top_classes=3, elem_id="chat-rating")
             rate_notice = gr.Markdown()
@@ -171,10 +200,11 @@ def build(service: DemoService, compute: dict) -> None:
     settings = [max_new, temperature, top_k, top_p, seed]
     outputs = [chatbot, prompt, token_view, table, chat_notice, generated]
     stream = {**compute, "show_progress": "hidden"}
+    # Enter and Continue are one event: sent during a reply, the new text waits for the reply to end and
+    # then goes (Gradio would otherwise drop the press silently, or run a second reply beside the first)
     chat_events = [
-        prompt.submit(bind(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat", **stream),
-        send.click(bind(chat, service), [prompt, chatbot, *settings], outputs, api_name="chat_click",
-                   api_visibility="private", **stream),
+        gr.on([prompt.submit, send.click], bind(chat, service), [prompt, chatbot, *settings], outputs,
+              api_name="chat", trigger_mode="always_last", **stream),
         retry_btn.click(bind(retry, service), [chatbot, *settings], outputs, api_name="retry", **stream),
     ]
     stop.click(stopped, generated, chat_notice, cancels=chat_events, api_name="stop", api_visibility="private",
@@ -182,4 +212,4 @@ def build(service: DemoService, compute: dict) -> None:
     clear_btn.click(clear, None, [*outputs, rating, lens_plot], api_name="clear", queue=False)
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
     lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice], api_name="logit_lens",
-                   api_visibility="private", **compute)
+                   api_visibility="private", **compute).then(None, js=PIN_LENS_HEADINGS)

@@ -15,6 +15,9 @@ from model import METHODS
 
 FAITHFULNESS_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "faithfulness.json"
 DEFAULT_METHOD = "integrated_gradients"
+SHADING = "Token shading by {} (red: for the label, blue: against; attention: darker = more)"
+PENDING_SHADING = "Token shading by {}: computing…"
+NO_SHADING = "Token shading: none (see the notice below)"
 
 
 def benchmark_sentence(results: dict) -> str:
@@ -60,19 +63,25 @@ def explain(service: DemoService, text, method):
     the deletion test and notices."""
     try:
         result = service.explain(text, method)
-    except Exception as e:
-        return None, None, "", failure(e)
+    except Exception as e:  # the shading's label says so too: it no longer says which method is computing
+        return None, gr.update(value=None, label=NO_SHADING), "", failure(e)
     deletion = f"`{result.method}` · " + deletion_markdown(result.label, result.probabilities[result.label],
                                                           result.deletion)
-    shaded = gr.update(value=result.highlights, label=f"Token shading by {result.method} (red: for the label, "
-                       "blue: against; attention: darker = more)")
+    shaded = gr.update(value=result.highlights, label=SHADING.format(result.method))
     return result.probabilities, shaded, deletion, notice_markdown(result.notices)
 
 
-def refresh(service: DemoService, text, method):
-    """After a new review: the selected method's shading and deletion test, and no agreement matrix
-    from the previous review (it is computed again on request)."""
-    return *explain(service, text, method), None
+def pending(method):
+    """While an explanation runs (seconds, for the gradient methods): an empty shading and deletion
+    test that say which method is coming, rather than the previous review's or method's views."""
+    name = method if method in METHODS else "the selected method"
+    return gr.update(value=None, label=PENDING_SHADING.format(name)), f"⏳ Explaining the label by {name}…"
+
+
+def pending_review(method):
+    """A new review: its method views are pending, and the agreement matrix of the previous review
+    is cleared (it is computed again on request)."""
+    return *pending(method), None
 
 
 def agreement_figure(methods: list[str], matrix: list[list[float]]):
@@ -103,9 +112,8 @@ def build(service: DemoService, compute: dict):
     classify_btn = gr.Button("Classify", variant="primary", elem_id="review-classify")
     with gr.Row():
         label = gr.Label(label="Sentiment", num_top_classes=5, elem_id="review-label", scale=1)
-        shaded = gr.HighlightedText(label="Token shading (attention: darker = more; other methods: red = for the "
-                                          "label, blue = against)", show_legend=False, combine_adjacent=False,
-                                    elem_id="review-attention", scale=2)
+        shaded = gr.HighlightedText(label=PENDING_SHADING.format(DEFAULT_METHOD), show_legend=False,  # the page's
+                                    combine_adjacent=False, elem_id="review-attention", scale=2)  # load explains
     notice = gr.Markdown(elem_id="review-notice")
     gr.Examples([[t] for t in SENTIMENT_EXAMPLES], inputs=review, label="Examples (2 positive, 2 negative)")
     gr.Markdown(EXPLAIN_INTRO)
@@ -124,20 +132,28 @@ def build(service: DemoService, compute: dict):
     compare_panel.build(service, compute)
     ablation_panel.build(service, compute, review)
 
+    # /classify's own shading, the label step's attention, is for API clients: the page shades by the
+    # selected method, so that a new review's first shading is already that method's (issue 19)
+    attention = gr.HighlightedText(label="Token shading by attention", visible=False)
+
     # A classification is one short model call: it skips Gradio's queue (its join and event-stream
     # round trips cost more than the call) and waits for compute in the shared budget instead.
-    outputs = [label, shaded, notice]
+    # A new review: first every view of the old one is marked pending or cleared, then /classify
+    # answers at once, then the selected method's shading and deletion test arrive.
+    new_review = {"fn": pending_review, "inputs": method, "outputs": [shaded, deletion, agreement], "queue": False,
+                  "api_visibility": "private"}
+    classified = {"fn": bind(classify, service), "inputs": review, "outputs": [label, attention, notice],
+                  "queue": False}
     explain_outputs = [label, shaded, deletion, notice]
-    # /classify answers at once; then every view of the old review is replaced: the selected method's
-    # shading and deletion test, and the agreement matrix cleared
-    fresh = {"fn": bind(refresh, service), "inputs": [review, method], "outputs": [*explain_outputs, agreement],
-             "api_visibility": "private", **compute}
-    review.submit(bind(classify, service), review, outputs, api_name="classify_submit", api_visibility="private",
-                  queue=False).then(**fresh)
-    classify_btn.click(bind(classify, service), review, outputs, api_name="classify", queue=False).then(**fresh)
-    explain_btn.click(bind(explain, service), [review, method], explain_outputs, api_name="explain", **compute)
-    method.change(bind(explain, service), [review, method], explain_outputs, api_name="explain_method",
-                  api_visibility="private", **compute)
+    explained = {"fn": bind(explain, service), "inputs": [review, method], "outputs": explain_outputs, **compute}
+    pending_method = {"fn": pending, "inputs": method, "outputs": [shaded, deletion], "queue": False,
+                      "api_visibility": "private"}
+    review.submit(**new_review).then(**classified, api_name="classify_submit", api_visibility="private") \
+        .then(**explained, api_name="explain_submitted", api_visibility="private")
+    classify_btn.click(**new_review).then(**classified, api_name="classify") \
+        .then(**explained, api_name="explain_classified", api_visibility="private")
+    explain_btn.click(**pending_method).then(**explained, api_name="explain")
+    method.change(**pending_method).then(**explained, api_name="explain_method", api_visibility="private")
     compare_btn.click(bind(compare, service), review, [agreement, notice], api_name="compare_methods",
                       api_visibility="private", **compute)
-    return bind(refresh, service), [review, method], [*explain_outputs, agreement]  # the tab opens classified
+    return bind(explain, service), [review, method], explain_outputs  # the tab opens classified and explained
