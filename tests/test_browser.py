@@ -327,6 +327,45 @@ def test_chat_keeps_text_typed_during_a_stream_and_continue_sends_it(page, servi
     assert_no_error_box(page)
 
 
+def reply_of(service: DemoService, opening: str, seed: int) -> str:
+    """The bubble `start_chat`'s settings give `opening` with `seed`: the whole reply."""
+    reply = service.continue_text(opening, max_new_tokens=60, temperature=0.8, top_k=40, top_p=0.95, seed=seed)
+    return ("…" + reply.text).strip()
+
+
+def test_chat_retry_waits_for_the_reply_in_progress(page, service, monkeypatch) -> None:
+    """As in the chat tools people use, only Stop acts on a reply still streaming: Retry is disabled
+    until the reply ends or is stopped (it never starts a second reply beside the first), then
+    regenerates the last turn."""
+    retry, seed = page.locator("#chat-retry"), page.locator("#chat-seed input")
+    resume = paused_stream(service, monkeypatch, tokens=3)
+    try:
+        start_chat(page, "This movie was")
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 3")
+        seed.fill("3")  # a retry now would write another reply
+        assert retry.is_disabled()
+        retry.click(force=True)  # pressed anyway: nothing happens
+    finally:
+        resume.set()
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    assert bot_text(page).strip() == reply_of(service, "This movie was", seed=2)  # the first reply, whole
+    sync_api.expect(retry).to_be_enabled()
+    resume = paused_stream(service, monkeypatch, tokens=3)
+    try:
+        retry.click()  # held at its 3rd token: Stop, not Retry, ends it
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 3")
+        assert retry.is_disabled()
+        page.locator("#chat-stop").click()
+        page.locator("#chat-notice").get_by_text("Stopped after 3 tokens").wait_for()
+        sync_api.expect(retry).to_be_enabled()
+    finally:
+        resume.set()
+    retry.click()
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    assert page.locator(USER_MESSAGES).count() == 1 and page.locator(BOT_MESSAGES).count() == 1
+    assert bot_text(page).strip() == reply_of(service, "This movie was", seed=3)
+    assert_no_error_box(page)
+
 def test_sentiment_new_review_replaces_every_view(page) -> None:
     open_tab(page, "Sentiment")
     page.locator("#review-deletion").get_by_text("Deletion test").wait_for()  # the example opens classified
