@@ -290,21 +290,46 @@ def test_chat_stop_mid_stream_keeps_the_tokens_shown_and_the_lens_reads_them(pag
     assert_no_error_box(page)
 
 
-def test_chat_lens_headings_stay_in_view_while_it_scrolls(page) -> None:
+def assert_lens_headings_in_view_over_its_end(page) -> None:
+    """The lens box scrolled to its last token, with the title and the layer names at its top, over
+    a band as wide as the figure (the tokens scrolled past them hidden under it)."""
+    view = page.locator("#chat-lens-plot").bounding_box()
+    last_row = page.locator("#chat-lens-plot .ytick text").last.bounding_box()
+    assert view["y"] <= last_row["y"] <= view["y"] + view["height"]
+    for heading in [page.locator("#chat-lens-plot .gtitle"), *page.locator("#chat-lens-plot .xtick text").all()]:
+        top = heading.bounding_box()["y"]
+        assert view["y"] <= top <= view["y"] + 120, heading.text_content()  # at the top of the box, in view
+    figure, band = (page.locator(f"#chat-lens-plot {part}").first.bounding_box()
+                    for part in (".main-svg", ".lens-band"))
+    assert (band["x"], band["width"]) == pytest.approx((figure["x"], figure["width"]), abs=1)
+
+
+def lens_width_changes(page, width: int) -> None:
+    """The viewport `width` px wide, and the lens redrawn by Plotly to fit it."""
+    before = page.locator("#chat-lens-plot .main-svg").first.get_attribute("width")
+    page.set_viewport_size({**page.viewport_size, "width": width})
+    page.wait_for_function("""before => document.querySelector('#chat-lens-plot .main-svg')
+        .getAttribute('width') !== before""", arg=before)
+    page.wait_for_timeout(300)
+
+
+def test_chat_lens_headings_stay_in_view_while_it_scrolls_and_after_a_redraw(page) -> None:
     start_chat(page, "The plot")  # 60 tokens: the lens is taller than its box
     page.locator("#chat-notice").get_by_text("Done: 60 tokens").wait_for()
     page.locator("#chat-lens").click()
     page.locator("#chat-lens-plot .js-plotly-plot").wait_for()
     box = page.locator("#chat-lens-plot")
     assert box.evaluate("e => e.scrollHeight > e.clientHeight + 400")
-    box.evaluate("e => e.scrollTop = e.scrollHeight")  # to the last token
-    page.wait_for_timeout(300)
-    view = box.bounding_box()
-    last_row = page.locator("#chat-lens-plot .ytick text").last.bounding_box()
-    assert view["y"] <= last_row["y"] <= view["y"] + view["height"]
-    for heading in [page.locator("#chat-lens-plot .gtitle"), *page.locator("#chat-lens-plot .xtick text").all()]:
-        top = heading.bounding_box()["y"]
-        assert view["y"] <= top <= view["y"] + 120, heading.text_content()  # at the top of the box, in view
+    width = page.viewport_size["width"]
+    try:
+        lens_width_changes(page, width - 300)
+        box.evaluate("e => e.scrollTop = e.scrollHeight")  # to the last token
+        page.wait_for_timeout(300)
+        assert_lens_headings_in_view_over_its_end(page)
+        lens_width_changes(page, width)  # a redraw, with no scroll after it
+        assert_lens_headings_in_view_over_its_end(page)
+    finally:
+        page.set_viewport_size({**page.viewport_size, "width": width})
     assert_no_error_box(page)
 
 

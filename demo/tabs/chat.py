@@ -21,14 +21,16 @@ UPDATE_SECONDS = 0.125
 PROBABILITY_COLOURS = {category: colour for _, category, colour in PROBABILITY_BANDS}
 # The logit lens scrolls in its box (#chat-lens-plot, at most 560 px) with its headings in view: the title,
 # the axis title and the layer names are pushed down by as much as the figure has scrolled past the box's
-# top, over a white band under them. A Plotly figure is one SVG, out of reach of CSS `position: sticky`.
-# Installed once, the first time a lens is drawn; each new lens starts at its top.
+# top, over a white band as wide as the figure under them. A Plotly figure is one SVG, out of reach of CSS
+# `position: sticky`. The pin follows each scroll and each redraw (Plotly redraws the figure to a new width
+# when the window is resized: the band must be as wide). Installed once, the first time a lens is drawn;
+# each new lens starts at its top.
 PIN_LENS_HEADINGS = """() => {
     const box = document.getElementById('chat-lens-plot');
     box.scrollTop = 0;
     if (box.dataset.pinned) return;
     box.dataset.pinned = 'yes';
-    box.addEventListener('scroll', () => {
+    const pin = () => {
         const svg = box.querySelector('.main-svg'), axis = box.querySelector('.xaxislayer-above');
         const plot = box.querySelector('.nsewdrag');
         if (!svg || !axis || !plot) return;
@@ -46,6 +48,14 @@ PIN_LENS_HEADINGS = """() => {
         band.setAttribute('height', plot.getAttribute('y'));
         const shift = `translateY(${Math.max(0, past)}px)`;
         for (const heading of [axis, ...box.querySelectorAll('.g-gtitle, .g-xtitle')]) heading.style.transform = shift;
+    };
+    box.addEventListener('scroll', () => {
+        const figure = box.querySelector('.js-plotly-plot');  // drawn by the time the box is scrolled
+        if (!figure.dataset.pinned) {
+            figure.dataset.pinned = 'yes';
+            figure.on('plotly_afterplot', pin);
+        }
+        pin();
     });
 }"""
 
