@@ -290,21 +290,46 @@ def test_chat_stop_mid_stream_keeps_the_tokens_shown_and_the_lens_reads_them(pag
     assert_no_error_box(page)
 
 
-def test_chat_lens_headings_stay_in_view_while_it_scrolls(page) -> None:
+def assert_lens_headings_in_view_over_its_end(page) -> None:
+    """The lens box scrolled to its last token, with the title and the layer names at its top, over
+    a band as wide as the figure (the tokens scrolled past them hidden under it)."""
+    view = page.locator("#chat-lens-plot").bounding_box()
+    last_row = page.locator("#chat-lens-plot .ytick text").last.bounding_box()
+    assert view["y"] <= last_row["y"] <= view["y"] + view["height"]
+    for heading in [page.locator("#chat-lens-plot .gtitle"), *page.locator("#chat-lens-plot .xtick text").all()]:
+        top = heading.bounding_box()["y"]
+        assert view["y"] <= top <= view["y"] + 120, heading.text_content()  # at the top of the box, in view
+    figure, band = (page.locator(f"#chat-lens-plot {part}").first.bounding_box()
+                    for part in (".main-svg", ".lens-band"))
+    assert (band["x"], band["width"]) == pytest.approx((figure["x"], figure["width"]), abs=1)
+
+
+def lens_width_changes(page, width: int) -> None:
+    """The viewport `width` px wide, and the lens redrawn by Plotly to fit it."""
+    before = page.locator("#chat-lens-plot .main-svg").first.get_attribute("width")
+    page.set_viewport_size({**page.viewport_size, "width": width})
+    page.wait_for_function("""before => document.querySelector('#chat-lens-plot .main-svg')
+        .getAttribute('width') !== before""", arg=before)
+    page.wait_for_timeout(300)
+
+
+def test_chat_lens_headings_stay_in_view_while_it_scrolls_and_after_a_redraw(page) -> None:
     start_chat(page, "The plot")  # 60 tokens: the lens is taller than its box
     page.locator("#chat-notice").get_by_text("Done: 60 tokens").wait_for()
     page.locator("#chat-lens").click()
     page.locator("#chat-lens-plot .js-plotly-plot").wait_for()
     box = page.locator("#chat-lens-plot")
     assert box.evaluate("e => e.scrollHeight > e.clientHeight + 400")
-    box.evaluate("e => e.scrollTop = e.scrollHeight")  # to the last token
-    page.wait_for_timeout(300)
-    view = box.bounding_box()
-    last_row = page.locator("#chat-lens-plot .ytick text").last.bounding_box()
-    assert view["y"] <= last_row["y"] <= view["y"] + view["height"]
-    for heading in [page.locator("#chat-lens-plot .gtitle"), *page.locator("#chat-lens-plot .xtick text").all()]:
-        top = heading.bounding_box()["y"]
-        assert view["y"] <= top <= view["y"] + 120, heading.text_content()  # at the top of the box, in view
+    width = page.viewport_size["width"]
+    try:
+        lens_width_changes(page, width - 300)
+        box.evaluate("e => e.scrollTop = e.scrollHeight")  # to the last token
+        page.wait_for_timeout(300)
+        assert_lens_headings_in_view_over_its_end(page)
+        lens_width_changes(page, width)  # a redraw, with no scroll after it
+        assert_lens_headings_in_view_over_its_end(page)
+    finally:
+        page.set_viewport_size({**page.viewport_size, "width": width})
     assert_no_error_box(page)
 
 
@@ -326,6 +351,45 @@ def test_chat_keeps_text_typed_during_a_stream_and_continue_sends_it(page, servi
     assert page.locator(BOT_MESSAGES).first.inner_text().strip() == ("…" + first.text).strip()  # the whole reply
     assert_no_error_box(page)
 
+
+def reply_of(service: DemoService, opening: str, seed: int) -> str:
+    """The bubble `start_chat`'s settings give `opening` with `seed`: the whole reply."""
+    reply = service.continue_text(opening, max_new_tokens=60, temperature=0.8, top_k=40, top_p=0.95, seed=seed)
+    return ("…" + reply.text).strip()
+
+
+def test_chat_retry_waits_for_the_reply_in_progress(page, service, monkeypatch) -> None:
+    """As in the chat tools people use, only Stop acts on a reply still streaming: Retry is disabled
+    until the reply ends or is stopped (it never starts a second reply beside the first), then
+    regenerates the last turn."""
+    retry, seed = page.locator("#chat-retry"), page.locator("#chat-seed input")
+    resume = paused_stream(service, monkeypatch, tokens=3)
+    try:
+        start_chat(page, "This movie was")
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 3")
+        seed.fill("3")  # a retry now would write another reply
+        assert retry.is_disabled()
+        retry.click(force=True)  # pressed anyway: nothing happens
+    finally:
+        resume.set()
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    assert bot_text(page).strip() == reply_of(service, "This movie was", seed=2)  # the first reply, whole
+    sync_api.expect(retry).to_be_enabled()
+    resume = paused_stream(service, monkeypatch, tokens=3)
+    try:
+        retry.click()  # held at its 3rd token: Stop, not Retry, ends it
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 3")
+        assert retry.is_disabled()
+        page.locator("#chat-stop").click()
+        page.locator("#chat-notice").get_by_text("Stopped after 3 tokens").wait_for()
+        sync_api.expect(retry).to_be_enabled()
+    finally:
+        resume.set()
+    retry.click()
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    assert page.locator(USER_MESSAGES).count() == 1 and page.locator(BOT_MESSAGES).count() == 1
+    assert bot_text(page).strip() == reply_of(service, "This movie was", seed=3)
+    assert_no_error_box(page)
 
 def test_sentiment_new_review_replaces_every_view(page) -> None:
     open_tab(page, "Sentiment")

@@ -21,14 +21,16 @@ UPDATE_SECONDS = 0.125
 PROBABILITY_COLOURS = {category: colour for _, category, colour in PROBABILITY_BANDS}
 # The logit lens scrolls in its box (#chat-lens-plot, at most 560 px) with its headings in view: the title,
 # the axis title and the layer names are pushed down by as much as the figure has scrolled past the box's
-# top, over a white band under them. A Plotly figure is one SVG, out of reach of CSS `position: sticky`.
-# Installed once, the first time a lens is drawn; each new lens starts at its top.
+# top, over a white band as wide as the figure under them. A Plotly figure is one SVG, out of reach of CSS
+# `position: sticky`. The pin follows each scroll and each redraw (Plotly redraws the figure to a new width
+# when the window is resized: the band must be as wide). Installed once, the first time a lens is drawn;
+# each new lens starts at its top.
 PIN_LENS_HEADINGS = """() => {
     const box = document.getElementById('chat-lens-plot');
     box.scrollTop = 0;
     if (box.dataset.pinned) return;
     box.dataset.pinned = 'yes';
-    box.addEventListener('scroll', () => {
+    const pin = () => {
         const svg = box.querySelector('.main-svg'), axis = box.querySelector('.xaxislayer-above');
         const plot = box.querySelector('.nsewdrag');
         if (!svg || !axis || !plot) return;
@@ -46,6 +48,14 @@ PIN_LENS_HEADINGS = """() => {
         band.setAttribute('height', plot.getAttribute('y'));
         const shift = `translateY(${Math.max(0, past)}px)`;
         for (const heading of [axis, ...box.querySelectorAll('.g-gtitle, .g-xtitle')]) heading.style.transform = shift;
+    };
+    box.addEventListener('scroll', () => {
+        const figure = box.querySelector('.js-plotly-plot');  // drawn by the time the box is scrolled
+        if (!figure.dataset.pinned) {
+            figure.dataset.pinned = 'yes';
+            figure.on('plotly_afterplot', pin);
+        }
+        pin();
     });
 }"""
 
@@ -80,16 +90,23 @@ def token_table(steps: list[TokenView], first: int = 1) -> list[list]:
     return rows
 
 
+def retry_button(streaming: bool):
+    """Retry is disabled while a reply streams: as in the chat tools people use, only Stop acts on a
+    reply in progress, and Retry never starts a second reply beside the first."""
+    return gr.Button(interactive=not streaming)
+
+
 def chat(service: DemoService, message, history, max_new_tokens, temperature, top_k, top_p, seed):
     """Stream a continuation of `message`: outputs are chatbot, textbox, tokens, table, notice, and
-    (a `gr.State`, not part of the API) the token ids for the logit lens once done."""
+    (not part of the API: a `gr.State` and a button) the token ids for the logit lens once done and
+    the Retry button, disabled until the reply ends."""
     history = list(history or [])
     text, cleaning = visitor_text(message)  # the history shows the cleaned text
     if not clean_text(text):
-        yield history, message, gr.skip(), gr.skip(), failure(DemoError(EMPTY_PROMPT)), gr.skip()
+        yield history, message, gr.skip(), gr.skip(), failure(DemoError(EMPTY_PROMPT)), gr.skip(), gr.skip()
         return
     history += [{"role": "user", "content": text}, {"role": "assistant", "content": CONTINUATION}]
-    yield history, "", [], [], "✍️ Writing…", None
+    yield history, "", [], [], "✍️ Writing…", None, retry_button(streaming=True)
     try:
         updates = service.stream_continuation(text, max_new_tokens, temperature, top_k, top_p, seed)
         highlights, rows = [], []  # grown by the new steps of each update: every update holds all steps
@@ -103,11 +120,12 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
                 highlights += token_highlights(new)
                 rows += token_table(new, first=len(rows) + 1)
                 # gr.skip() for the textbox: what the visitor types during the stream stays
-                yield history, gr.skip(), list(highlights), list(rows), notice_markdown(notices), generated
+                yield (history, gr.skip(), list(highlights), list(rows), notice_markdown(notices), generated,
+                       retry_button(streaming=not update.done))
     except Exception as e:
         if message_text(history[-1]) == CONTINUATION:
             history = history[:-1]  # no reply at all: drop the empty bubble
-        yield history, gr.skip(), gr.skip(), gr.skip(), failure(e), gr.skip()
+        yield history, gr.skip(), gr.skip(), gr.skip(), failure(e), gr.skip(), retry_button(streaming=False)
 
 
 def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top_p, seed):
@@ -115,7 +133,8 @@ def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top
     history = list(history or [])
     users = [i for i, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "user"]
     if not users:
-        yield history, gr.skip(), gr.skip(), gr.skip(), failure(DemoError("Nothing to retry yet.")), gr.skip()
+        yield (history, gr.skip(), gr.skip(), gr.skip(), failure(DemoError("Nothing to retry yet.")), gr.skip(),
+               gr.skip())
         return
     last = users[-1]
     yield from chat(service, message_text(history[last]), history[:last], max_new_tokens, temperature, top_k,
@@ -123,9 +142,10 @@ def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top
 
 
 def stopped(generated):
-    """Stop was pressed: say so, and what the logit lens will read."""
+    """Stop was pressed: say so, and what the logit lens will read; Retry can regenerate the turn."""
     n = generated[1] if generated else 0
-    return f"⏹ Stopped after {n} tokens; the logit lens reads the {n} shown." if n else "⏹ Stopped before any token."
+    notice = f"⏹ Stopped after {n} tokens; the logit lens reads the {n} shown." if n else "⏹ Stopped before any token."
+    return notice, retry_button(streaming=False)
 
 
 def clear():
@@ -200,15 +220,16 @@ def build(service: DemoService, compute: dict) -> None:
     settings = [max_new, temperature, top_k, top_p, seed]
     outputs = [chatbot, prompt, token_view, table, chat_notice, generated]
     stream = {**compute, "show_progress": "hidden"}
+    replying = [*outputs, retry_btn]  # and the Retry button, disabled while the reply streams (no part of the API)
     # Enter and Continue are one event: sent during a reply, the new text waits for the reply to end and
     # then goes (Gradio would otherwise drop the press silently, or run a second reply beside the first)
     chat_events = [
-        gr.on([prompt.submit, send.click], bind(chat, service), [prompt, chatbot, *settings], outputs,
+        gr.on([prompt.submit, send.click], bind(chat, service), [prompt, chatbot, *settings], replying,
               api_name="chat", trigger_mode="always_last", **stream),
-        retry_btn.click(bind(retry, service), [chatbot, *settings], outputs, api_name="retry", **stream),
+        retry_btn.click(bind(retry, service), [chatbot, *settings], replying, api_name="retry", **stream),
     ]
-    stop.click(stopped, generated, chat_notice, cancels=chat_events, api_name="stop", api_visibility="private",
-               queue=False)
+    stop.click(stopped, generated, [chat_notice, retry_btn], cancels=chat_events, api_name="stop",
+               api_visibility="private", queue=False)
     clear_btn.click(clear, None, [*outputs, rating, lens_plot], api_name="clear", queue=False)
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
     lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice], api_name="logit_lens",
