@@ -17,6 +17,7 @@ from demo.app import ACTIVE_REQUESTS, QUEUE_POLL_SECONDS, QUEUE_SIZE, build_app,
 from demo.inference import DemoService  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
+from demo.text import TABLE_HEADERS  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
 from model import METHODS  # noqa: E402
 
@@ -119,8 +120,9 @@ def test_retry_clear_and_rate(client) -> None:
     label, notice = client.predict(new_history, api_name="/rate_reply")
     assert {c["label"] for c in label["confidences"]} == {"negative", "positive"}
     assert "says" in notice
-    cleared = client.predict(api_name="/clear")
-    assert cleared[0] == [] and cleared[1] == ""
+    cleared = client.predict(api_name="/clear")  # chat, textbox, tokens, table, notice, rating, lens, two notices
+    assert cleared == ([], "", [], {"headers": TABLE_HEADERS, "data": [], "metadata": None}, "", {}, None,
+                       "", "")
     no_trace(again, label, cleared)
 
 
@@ -365,9 +367,11 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     assert service.budget.slots >= 1 and service.budget.busy_slots == 0  # every slot given back
     deps = app.config["dependencies"]
     chat_ids = {d["id"] for d in deps if d.get("api_name") in {"chat", "retry"}}
-    stop = next(d for d in deps if d.get("api_name") == "stop")
-    # Gradio adds the cancelling as its own dependency on the same trigger as the Stop button
-    assert any(set(d["cancels"]) == chat_ids and d["targets"] == stop["targets"] for d in deps)
+    # Stop and Clear each end the reply in progress; Gradio adds the cancelling as its own dependency
+    # on the button's trigger
+    for name in ("stop", "clear"):
+        button = next(d for d in deps if d.get("api_name") == name)
+        assert any(set(d["cancels"]) == chat_ids and d["targets"] == button["targets"] for d in deps), name
     # Enter and Continue are one event, so a press during a reply runs after it rather than beside it or never
     chat = next(d for d in deps if d.get("api_name") == "chat")
     assert len(chat["targets"]) == 2 and chat["trigger_mode"] == "always_last"

@@ -263,6 +263,7 @@ def start_chat(page, opening: str) -> None:
 
 
 USER_MESSAGES, BOT_MESSAGES = "#chatbot .message.user", "#chatbot .message.bot"
+MESSAGES = f"{USER_MESSAGES}, {BOT_MESSAGES}"
 
 
 def bot_text(page) -> str:
@@ -390,6 +391,36 @@ def test_chat_retry_waits_for_the_reply_in_progress(page, service, monkeypatch) 
     assert page.locator(USER_MESSAGES).count() == 1 and page.locator(BOT_MESSAGES).count() == 1
     assert bot_text(page).strip() == reply_of(service, "This movie was", seed=3)
     assert_no_error_box(page)
+
+def test_chat_clear_stops_the_reply_in_progress_and_leaves_every_view_empty(page, service, monkeypatch) -> None:
+    """Clear during a reply: the reply stops (its next update would otherwise write it back into the
+    cleared chat), and the chat, its tokens, table, notice, rating and logit lens stay empty."""
+    start_chat(page, "This movie was")
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    page.locator("#chat-rate").click()
+    page.locator("#chat-rating").get_by_text("%").first.wait_for()
+    page.locator("#chat-lens").click()
+    page.locator("#chat-lens-plot .js-plotly-plot").wait_for()  # views of the first reply, to be cleared
+    resume = paused_stream(service, monkeypatch, tokens=3)
+    try:
+        page.locator("#chat-input textarea").fill("The plot")
+        page.locator("#chat-send").click()
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 3")
+        page.locator("#chat-clear").click()  # the stream is still open: the model waits for its 4th token
+        page.wait_for_function("selector => !document.querySelector(selector)", arg=MESSAGES)
+    finally:
+        resume.set()  # the model goes on, but nothing more of it may reach the page
+    page.wait_for_timeout(1_000)
+    assert page.locator(MESSAGES).count() == 0 and page.locator("#chat-tokens .token").count() == 0
+    assert page.locator("#chat-table [data-testid='cell-0-1']").count() == 0
+    assert page.locator("#chat-lens-plot .js-plotly-plot").count() == 0
+    assert page.locator("#chat-rating").get_by_text("%").count() == 0
+    assert [page.locator(notice).inner_text().strip() for notice in ("#chat-notice", "#chat-lens-notice")] == ["", ""]
+    sync_api.expect(page.locator("#chat-retry")).to_be_enabled()
+    page.locator("#chat-lens").click()  # the lens reads nothing now, not the stopped reply
+    page.locator("#chat-lens-notice").get_by_text("Generate a continuation first").wait_for()
+    assert_no_error_box(page)
+
 
 def test_sentiment_new_review_replaces_every_view(page) -> None:
     open_tab(page, "Sentiment")

@@ -149,7 +149,9 @@ def stopped(generated):
 
 
 def clear():
-    return [], "", [], [], "", None, None, None
+    """An empty chat and every view of it emptied (tokens, table, notice, rating, lens); Retry enabled,
+    as the stopped reply in progress (Clear cancels it) would have left it disabled."""
+    return [], "", [], [], "", None, None, None, "", "", retry_button(streaming=False)
 
 
 def look_inside(service: DemoService, generated):
@@ -230,7 +232,9 @@ def build(service: DemoService, compute: dict) -> None:
     ]
     stop.click(stopped, generated, [chat_notice, retry_btn], cancels=chat_events, api_name="stop",
                api_visibility="private", queue=False)
-    clear_btn.click(clear, None, [*outputs, rating, lens_plot], api_name="clear", queue=False)
+    # Clear also ends the reply in progress: its next update would write the reply back into the empty chat
+    clear_btn.click(clear, None, [*outputs, rating, lens_plot, rate_notice, lens_notice, retry_btn],
+                    cancels=chat_events, api_name="clear", queue=False)
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
     lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice], api_name="logit_lens",
                    api_visibility="private", **compute).then(None, js=PIN_LENS_HEADINGS)
