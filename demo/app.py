@@ -40,6 +40,7 @@ import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 
 from demo.inference import PRECISION_ENV, DemoService  # noqa: E402
+from demo.sessions import start_sessions_lazily  # noqa: E402
 from demo.tabs import about, attention, chat, sentiment, tokenizer  # noqa: E402
 from demo.text import TITLE  # noqa: E402
 from model import PRECISIONS  # noqa: E402
@@ -69,6 +70,7 @@ CSS = """
 
 def build_app(service: DemoService) -> gr.Blocks:
     """Build the page: each tab adds its components and events."""
+    start_sessions_lazily()  # a new session (each session-less API call) no longer builds every component's config
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=DELETE_CACHE) as app:
         gr.Markdown(about.header_markdown(service), elem_id="header")
         with gr.Tabs(overflow_behavior="wrap"):  # on a phone the tabs wrap: none hides behind a "⋯" menu

@@ -360,6 +360,20 @@ def test_the_queue_polls_every_10_ms_not_every_1(server) -> None:
     assert "self.progress_update_sleep_when_free" in inspect.getsource(type(app._queue).start_progress_updates)
 
 
+def test_a_new_session_builds_only_the_configs_it_uses(server) -> None:
+    """A plain HTTP call with no session_hash is a new Gradio session: it holds the configs of its
+    endpoint's inputs and outputs, not of every component on the page; a deep link still saves
+    every component."""
+    app, url = server
+    event = httpx.post(f"{url}/gradio_api/call/classify", json={"data": ["A fine film."]}).json()["event_id"]
+    assert "event: complete" in httpx.get(f"{url}/gradio_api/call/classify/{event}", timeout=60).text
+    session = app.state_holder[event]  # the call's session is named after its event
+    fn = next(fn for fn in app.fns.values() if fn.api_name == "classify")
+    assert set(session.config_values) == {block._id for block in [*fn.inputs, *fn.outputs]}
+    assert httpx.get(f"{url}/gradio_api/deep_link", params={"session_hash": event}).status_code == 200
+    assert set(session.config_values) == set(app.blocks)
+
+
 def test_uploads_are_capped_and_the_cache_is_cleaned(server) -> None:
     app, url = server
     assert app.max_file_size == 1024 and app.delete_cache == (3600, 3600)
