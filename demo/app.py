@@ -41,6 +41,7 @@ import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 
 from demo.inference import PRECISION_ENV, DemoService  # noqa: E402
+from demo.memory import trim_when_idle  # noqa: E402
 from demo.sessions import start_sessions_lazily  # noqa: E402
 from demo.tabs import about, attention, chat, sentiment, tokenizer  # noqa: E402
 from demo.text import TITLE  # noqa: E402
@@ -162,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("%s: %s %s", ckpt.name, ckpt.status, ckpt.message)
     log.info("compute slots: %d", service.budget.slots)
     service.warmup()
+    trim_when_idle(service.budget)  # resident memory stays put under mixed requests (demo.memory)
     launch(build_app(service), args.host, args.port, args.share)
     return 0
 
