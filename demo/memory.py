@@ -10,7 +10,6 @@ every `TRIM_SECONDS` when no model call is running (a model call's allocations w
 
 import ctypes
 import threading
-import time
 from collections.abc import Callable
 
 from demo.budget import ComputeBudget
@@ -26,19 +25,18 @@ def malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-def trim_when_idle(budget: ComputeBudget, every: float = TRIM_SECONDS, trim=None) -> threading.Thread | None:
+def trim_when_idle(budget: ComputeBudget, every: float = TRIM_SECONDS, trim=None) -> threading.Event | None:
     """Start a daemon thread that trims the heap every `every` seconds when `budget` has no slot in
-    use; None when there is nothing to call."""
+    use. Returns the event that stops it, or None when there is nothing to call."""
     trim = trim or malloc_trim()
     if trim is None:
         return None
+    stop = threading.Event()
 
     def run() -> None:
-        while True:
-            time.sleep(every)
+        while not stop.wait(every):
             if budget.busy_slots == 0:
                 trim(0)
 
-    thread = threading.Thread(target=run, name="malloc-trim", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=run, name="malloc-trim", daemon=True).start()
+    return stop
