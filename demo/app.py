@@ -16,6 +16,7 @@ Run it with `python -m demo` or, as Hugging Face Spaces does with its `app_file`
 """
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
@@ -40,6 +41,8 @@ import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 
 from demo.inference import PRECISION_ENV, DemoService  # noqa: E402
+from demo.memory import trim_when_idle  # noqa: E402
+from demo.sessions import start_sessions_lazily  # noqa: E402
 from demo.tabs import about, attention, chat, sentiment, tokenizer  # noqa: E402
 from demo.text import TITLE  # noqa: E402
 from model import PRECISIONS  # noqa: E402
@@ -53,9 +56,13 @@ COMPUTE = {"concurrency_id": "compute", "concurrency_limit": ACTIVE_REQUESTS}
 MAX_FILE_SIZE = "1kb"  # the app has no file inputs: Gradio's upload route gets nothing to keep
 # Gradio's queue looks for new events every 1 ms when free (on Linux) and for progress every 10 ms.
 # Each look wakes the server's event loop, which takes the GIL from a generating model between its
-# ops: ~1,500 wake-ups a second on an idle server. Every 10 ms / 100 ms instead (~200 a second), a
-# queued request waits at most 10 ms more to start, and chats stream faster (docs/log.md).
+# ops: ~1,500 wake-ups a second. While a long request runs (a chat), every 10 ms / 100 ms instead
+# (~200 a second): a request queued behind it waits at most 10 ms more to start, and chats stream
+# faster (docs/log.md). Otherwise every 1 ms again, so that a lone request (a classification, a
+# chat's first token) starts within 1 ms, not 5 on average, and so does the next one after it.
 QUEUE_POLL_SECONDS = (0.01, 0.1)
+IDLE_POLL_SECONDS = 0.001
+LONG_REQUEST_SECONDS = 0.1  # a request running longer slows the poll down (a classification takes ~30 ms)
 DELETE_CACHE = (3600, 3600)  # every hour, delete the files Gradio wrote (plot images) older than an hour
 # Code and model samples wrap rather than run off the right edge; on a phone (< 640 px) the columns and
 # form groups of a row take the full width each, rather than squeezing text into ~100 px side by side
@@ -69,6 +76,7 @@ CSS = """
 
 def build_app(service: DemoService) -> gr.Blocks:
     """Build the page: each tab adds its components and events."""
+    start_sessions_lazily()  # a new session (each session-less API call) no longer builds every component's config
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=DELETE_CACHE) as app:
         gr.Markdown(about.header_markdown(service), elem_id="header")
         with gr.Tabs(overflow_behavior="wrap"):  # on a phone the tabs wrap: none hides behind a "⋯" menu
@@ -86,8 +94,28 @@ def build_app(service: DemoService) -> gr.Blocks:
         for i, (handler, inputs, outputs) in enumerate(on_load):  # the example tabs open already drawn
             app.load(handler, inputs, outputs, api_name=f"example_{i}", api_visibility="private", **COMPUTE)
     app.queue(default_concurrency_limit=ACTIVE_REQUESTS, max_size=QUEUE_SIZE)
-    app._queue.sleep_when_free, app._queue.progress_update_sleep_when_free = QUEUE_POLL_SECONDS
+    poll_by_load(app._queue)
     return app
+
+
+def poll_by_load(queue) -> None:
+    """The queue looks for new events every `QUEUE_POLL_SECONDS` while a request has run longer than
+    `LONG_REQUEST_SECONDS`, every `IDLE_POLL_SECONDS` otherwise: Gradio runs each request through
+    `process_events`, which this wraps."""
+    queue.sleep_when_free, queue.progress_update_sleep_when_free = IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS[1]
+    process_events = queue.process_events
+
+    async def process_events_polling_slower(*args, **kwargs):
+        slow_down = asyncio.get_running_loop().call_later(LONG_REQUEST_SECONDS, setattr, queue, "sleep_when_free",
+                                                          QUEUE_POLL_SECONDS[0])
+        try:
+            await process_events(*args, **kwargs)
+        finally:
+            slow_down.cancel()
+            if queue.get_active_worker_count() == 0:
+                queue.sleep_when_free = IDLE_POLL_SECONDS
+
+    queue.process_events = process_events_polling_slower
 
 
 def launch(app: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, share: bool = False, **kwargs):
@@ -135,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("%s: %s %s", ckpt.name, ckpt.status, ckpt.message)
     log.info("compute slots: %d", service.budget.slots)
     service.warmup()
+    trim_when_idle(service.budget)  # resident memory stays put under mixed requests (demo.memory)
     launch(build_app(service), args.host, args.port, args.share)
     return 0
 

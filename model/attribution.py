@@ -205,7 +205,7 @@ def _target(model: EncoderDecoder, candidates, label: int, src_ids=None, src_mas
 @torch.inference_mode()
 def _attention(model: EncoderDecoder, ids, memory, enc_maps, label_ids: list[int], rollout: bool) -> torch.Tensor:
     tgt = torch.tensor([model.config.decoder_input_ids(label_ids)], device=ids.device)
-    _, maps = model.decode(tgt, memory, need_weights=True)
+    _, maps = model._decoder_states(tgt, memory, need_weights=True)  # the maps only: no vocabulary projection
     cross = torch.stack([m.weights[0, :, 0, :] for m in maps if m.kind == "cross"]).float().mean((0, 1))  # (S,)
     return attention_rollout([m.weights[0] for m in enc_maps], cross) if rollout else cross
 

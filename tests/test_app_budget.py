@@ -7,6 +7,7 @@ import pytest
 
 from demo.budget import BUSY, Busy, ComputeBudget, machine_slots
 from demo.inference import DemoService
+from demo.memory import malloc_trim, trim_when_idle
 from demo.tiny import shared_tiny_checkpoints
 
 
@@ -113,3 +114,28 @@ def test_explanations_never_take_every_slot() -> None:
     service.heavy.release()
     waiter.join()
     assert service.heavy.busy_slots == 0 and service.budget.busy_slots == 0
+
+
+def test_glibc_malloc_trim_is_found() -> None:
+    assert callable(malloc_trim())  # Linux with glibc, as on this machine and on Spaces
+
+
+def test_the_heap_is_trimmed_only_while_no_model_call_runs() -> None:
+    budget = ComputeBudget(slots=1, max_waiting=1)
+    seen, trimmed = [], threading.Event()
+
+    def trim(pad: int) -> int:
+        seen.append((pad, budget.busy_slots))
+        trimmed.set()
+        return 1
+
+    budget.acquire()  # a model call runs
+    stop = trim_when_idle(budget, every=0.01, trim=trim)
+    try:
+        time.sleep(0.1)  # ten chances to trim, all passed up
+        assert seen == []
+        budget.release()
+        assert trimmed.wait(10)
+        assert seen[0] == (0, 0)
+    finally:
+        stop.set()

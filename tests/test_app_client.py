@@ -13,7 +13,7 @@ import torch
 
 gradio_client = pytest.importorskip("gradio_client")
 
-from demo.app import ACTIVE_REQUESTS, QUEUE_POLL_SECONDS, QUEUE_SIZE, build_app, launch  # noqa: E402
+from demo.app import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUEUE_SIZE, build_app, launch  # noqa: E402
 from demo.inference import DemoService  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
@@ -377,14 +377,41 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     assert len(chat["targets"]) == 2 and chat["trigger_mode"] == "always_last"
 
 
-def test_the_queue_polls_every_10_ms_not_every_1(server) -> None:
-    """Gradio's queue loop sleeps `sleep_when_free` between looks for new events; the app's value
-    replaces Gradio's 1 ms, and the loop still reads that attribute (a Gradio upgrade that renamed
-    it would make the setting do nothing)."""
+def test_the_queue_polls_every_10_ms_while_a_chat_runs_and_every_1_otherwise(server, client) -> None:
+    """Gradio's queue loop sleeps `sleep_when_free` between looks for new events: the app's 10 ms
+    while a long request runs (a streaming chat loses less GIL time), 1 ms otherwise (a lone request
+    starts sooner). The loop still reads that attribute and starts each event through
+    `self.process_events` (a Gradio upgrade that changed either would make the setting do nothing)."""
     app, _ = server
-    assert (app._queue.sleep_when_free, app._queue.progress_update_sleep_when_free) == QUEUE_POLL_SECONDS
-    assert "self.sleep_when_free" in inspect.getsource(type(app._queue).start_processing)
-    assert "self.progress_update_sleep_when_free" in inspect.getsource(type(app._queue).start_progress_updates)
+    queue = app._queue
+    assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == (IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS[1])
+    job = client.submit("A long review", [], 200, 1.0, 0, 1.0, 1, api_name="/chat")
+    polls = set()
+    while not job.done():
+        polls.add(queue.sleep_when_free)
+        time.sleep(0.005)
+    assert QUEUE_POLL_SECONDS[0] in polls
+    deadline = time.monotonic() + 5
+    while queue.sleep_when_free != IDLE_POLL_SECONDS and time.monotonic() < deadline:
+        time.sleep(0.01)  # the chat's last message is out before Gradio's bookkeeping ends
+    assert queue.sleep_when_free == IDLE_POLL_SECONDS and queue.get_active_worker_count() == 0
+    assert "self.sleep_when_free" in inspect.getsource(type(queue).start_processing)
+    assert "self.process_events" in inspect.getsource(type(queue).start_processing)
+    assert "self.progress_update_sleep_when_free" in inspect.getsource(type(queue).start_progress_updates)
+
+
+def test_a_new_session_builds_only_the_configs_it_uses(server) -> None:
+    """A plain HTTP call with no session_hash is a new Gradio session: it holds the configs of its
+    endpoint's inputs and outputs, not of every component on the page; a deep link still saves
+    every component."""
+    app, url = server
+    event = httpx.post(f"{url}/gradio_api/call/classify", json={"data": ["A fine film."]}).json()["event_id"]
+    assert "event: complete" in httpx.get(f"{url}/gradio_api/call/classify/{event}", timeout=60).text
+    session = app.state_holder[event]  # the call's session is named after its event
+    fn = next(fn for fn in app.fns.values() if fn.api_name == "classify")
+    assert set(session.config_values) == {block._id for block in [*fn.inputs, *fn.outputs]}
+    assert httpx.get(f"{url}/gradio_api/deep_link", params={"session_hash": event}).status_code == 200
+    assert set(session.config_values) == set(app.blocks)
 
 
 def test_uploads_are_capped_and_the_cache_is_cleaned(server) -> None:
