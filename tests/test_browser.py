@@ -422,6 +422,47 @@ def test_chat_clear_stops_the_reply_in_progress_and_leaves_every_view_empty(page
     assert_no_error_box(page)
 
 
+def show_both_panels(page) -> None:
+    """Both panels under the chat opened, each showing its view of the reply's first step."""
+    for panel, button in (("How was this token sampled?", "#sampling-show"), ("Why this token?", "#token-explain")):
+        if not page.locator(button).is_visible():
+            page.get_by_text(panel, exact=True).first.click()  # open the accordion
+        page.locator(button).click()
+    page.locator("#sampling-plot .js-plotly-plot").wait_for()
+    page.locator("#token-shading .token").first.wait_for()
+
+
+PANEL_VIEWS = {"sampling figure": "#sampling-plot .js-plotly-plot",
+               "sampling table": "#sampling-table [data-testid='cell-0-1']", "sampling summary": "#sampling-summary",
+               "shading": "#token-shading .token", "token summary": "#token-summary"}
+
+
+def shown_panel_views(page) -> list[str]:
+    """The panels' views that show some text (a figure's title, a table's cells, a summary)."""
+    return [name for name, selector in PANEL_VIEWS.items()
+            if page.locator(selector).evaluate_all("views => views.some(v => v.innerText.trim())")]
+
+
+def test_chat_clear_and_a_new_reply_empty_both_panels_under_the_chat(page) -> None:
+    """The sampling and "Why this token?" panels describe a reply: Clear removes it, a new reply
+    replaces it, and either way their figure, tables and texts go with it."""
+    start_chat(page, "This movie was")
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    show_both_panels(page)
+    assert shown_panel_views(page) == list(PANEL_VIEWS)
+    page.locator("#chat-clear").click()
+    page.wait_for_timeout(1_000)
+    assert shown_panel_views(page) == []
+    start_chat(page, "This movie was")
+    page.locator("#chat-notice").get_by_text("Done:").wait_for()
+    show_both_panels(page)
+    page.locator("#chat-input textarea").fill("The plot")
+    page.locator("#chat-send").click()
+    page.locator("#chat-notice").get_by_text("Done: 60 tokens").wait_for()
+    assert shown_panel_views(page) == []
+    assert_no_error_box(page)
+
+
 def test_sentiment_new_review_replaces_every_view(page) -> None:
     open_tab(page, "Sentiment")
     page.locator("#review-deletion").get_by_text("Deletion test").wait_for()  # the example opens classified

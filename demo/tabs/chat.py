@@ -216,8 +216,8 @@ def build(service: DemoService, compute: dict) -> None:
     export_panel.image_buttons(lens_plot)
     export_panel.html_button("Logit lens", "logit-lens", [("markdown", lens_notice), ("figure", lens_plot)])
     generated = gr.State(None)  # (token ids, number generated) of the last continuation
-    sampling_panel.build(service, compute, generated, temperature, top_k, top_p, table)
-    token_panel.build(service, compute, generated, table)
+    panel_views = [*sampling_panel.build(service, compute, generated, temperature, top_k, top_p, table),
+                   *token_panel.build(service, compute, generated, table)]
 
     settings = [max_new, temperature, top_k, top_p, seed]
     outputs = [chatbot, prompt, token_view, table, chat_notice, generated]
@@ -235,6 +235,10 @@ def build(service: DemoService, compute: dict) -> None:
     # Clear also ends the reply in progress: its next update would write the reply back into the empty chat
     clear_btn.click(clear, None, [*outputs, rating, lens_plot, rate_notice, lens_notice, retry_btn],
                     cancels=chat_events, api_name="clear", queue=False)
+    # the panels' figures, tables and texts describe the last reply: emptied when Clear removes it or a new
+    # reply replaces it (an event of their own: /clear's and /chat's outputs are the API's)
+    gr.on([clear_btn.click, prompt.submit, send.click, retry_btn.click], lambda: [None] * len(panel_views), None,
+          panel_views, queue=False, api_visibility="private")
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
     lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice], api_name="logit_lens",
                    api_visibility="private", **compute).then(None, js=PIN_LENS_HEADINGS)

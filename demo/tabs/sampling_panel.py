@@ -70,19 +70,20 @@ def pick_row(evt: gr.SelectData):
 
 
 def build(service: DemoService, compute: dict, generated: gr.State, temperature, top_k, top_p,
-          table: gr.Dataframe) -> None:
-    """The panel under the chat's table; `generated` holds the last continuation's token ids."""
+          table: gr.Dataframe) -> list[gr.Component]:
+    """The panel under the chat's table; `generated` holds the last continuation's token ids. Returns
+    its views (figure, table, summary), for the chat to empty when the reply they describe goes."""
     used = gr.State(None)  # the sampling settings `generated` was made with
     with gr.Accordion("How was this token sampled?", open=False):
         gr.Markdown(SAMPLING_INTRO)
         with gr.Row():
             step = lenient(gr.Number(value=1, precision=0, label="Step", minimum=1))
-            button = gr.Button("Show the sampling of this step")
-        summary = gr.Markdown()
+            button = gr.Button("Show the sampling of this step", elem_id="sampling-show")
+        summary = gr.Markdown(elem_id="sampling-summary")
         plot = gr.Plot(label="The step's distribution, stage by stage", elem_id="sampling-plot")
         export_panel.image_buttons(plot)
         view_table = gr.Dataframe(headers=VIEW_HEADERS, label="The most likely tokens (and the drawn one)",
-                                  interactive=False, max_height=320)
+                                  interactive=False, max_height=320, elem_id="sampling-table")
         export_panel.html_button("How a token was sampled", "sampling",
                                  [("markdown", summary), ("figure", plot), ("table", view_table)])
     generated.change(record, [temperature, top_k, top_p], used, queue=False, api_visibility="private")
@@ -91,3 +92,4 @@ def build(service: DemoService, compute: dict, generated: gr.State, temperature,
                  api_visibility="private", **compute)
     table.select(pick_row, None, step, queue=False, api_visibility="private").then(
         bind(show, service), [generated, step, used], outputs, api_visibility="private", **compute)
+    return outputs

@@ -39,8 +39,9 @@ def explain_step(service: DemoService, generated, step, method, alternative):
         return None, failure(e)
 
 
-def build(service: DemoService, compute: dict, generated: gr.State, table: gr.Dataframe) -> None:
-    """The panel under the chat's table; `generated` holds the last continuation's token ids."""
+def build(service: DemoService, compute: dict, generated: gr.State, table: gr.Dataframe) -> list[gr.Component]:
+    """The panel under the chat's table; `generated` holds the last continuation's token ids. Returns
+    its views (shading, summary), for the chat to empty when the reply they describe goes."""
     with gr.Accordion("Why this token?", open=False):
         gr.Markdown(TOKEN_INTRO)
         with gr.Row():
@@ -58,3 +59,4 @@ def build(service: DemoService, compute: dict, generated: gr.State, table: gr.Da
     button.click(bind(explain_step, service), [generated, step, method, alternative], [shaded, summary],
                  api_name="explain_step", api_visibility="private", **compute)
     table.select(pick_row, None, step, queue=False, api_visibility="private")
+    return [shaded, summary]
