@@ -166,11 +166,12 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
     def decode(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
         """tgt_ids: (B, T) -> logits (B, T, vocab), attention maps. Right-padded targets need no
         mask: causality keeps pads from influencing earlier positions, and the loss ignores them."""
-        x, maps = self._decoder_states(tgt_ids, memory, src_mask, cache, need_weights)
+        x, maps = self.decoder_states(tgt_ids, memory, src_mask, cache, need_weights)
         return self.embed.logits(x), maps
 
-    def _decoder_states(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
-        """`decode` before the output projection: hidden states (B, T, C), attention maps."""
+    def decoder_states(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
+        """`decode` before the output projection: hidden states (B, T, C), attention maps (public: the
+        attention attribution reads the maps without paying for the vocabulary projection)."""
         offset = cache.length if cache is not None else 0
         x = self.pos(self.embed(tgt_ids), offset)
         mask = padding_mask(src_mask) if src_mask is not None else None
@@ -185,7 +186,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """targets: (B, T) aligned with tgt_ids (tgt shifted left), -100 = ignore. `loss_only` (with
         targets): return the loss without the (B, T, vocab) logits, which are then never stored."""
         memory, enc_maps = self.encode(src_ids, src_mask, output_attentions)
-        x, dec_maps = self._decoder_states(tgt_ids, memory, src_mask, need_weights=output_attentions)
+        x, dec_maps = self.decoder_states(tgt_ids, memory, src_mask, need_weights=output_attentions)
         logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None, memory)
 
