@@ -443,9 +443,10 @@ def shown_panel_views(page) -> list[str]:
             if page.locator(selector).evaluate_all("views => views.some(v => v.innerText.trim())")]
 
 
-def test_chat_clear_and_a_new_reply_empty_both_panels_under_the_chat(page) -> None:
+def test_chat_clear_and_a_new_reply_empty_both_panels_under_the_chat(page, service, monkeypatch) -> None:
     """The sampling and "Why this token?" panels describe a reply: Clear removes it, a new reply
-    replaces it, and either way their figure, tables and texts go with it."""
+    replaces it as soon as it starts (not once it has streamed to its end), and either way their
+    figure, tables and texts go with it."""
     start_chat(page, "This movie was")
     page.locator("#chat-notice").get_by_text("Done:").wait_for()
     show_both_panels(page)
@@ -456,8 +457,15 @@ def test_chat_clear_and_a_new_reply_empty_both_panels_under_the_chat(page) -> No
     start_chat(page, "This movie was")
     page.locator("#chat-notice").get_by_text("Done:").wait_for()
     show_both_panels(page)
-    page.locator("#chat-input textarea").fill("The plot")
-    page.locator("#chat-send").click()
+    resume = paused_stream(service, monkeypatch, tokens=3)
+    try:
+        page.locator("#chat-input textarea").fill("The plot")
+        page.locator("#chat-send").click()
+        page.wait_for_function("() => document.querySelectorAll('#chat-tokens .token').length === 3")
+        page.wait_for_timeout(1_000)  # the new reply is held at its 3rd token: the panels must be empty now
+        assert shown_panel_views(page) == []
+    finally:
+        resume.set()
     page.locator("#chat-notice").get_by_text("Done: 60 tokens").wait_for()
     assert shown_panel_views(page) == []
     assert_no_error_box(page)

@@ -1,5 +1,6 @@
 """The Chat tab: the language model continues a review, streamed, with each token's probability."""
 
+import json
 from contextlib import closing
 
 import gradio as gr
@@ -154,6 +155,12 @@ def clear():
     return [], "", [], [], "", None, None, None, "", "", retry_button(streaming=False)
 
 
+def emptying(views: list[gr.Component]) -> str:
+    """A browser-side function giving each of `views` its empty value, as the server would send it."""
+    empty = [getattr(value, "model_dump", lambda: value)() for value in (view.postprocess(None) for view in views)]
+    return f"() => {json.dumps(empty)}"
+
+
 def look_inside(service: DemoService, generated):
     """The logit lens of the last continuation: a figure and a notice."""
     try:
@@ -223,6 +230,13 @@ def build(service: DemoService, compute: dict) -> None:
     outputs = [chatbot, prompt, token_view, table, chat_notice, generated]
     stream = {**compute, "show_progress": "hidden"}
     replying = [*outputs, retry_btn]  # and the Retry button, disabled while the reply streams (no part of the API)
+    # the panels' figures, tables and texts describe the last reply: emptied when Clear removes it or a new
+    # reply replaces it (an event of their own: /clear's and /chat's outputs are the API's). The browser
+    # runs one trigger's events in order, each once the last has ended: registered after /chat, this
+    # would wait for the whole new reply; as a server call, it would hold up the reply by a round trip.
+    # So it comes first and runs in the browser.
+    gr.on([clear_btn.click, prompt.submit, send.click, retry_btn.click], None, None, panel_views,
+          js=emptying(panel_views), queue=False)
     # Enter and Continue are one event: sent during a reply, the new text waits for the reply to end and
     # then goes (Gradio would otherwise drop the press silently, or run a second reply beside the first)
     chat_events = [
@@ -235,10 +249,6 @@ def build(service: DemoService, compute: dict) -> None:
     # Clear also ends the reply in progress: its next update would write the reply back into the empty chat
     clear_btn.click(clear, None, [*outputs, rating, lens_plot, rate_notice, lens_notice, retry_btn],
                     cancels=chat_events, api_name="clear", queue=False)
-    # the panels' figures, tables and texts describe the last reply: emptied when Clear removes it or a new
-    # reply replaces it (an event of their own: /clear's and /chat's outputs are the API's)
-    gr.on([clear_btn.click, prompt.submit, send.click, retry_btn.click], lambda: [None] * len(panel_views), None,
-          panel_views, queue=False, api_visibility="private")
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
     lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice], api_name="logit_lens",
                    api_visibility="private", **compute).then(None, js=PIN_LENS_HEADINGS)
