@@ -5,7 +5,9 @@ import inspect
 import json
 import re
 import socket
+import threading
 import time
+import types
 
 import httpx
 import pytest
@@ -124,6 +126,44 @@ def test_retry_clear_and_rate(client) -> None:
     assert cleared == ([], "", [], {"headers": TABLE_HEADERS, "data": [], "metadata": None}, "", {}, None,
                        "", "")
     no_trace(again, label, cleared)
+
+
+def test_clear_ends_the_reply_in_progress_with_the_cleared_chat(client, service: DemoService, monkeypatch) -> None:
+    """/clear during a /chat of the same session: the stream ends at its next update, and its last
+    output is the cleared chat (an update already on its way is then overwritten), not the reply."""
+    stream, started, go_on = service.stream_continuation, threading.Event(), threading.Event()
+
+    def held_after_two(*args, **kwargs):
+        for i, update in enumerate(stream(*args, **kwargs)):
+            if i == 2:
+                started.set()
+                go_on.wait(30)
+            yield update
+
+    monkeypatch.setattr(service, "stream_continuation", held_after_two)
+    job = client.submit("This movie was", [], 60, 0.0, 40, 0.95, 1, api_name="/chat")
+    assert started.wait(30)
+    cleared = client.predict(api_name="/clear")
+    assert cleared[0] == [] and len(chat_tab.REPLIES) == 1  # the reply, held, is still streaming
+    go_on.set()
+    history, textbox, tokens, table, notice = job.result(timeout=60)
+    assert (history, tokens, table["data"], notice) == ([], [], [], "")
+    assert textbox == {"__type__": "update"}  # text typed after Clear stays
+    assert len(chat_tab.REPLIES) == 0  # the session's entry goes with its reply
+
+
+def test_stop_ends_the_reply_with_the_tokens_shown(service: DemoService) -> None:
+    """Stop, as the page sends it (same session): the reply's next update is not shown; the stream's
+    last output keeps the reply as it was and says how many tokens it holds."""
+    request = types.SimpleNamespace(session_hash="visitor-1")
+    replies = chat_tab.chat(service, "This movie was", [], 60, 0.0, 40, 0.95, 1, request=request)
+    outputs = [next(replies), next(replies)]  # "Writing…", then the first tokens
+    shown_tokens = len(outputs[1][3])
+    notice, _ = chat_tab.stopped(outputs[1][5], request)
+    last = list(replies)
+    assert len(last) == 1 and notice == chat_tab.stopped_notice(shown_tokens) == last[0][4]
+    assert last[0][:4] == ({"__type__": "update"},) * 4 and shown_tokens >= 1  # the reply stays as shown
+    assert len(chat_tab.REPLIES) == 0
 
 
 def test_retry_and_rate_with_nothing_to_work_on(client) -> None:
@@ -366,12 +406,9 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     assert app._queue.ANAYLTICS_CACHE_FREQUENCY == 100 and app._queue.ANALYTICS_MAX_EVENTS == 1000
     assert service.budget.slots >= 1 and service.budget.busy_slots == 0  # every slot given back
     deps = app.config["dependencies"]
-    chat_ids = {d["id"] for d in deps if d.get("api_name") in {"chat", "retry"}}
-    # Stop and Clear each end the reply in progress; Gradio adds the cancelling as its own dependency
-    # on the button's trigger
-    for name in ("stop", "clear"):
-        button = next(d for d in deps if d.get("api_name") == name)
-        assert any(set(d["cancels"]) == chat_ids and d["targets"] == button["targets"] for d in deps), name
+    # Stop and Clear end the reply from inside its stream (demo/replies.py), never by Gradio's `cancels`,
+    # whose cancelling message Gradio's page can turn into "Error" on every output of the reply
+    assert not any(d["cancels"] for d in deps)
     # Enter and Continue are one event, so a press during a reply runs after it rather than beside it or never
     chat = next(d for d in deps if d.get("api_name") == "chat")
     assert len(chat["targets"]) == 2 and chat["trigger_mode"] == "always_last"

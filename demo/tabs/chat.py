@@ -9,6 +9,7 @@ from demo import plots
 from demo.chat import EMPTY_PROMPT, TokenView
 from demo.inference import DemoService
 from demo.inputs import DemoError, visitor_text
+from demo.replies import Replies
 from demo.streaming import run_ahead
 from demo.tabs import export_panel, sampling_panel, token_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
@@ -20,6 +21,7 @@ CONTINUATION = "…"  # the bot's message continues the visitor's text, so it st
 # (streamed tokens/s against direct: 85-95% at 10 a second, 93-96% at 8; docs/log.md)
 UPDATE_SECONDS = 0.125
 PROBABILITY_COLOURS = {category: colour for _, category, colour in PROBABILITY_BANDS}
+REPLIES = Replies()  # the reply each visitor's session is streaming, for Stop and Clear to end
 # The logit lens scrolls in its box (#chat-lens-plot, at most 560 px) with its headings in view: the title,
 # the axis title and the layer names are pushed down by as much as the figure has scrolled past the box's
 # top, over a white band as wide as the figure under them. A Plotly figure is one SVG, out of reach of CSS
@@ -97,39 +99,53 @@ def retry_button(streaming: bool):
     return gr.Button(interactive=not streaming)
 
 
-def chat(service: DemoService, message, history, max_new_tokens, temperature, top_k, top_p, seed):
+def chat(service: DemoService, message, history, max_new_tokens, temperature, top_k, top_p, seed,
+         request: gr.Request | None = None):
     """Stream a continuation of `message`: outputs are chatbot, textbox, tokens, table, notice, and
     (not part of the API: a `gr.State` and a button) the token ids for the logit lens once done and
-    the Retry button, disabled until the reply ends."""
+    the Retry button, disabled until the reply ends. Stop and Clear end it at its next update
+    (`demo.replies`), with a last update that shows the stopped reply or the cleared chat."""
     history = list(history or [])
     text, cleaning = visitor_text(message)  # the history shows the cleaned text
     if not clean_text(text):
         yield history, message, gr.skip(), gr.skip(), failure(DemoError(EMPTY_PROMPT)), gr.skip(), gr.skip()
         return
     history += [{"role": "user", "content": text}, {"role": "assistant", "content": CONTINUATION}]
-    yield history, "", [], [], "✍️ Writing…", None, retry_button(streaming=True)
-    try:
-        updates = service.stream_continuation(text, max_new_tokens, temperature, top_k, top_p, seed)
-        highlights, rows = [], []  # grown by the new steps of each update: every update holds all steps
-        with closing(run_ahead(updates, UPDATE_SECONDS)) as stream:  # generation goes on while Gradio renders
-            for update in stream:
-                history[-1] = {"role": "assistant", "content": CONTINUATION + update.text}
-                notices = cleaning + update.notices + (
-                    [f"Done: {len(update.steps)} tokens (seed {update.seed})."] if update.done else [])
-                generated = (list(update.token_ids), len(update.steps))  # kept at each step: Stop leaves a lens
-                new = update.steps[len(rows):]
-                highlights += token_highlights(new)
-                rows += token_table(new, first=len(rows) + 1)
-                # gr.skip() for the textbox: what the visitor types during the stream stays
-                yield (history, gr.skip(), list(highlights), list(rows), notice_markdown(notices), generated,
-                       retry_button(streaming=not update.done))
-    except Exception as e:
-        if message_text(history[-1]) == CONTINUATION:
-            history = history[:-1]  # no reply at all: drop the empty bubble
-        yield history, gr.skip(), gr.skip(), gr.skip(), failure(e), gr.skip(), retry_button(streaming=False)
+    session = request.session_hash if request else None
+    with REPLIES.streaming(session) as reply:  # Stop and Clear reach it from here on
+        yield history, "", [], [], "✍️ Writing…", None, retry_button(streaming=True)
+        try:
+            updates = service.stream_continuation(text, max_new_tokens, temperature, top_k, top_p, seed)
+            highlights, rows = [], []  # grown by the new steps of each update: every update holds all steps
+            with closing(run_ahead(updates, UPDATE_SECONDS)) as stream:  # generation goes on while Gradio renders
+                for update in stream:
+                    if reply.ended_by is not None:
+                        if not REPLIES.is_latest(session, reply):
+                            return
+                        if reply.ended_by == "clear":
+                            yield cleared(textbox=gr.skip())  # text typed since Clear stays
+                        else:  # stopped: the reply stays as shown, and so does the lens it leaves
+                            yield gr.skip(), gr.skip(), gr.skip(), gr.skip(), stopped_notice(len(rows)), gr.skip(), \
+                                retry_button(streaming=False)
+                        return
+                    history[-1] = {"role": "assistant", "content": CONTINUATION + update.text}
+                    notices = cleaning + update.notices + (
+                        [f"Done: {len(update.steps)} tokens (seed {update.seed})."] if update.done else [])
+                    generated = (list(update.token_ids), len(update.steps))  # kept at each step: Stop leaves a lens
+                    new = update.steps[len(rows):]
+                    highlights += token_highlights(new)
+                    rows += token_table(new, first=len(rows) + 1)
+                    # gr.skip() for the textbox: what the visitor types during the stream stays
+                    yield (history, gr.skip(), list(highlights), list(rows), notice_markdown(notices), generated,
+                           retry_button(streaming=not update.done))
+        except Exception as e:
+            if message_text(history[-1]) == CONTINUATION:
+                history = history[:-1]  # no reply at all: drop the empty bubble
+            yield history, gr.skip(), gr.skip(), gr.skip(), failure(e), gr.skip(), retry_button(streaming=False)
 
 
-def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top_p, seed):
+def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top_p, seed,
+          request: gr.Request | None = None):
     """Drop the last exchange and generate again from the same opening."""
     history = list(history or [])
     users = [i for i, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "user"]
@@ -139,20 +155,32 @@ def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top
         return
     last = users[-1]
     yield from chat(service, message_text(history[last]), history[:last], max_new_tokens, temperature, top_k,
-                    top_p, seed)
+                    top_p, seed, request)
 
 
-def stopped(generated):
-    """Stop was pressed: say so, and what the logit lens will read; Retry can regenerate the turn."""
-    n = generated[1] if generated else 0
-    notice = f"⏹ Stopped after {n} tokens; the logit lens reads the {n} shown." if n else "⏹ Stopped before any token."
-    return notice, retry_button(streaming=False)
+def stopped_notice(n: int) -> str:
+    return f"⏹ Stopped after {n} tokens; the logit lens reads the {n} shown." if n else "⏹ Stopped before any token."
 
 
-def clear():
-    """An empty chat and every view of it emptied (tokens, table, notice, rating, lens); Retry enabled,
-    as the stopped reply in progress (Clear cancels it) would have left it disabled."""
-    return [], "", [], [], "", None, None, None, "", "", retry_button(streaming=False)
+def stopped(generated, request: gr.Request | None = None):
+    """Stop was pressed: the reply in progress ends at its next update; say so now, with what the
+    logit lens will read (the reply's own last update confirms it); Retry can regenerate the turn."""
+    REPLIES.end(request.session_hash if request else None, "stop")
+    return stopped_notice(generated[1] if generated else 0), retry_button(streaming=False)
+
+
+def clear(request: gr.Request | None = None):
+    """An empty chat and every view of it emptied (tokens, table, notice, rating, lens); the reply in
+    progress ends at its next update, with the same empty chat. Retry enabled, as the reply in
+    progress had disabled it."""
+    REPLIES.end(request.session_hash if request else None, "clear")
+    *chat_views, retry_enabled = cleared(textbox="")
+    return *chat_views, None, None, "", "", retry_enabled  # and the rating, the lens and their notices
+
+
+def cleared(textbox) -> tuple:
+    """The chat's outputs emptied: chat, textbox, tokens, table, notice, lens token ids, Retry enabled."""
+    return [], textbox, [], [], "", None, retry_button(streaming=False)
 
 
 def emptying(views: list[gr.Component]) -> str:
@@ -239,16 +267,14 @@ def build(service: DemoService, compute: dict) -> None:
           js=emptying(panel_views), queue=False)
     # Enter and Continue are one event: sent during a reply, the new text waits for the reply to end and
     # then goes (Gradio would otherwise drop the press silently, or run a second reply beside the first)
-    chat_events = [
-        gr.on([prompt.submit, send.click], bind(chat, service), [prompt, chatbot, *settings], replying,
-              api_name="chat", trigger_mode="always_last", **stream),
-        retry_btn.click(bind(retry, service), [chatbot, *settings], replying, api_name="retry", **stream),
-    ]
-    stop.click(stopped, generated, [chat_notice, retry_btn], cancels=chat_events, api_name="stop",
-               api_visibility="private", queue=False)
-    # Clear also ends the reply in progress: its next update would write the reply back into the empty chat
+    gr.on([prompt.submit, send.click], bind(chat, service), [prompt, chatbot, *settings], replying,
+          api_name="chat", trigger_mode="always_last", **stream)
+    retry_btn.click(bind(retry, service), [chatbot, *settings], replying, api_name="retry", trigger_mode="always_last",
+                    **stream)
+    # Stop and Clear end the reply in progress from inside it, not by Gradio's `cancels` (see demo/replies.py)
+    stop.click(stopped, generated, [chat_notice, retry_btn], api_name="stop", api_visibility="private", queue=False)
     clear_btn.click(clear, None, [*outputs, rating, lens_plot, rate_notice, lens_notice, retry_btn],
-                    cancels=chat_events, api_name="clear", queue=False)
+                    api_name="clear", queue=False)
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
     lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice], api_name="logit_lens",
                    api_visibility="private", **compute).then(None, js=PIN_LENS_HEADINGS)
