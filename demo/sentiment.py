@@ -107,12 +107,12 @@ def classify(ckpt: Checkpoint, text: object) -> SentimentResult:
     log-likelihoods of the label words. The highlight is the cross-attention of the decoder's
     first step (the one that predicts the label's first token), averaged over heads and layers,
     summed per visible segment and scaled so the strongest is 1: `attribute(..., "attention")`,
-    which encodes the review once for both the scores and the attention.
+    whose one encoder pass and one decoder pass give both the scores and the attention.
     """
     model, tok = ckpt.require()
     source = review_source(ckpt, text)
     labels, candidates = label_candidates(model, tok)
-    result = attribute(model, source.ids, candidates, "attention")  # one encoder pass: scores and weights
+    result = attribute(model, source.ids, candidates, "attention")  # one pass each: scores and weights
     return SentimentResult(dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
                            shade(source, result.scores.tolist()), source.notices)
 

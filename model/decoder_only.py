@@ -58,15 +58,21 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         targets): return the loss without the (B, T, vocab) logits, which are then never stored.
         `inputs_embeds` (B, T, C), the scaled token embeddings `self.embed(input_ids)`, replaces the
         ids: gradient attributions differentiate with respect to them (`model/token_attribution.py`)."""
+        x, maps = self._hidden_states(input_ids, attention_mask, cache, output_attentions, inputs_embeds)
+        logits, loss = head_and_loss(self.embed, x, targets, loss_only)
+        return ModelOutput(logits, loss, maps if output_attentions else None)
+
+    def _hidden_states(self, input_ids, attention_mask=None, cache: KVCache | None = None, need_weights=False,
+                       inputs_embeds=None):
+        """`forward` before the output projection: hidden states (B, T, C), attention maps."""
         offset = cache.length if cache is not None else 0
         x = self.pos(self.embed(input_ids) if inputs_embeds is None else inputs_embeds, offset)  # (B, T, C)
         mask = padding_mask(attention_mask) if attention_mask is not None else None
         x, maps = self.decoder(x, tgt_mask=mask, cache=cache.layers if cache is not None else None,
-                               need_weights=output_attentions)
+                               need_weights=need_weights)
         if cache is not None:
             cache.length += x.size(1)
-        logits, loss = head_and_loss(self.embed, x, targets, loss_only)
-        return ModelOutput(logits, loss, maps if output_attentions else None)
+        return x, maps
 
     def new_cache(self) -> KVCache:
         return KVCache.empty(self.config.n_layer, capacity=self.config.block_size)
@@ -75,12 +81,16 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         return self.config.block_size
 
     def next_token_logits(self, tokens: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
-        """(1, T) tokens of the window so far (T <= block_size: `stream` slides it) -> (1, vocab)."""
+        """(1, T) tokens of the window so far (T <= block_size: `stream` slides it) -> (1, vocab).
+
+        Only the last position is projected onto the vocabulary: a prompt's other positions would
+        cost a (T, vocab) product (~3 ms of a chat's first token for 12 tokens) that nothing reads."""
         if cache is not None:
             tokens = tokens[:, cache.length:]
             if tokens.size(1) == 1 and self._plain_decode_step():
                 return self._decode_step(tokens, cache)
-        return self(tokens, cache=cache).logits[:, -1]
+        x, _ = self._hidden_states(tokens, cache=cache)
+        return self.embed.logits(x[:, -1])
 
     def _plain_decode_step(self) -> bool:
         """Whether `_decode_step` computes what `forward` would: eval mode (dropout is the identity),

@@ -170,8 +170,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         return self.embed.logits(x), maps
 
     def decoder_states(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
-        """`decode` before the output projection: hidden states (B, T, C), attention maps (public: the
-        attention attribution reads the maps without paying for the vocabulary projection)."""
+        """`decode` before the output projection: hidden states (B, T, C), attention maps."""
         offset = cache.length if cache is not None else 0
         x = self.pos(self.embed(tgt_ids), offset)
         mask = padding_mask(src_mask) if src_mask is not None else None
@@ -200,7 +199,12 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         return self.candidate_scores(self.encode(src_ids, src_mask)[0], candidates, src_mask)
 
     def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
-        """`score_candidates` from an encoded source (B, S, C) -> (B, K); differentiable, for attributions.
+        """`score_candidates` from an encoded source (B, S, C) -> (B, K); differentiable, for attributions."""
+        return self._scored(memory, candidates, src_mask)[0]
+
+    def _scored(self, memory, candidates: list[list[int]], src_mask=None, need_weights=False):
+        """-> candidate scores (B, K), and with `need_weights` the decoder's attention maps, weights
+        (B·K, H, width, ·): row b·K + k is candidate k of source b, query 0 its first step.
 
         One decoder pass scores every candidate: each source is repeated once per candidate, and
         shorter candidates are right-padded (causality keeps the padding from reaching their tokens;
@@ -212,17 +216,27 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
                                for cand in candidates], device=memory.device).repeat(B, 1)  # (B·K, width)
         tgt_out = torch.tensor([[*cand, c.eos_token_id] + [-1] * (width - 1 - len(cand)) for cand in candidates],
                                device=memory.device).repeat(B, 1)  # (B·K, width), -1 = padding
-        logits, _ = self.decode(tgt_in, memory.repeat_interleave(K, 0),
-                                None if src_mask is None else src_mask.repeat_interleave(K, 0))
+        src_mask = None if src_mask is None else src_mask.repeat_interleave(K, 0)
+        logits, maps = self.decode(tgt_in, memory.repeat_interleave(K, 0), src_mask, need_weights=need_weights)
         log_probs = logits.float().log_softmax(-1).gather(-1, tgt_out.clamp(min=0)[..., None]).squeeze(-1)
-        return (log_probs * (tgt_out >= 0)).sum(-1).view(B, K)
+        return (log_probs * (tgt_out >= 0)).sum(-1).view(B, K), maps
 
     def label_log_probs(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
         """log P(label | source) over the candidate labels -> (B, K): the candidates' scores
         (`candidate_scores`) softmaxed at the config's fitted temperature, so that a reader of the
         probabilities gets calibrated ones (the argmax, the label, is the same at any temperature)."""
-        scores = self.candidate_scores(memory, candidates, src_mask).float()
-        return (scores / self.config.temperature).log_softmax(-1)
+        return self._calibrated(self.candidate_scores(memory, candidates, src_mask))
+
+    def label_log_probs_and_maps(self, memory, candidates: list[list[int]], src_mask=None):
+        """`label_log_probs` (B, K) and the attention maps of the same decoder pass (`_scored`), from
+        which the attention attribution reads the label step's cross-attention without decoding
+        again. Its attention is computed unfused, so the log-probabilities can differ from
+        `label_log_probs`'s in the last float bits."""
+        scores, maps = self._scored(memory, candidates, src_mask, need_weights=True)
+        return self._calibrated(scores), maps
+
+    def _calibrated(self, scores: torch.Tensor) -> torch.Tensor:
+        return (scores.float() / self.config.temperature).log_softmax(-1)
 
     def new_cache(self) -> KVCache:
         return KVCache.empty(self.config.n_decoder_layer, capacity=self.config.max_tgt_len)
@@ -231,9 +245,10 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """(1, T) decoder tokens so far -> (1, vocab); the source is encoded once per cache."""
         if cache is None:
             memory, _ = self.encode(src_ids, src_mask)
-            return self.decode(tokens, memory, src_mask)[0][:, -1]
-        if cache.memory is None:
-            cache.memory, _ = self.encode(src_ids, src_mask)
-            cache.src_mask = src_mask
-        logits, _ = self.decode(tokens[:, cache.length:], cache.memory, cache.src_mask, cache=cache)
-        return logits[:, -1]
+            x, _ = self.decoder_states(tokens, memory, src_mask)
+        else:
+            if cache.memory is None:
+                cache.memory, _ = self.encode(src_ids, src_mask)
+                cache.src_mask = src_mask
+            x, _ = self.decoder_states(tokens[:, cache.length:], cache.memory, cache.src_mask, cache=cache)
+        return self.embed.logits(x[:, -1])  # the last position only: the others are never read

@@ -10,6 +10,7 @@ pass of the encoder. Fewer nodes for the same accuracy is the whole game.
 """
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -22,7 +23,10 @@ class Rule:
     weights: np.ndarray  # (n,)
 
 
+@cache
 def gauss_legendre(n: int) -> Rule:
+    """Cached: `attribute` builds integrated gradients' ladder on every call, for any method, and
+    `leggauss(32)` took ~0.5 ms of each classification. Callers only read a rule's arrays."""
     x, w = np.polynomial.legendre.leggauss(n)  # on [-1, 1]
     return Rule((x + 1) / 2, w / 2)
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attribution import ATTRIBUTIONS, METHODS, Request, Scores, attention_rollout, ig_rules
+from .attribution import ATTRIBUTIONS, METHODS, Request, Scores, attention_rollout, evaluating, ig_rules
 from .decoder_only import DecoderOnlyLM
 from .faithfulness import ERASER_FRACTIONS, erase
 
@@ -128,17 +128,13 @@ def attribute_token(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], positi
     words = None if word_ids is None else list(word_ids)[start:position]
 
     model = NextToken(lm, token, alternative)
-    was_training = lm.training
-    lm.eval()  # dropout would make every score noise
-    try:
+    with evaluating(lm):
         with torch.inference_mode():
             log_probs, _ = model.encode(context)  # (1, vocab)
         target = float(model.label_log_probs(log_probs)[0, 0])
         request = Request(model, context, [[token]], 0, target, None, [], ig_rules(steps, max_steps), seed, words,
                           max_units)
         scores, baseline, quadrature = TOKEN_ATTRIBUTIONS[method](request)
-    finally:
-        lm.train(was_training)
     full = torch.zeros(position)
     full[start:] = scores.detach().float().cpu()
     alt = None if alternative is None else float(log_probs[0, alternative])

@@ -20,7 +20,7 @@ from model import (
     faithfulness,
     rank_correlation,
 )
-from model.attribution import IG_MAX_STEPS, ig_rules
+from model.attribution import IG_MAX_STEPS, evaluating, ig_rules, label_step_attention
 from tokenization import word_ids
 
 PAD, BOS, EOS, NEG, POS, MARKER = 0, 1, 2, 3, 4, 5
@@ -327,3 +327,38 @@ def test_attribution_leaves_the_models_mode_alone(random_model):
         assert random_model.training
     finally:
         random_model.eval()
+
+
+@torch.inference_mode()
+def test_one_scoring_pass_gives_the_probabilities_and_the_label_steps_attention(random_model):
+    """`label_log_probs_and_maps` equals `label_log_probs`, and its maps give each candidate's
+    first-step cross-attention as a decoder pass over that candidate alone does (the attention
+    method's former second pass); candidates of different lengths, so padded rows are covered."""
+    candidates = [[NEG, 7, 8], [POS]]  # width 4: the second candidate is padded
+    ids = torch.tensor([[7, 9, 11, 6, 13, EOS]])
+    memory, _ = random_model.encode(ids)
+    log_probs, maps = random_model.label_log_probs_and_maps(memory, candidates)
+    torch.testing.assert_close(log_probs, random_model.label_log_probs(memory, candidates), rtol=0, atol=1e-6)
+    assert log_probs.shape == (1, 2) and [m.weights.shape for m in maps if m.kind == "cross"] == [(2, 2, 4, 6)]
+    for label, cand in enumerate(candidates):
+        _, alone = random_model.decoder_states(torch.tensor([[BOS, *cand]]), memory, need_weights=True)
+        expected = torch.stack([m.weights[0, :, 0, :] for m in alone if m.kind == "cross"]).mean((0, 1))  # (S,)
+        torch.testing.assert_close(label_step_attention(maps, label), expected, rtol=0, atol=1e-6)
+        assert label_step_attention(maps, label).shape == (6,)
+
+
+def test_evaluating_switches_only_the_training_modules_and_restores_them(random_model):
+    """Eval mode inside; outside, each module's own mode again (a mixed model stays mixed), and a
+    model already in eval mode is left untouched."""
+    random_model.encoder.train()
+    try:
+        before = {name: m.training for name, m in random_model.named_modules()}
+        assert any(before.values()) and not all(before.values())
+        with evaluating(random_model):
+            assert not any(m.training for m in random_model.modules())
+        assert {name: m.training for name, m in random_model.named_modules()} == before
+    finally:
+        random_model.eval()
+    with evaluating(random_model):
+        assert not any(m.training for m in random_model.modules())
+    assert not any(m.training for m in random_model.modules())

@@ -120,8 +120,9 @@ def test_sliding_window_re_encodes_once_per_slide(lm, monkeypatch):
     """With the cache, a step feeds one new token, except the prompt and each slide, which feed the
     window once: the work per token stays bounded past the context."""
     fed = []
-    hook = lm.register_forward_hook(lambda module, args, out: fed.append(args[0].size(1)))
-    decode_step = lm._decode_step  # the one-token steps skip `forward`
+    # the prompt and slides run the decoder stack (not `forward`: only the last position is projected)
+    hook = lm.decoder.register_forward_hook(lambda module, args, out: fed.append(args[0].size(1)))
+    decode_step = lm._decode_step  # the one-token steps skip the stack
     monkeypatch.setattr(lm, "_decode_step", lambda token, cache: fed.append(token.size(1)) or decode_step(token, cache))
     try:
         lm.generate(PROMPT, GenerationConfig(max_new_tokens=len(WINDOW_STARTS), temperature=0))
@@ -284,7 +285,7 @@ def test_the_decode_step_fast_path_equals_the_layers(monkeypatch, norm_first):
                                             d_ff=64, dropout=0.1, norm_first=norm_first)).eval()
     config = GenerationConfig(max_new_tokens=20, temperature=2.0, seed=3)  # slides the 8-token window
     forwards = []
-    hook = model.register_forward_hook(lambda module, args, output: forwards.append(args[0].size(1)))
+    hook = model.decoder.register_forward_hook(lambda module, args, output: forwards.append(args[0].size(1)))
     fast = list(model.stream(PROMPT, config))
     hook.remove()
     monkeypatch.setattr(DecoderOnlyLM, "_plain_decode_step", lambda self: False)
@@ -292,7 +293,7 @@ def test_the_decode_step_fast_path_equals_the_layers(monkeypatch, norm_first):
     assert [s.token_id for s in fast] == [s.token_id for s in slow]
     for a, b in zip(fast, slow, strict=True):
         torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=0)
-    # pre-norm: forward only for the prompt and each re-encoded window (several tokens), never one token
+    # pre-norm: the layer stack only for the prompt and each re-encoded window (several tokens), never one token
     assert (1 in forwards) != norm_first and len(forwards) == (sum(n > 1 for n in forwards) if norm_first else 20)
 
 
@@ -333,3 +334,22 @@ def test_the_fast_path_leaves_autocast_to_the_layers(lm):
         assert not lm._plain_decode_step()
     with torch.no_grad():
         assert lm._plain_decode_step()
+
+
+@torch.inference_mode()
+def test_next_token_logits_project_only_the_last_position(lm, seq2seq, monkeypatch):
+    """A prompt's next-token logits are the forward pass's last row, and the vocabulary projection
+    is given that one row only (with and without a cache)."""
+    projected = []
+    for model in (lm, seq2seq):
+        logits = model.embed.logits
+        monkeypatch.setattr(model.embed, "logits", lambda x, logits=logits: projected.append(x.shape) or logits(x))
+    src = torch.tensor([[5, 9, 2, 7]])
+    full_lm = lm(PROMPT).logits[:, -1]
+    full_s2s = seq2seq(src, PROMPT).logits[:, -1]
+    projected.clear()
+    for cache in (None, lm.new_cache()):
+        torch.testing.assert_close(lm.next_token_logits(PROMPT, cache), full_lm, atol=1e-5, rtol=0)
+    for cache in (None, seq2seq.new_cache()):
+        torch.testing.assert_close(seq2seq.next_token_logits(PROMPT, cache, src), full_s2s, atol=1e-5, rtol=0)
+    assert projected == [(1, 16)] * 4 and full_lm.shape == (1, VOCAB)

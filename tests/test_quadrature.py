@@ -42,3 +42,11 @@ def test_kronrod_15_is_more_accurate_than_gauss_7_on_a_smooth_integrand():
     exact_sharp = math.atan(20) / 20  # ∫₀¹ 1 / (1 + 400α²) dα: a peaked integrand separates them
     sharp = lambda rule: float(rule.weights @ (1 / (1 + 400 * rule.nodes**2)))  # noqa: E731
     assert abs(sharp(gauss_kronrod_15()) - exact_sharp) < abs(sharp(gauss_7()) - exact_sharp) / 10
+
+
+def test_gauss_legendre_is_computed_once_per_size():
+    """`attribute` asks for the default ladder on every call: the rule is cached, with numpy's values."""
+    assert gauss_legendre(32) is gauss_legendre(32)
+    x, w = np.polynomial.legendre.leggauss(32)
+    np.testing.assert_array_equal(gauss_legendre(32).nodes, (x + 1) / 2)
+    np.testing.assert_array_equal(gauss_legendre(32).weights, w / 2)
