@@ -61,5 +61,6 @@ class Replies:
                 reply.ended_by = by
         return reply is not None
 
-    def __len__(self) -> int:
-        return len(self._streaming)
+    def __contains__(self, session: str) -> bool:
+        """Whether `session` has a reply streaming."""
+        return session in self._streaming
