@@ -147,8 +147,8 @@ def attribute_methods(model: EncoderDecoder, src_ids: torch.Tensor, candidates: 
         if not 0 <= label < len(candidates):
             raise ValueError(f"label {label} is outside 0..{len(candidates) - 1}")
         cross = label_step_attention(dec_maps, label) if shading else None
-        request = Request(model, ids, candidates, label, float(log_probs[label]), memory, enc_maps,
-                          ig_rules(steps, max_steps), seed, words, max_units, cross)
+        request = Request(model, ids, candidates, label, float(log_probs[label]), memory, enc_maps, steps, max_steps,
+                          seed, words, max_units, cross)
         results = {}
         for method in methods:
             scores, baseline, quadrature = ATTRIBUTIONS[method](request)
@@ -195,7 +195,8 @@ class Request:
     target: float  # f(source)
     memory: torch.Tensor  # (1, S, C)
     enc_maps: list
-    ig_rules: list[Rule]  # integrated gradients' quadrature rules, tried in order (`ig_rules`)
+    ig_steps: int | None  # integrated gradients' quadrature, as `ig_rules` reads them
+    ig_max_steps: int | None
     seed: int
     words: list[int] | None
     max_units: int | None
@@ -362,7 +363,7 @@ ATTRIBUTIONS: dict[str, Callable[[Request], Scores]] = {
     "rollout": lambda r: (_attention(r, True), None, None),
     "grad_x_input": lambda r: (_grad_x_input(r.model, r.ids, r.candidates, r.label), None, None),
     "integrated_gradients": lambda r: _integrated_gradients(r.model, r.ids, r.candidates, r.label, r.target,
-                                                            r.ig_rules),
+                                                            ig_rules(r.ig_steps, r.ig_max_steps)),
     "occlusion": lambda r: (_occlusion(r.model, r.ids, r.candidates, r.label, r.target, r.words, r.max_units),
                             None, None),
     "random": _random,

@@ -25,8 +25,8 @@ class Rule:
 
 @cache
 def gauss_legendre(n: int) -> Rule:
-    """Cached: `attribute` builds integrated gradients' ladder on every call, for any method, and
-    `leggauss(32)` took ~0.5 ms of each classification. Callers only read a rule's arrays."""
+    """Cached: every integrated-gradients call asks for its ladder again, and `leggauss(32)` takes
+    ~0.5 ms. Callers only read a rule's arrays."""
     x, w = np.polynomial.legendre.leggauss(n)  # on [-1, 1]
     return Rule((x + 1) / 2, w / 2)
 

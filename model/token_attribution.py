@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attribution import ATTRIBUTIONS, METHODS, Request, Scores, attention_rollout, evaluating, ig_rules
+from .attribution import ATTRIBUTIONS, METHODS, Request, Scores, attention_rollout, evaluating
 from .decoder_only import DecoderOnlyLM
 from .faithfulness import ERASER_FRACTIONS, erase
 
@@ -132,8 +132,7 @@ def attribute_token(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], positi
         with torch.inference_mode():
             log_probs, _ = model.encode(context)  # (1, vocab)
         target = float(model.label_log_probs(log_probs)[0, 0])
-        request = Request(model, context, [[token]], 0, target, None, [], ig_rules(steps, max_steps), seed, words,
-                          max_units)
+        request = Request(model, context, [[token]], 0, target, None, [], steps, max_steps, seed, words, max_units)
         scores, baseline, quadrature = TOKEN_ATTRIBUTIONS[method](request)
     full = torch.zeros(position)
     full[start:] = scores.detach().float().cpu()

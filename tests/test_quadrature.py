@@ -45,7 +45,7 @@ def test_kronrod_15_is_more_accurate_than_gauss_7_on_a_smooth_integrand():
 
 
 def test_gauss_legendre_is_computed_once_per_size():
-    """`attribute` asks for the default ladder on every call: the rule is cached, with numpy's values."""
+    """Every integrated-gradients call asks for its ladder again: the rule is cached, with numpy's values."""
     assert gauss_legendre(32) is gauss_legendre(32)
     x, w = np.polynomial.legendre.leggauss(32)
     np.testing.assert_array_equal(gauss_legendre(32).nodes, (x + 1) / 2)

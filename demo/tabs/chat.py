@@ -99,6 +99,11 @@ def retry_button(streaming: bool):
     return gr.Button(interactive=not streaming)
 
 
+def session_of(request: gr.Request | None) -> str | None:
+    """The visitor's session, which Stop and Clear share with the reply they end (None: a direct call)."""
+    return request.session_hash if request else None
+
+
 def chat(service: DemoService, message, history, max_new_tokens, temperature, top_k, top_p, seed,
          request: gr.Request | None = None):
     """Stream a continuation of `message`: outputs are chatbot, textbox, tokens, table, notice, and
@@ -111,7 +116,7 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
         yield history, message, gr.skip(), gr.skip(), failure(DemoError(EMPTY_PROMPT)), gr.skip(), gr.skip()
         return
     history += [{"role": "user", "content": text}, {"role": "assistant", "content": CONTINUATION}]
-    session = request.session_hash if request else None
+    session = session_of(request)
     with REPLIES.streaming(session) as reply:  # Stop and Clear reach it from here on
         yield history, "", [], [], "✍️ Writing…", None, retry_button(streaming=True)
         try:
@@ -165,7 +170,7 @@ def stopped_notice(n: int) -> str:
 def stopped(generated, request: gr.Request | None = None):
     """Stop was pressed: the reply in progress ends at its next update; say so now, with what the
     logit lens will read (the reply's own last update confirms it); Retry can regenerate the turn."""
-    REPLIES.end(request.session_hash if request else None, "stop")
+    REPLIES.end(session_of(request), "stop")
     return stopped_notice(generated[1] if generated else 0), retry_button(streaming=False)
 
 
@@ -173,7 +178,7 @@ def clear(request: gr.Request | None = None):
     """An empty chat and every view of it emptied (tokens, table, notice, rating, lens); the reply in
     progress ends at its next update, with the same empty chat. Retry enabled, as the reply in
     progress had disabled it."""
-    REPLIES.end(request.session_hash if request else None, "clear")
+    REPLIES.end(session_of(request), "clear")
     *chat_views, retry_enabled = cleared(textbox="")
     return *chat_views, None, None, "", "", retry_enabled  # and the rating, the lens and their notices
 
