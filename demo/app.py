@@ -1,4 +1,5 @@
-"""The Gradio app: one `gr.Blocks` page with Chat, Sentiment, Attention, Tokenizer and About tabs.
+"""The Gradio app: one `gr.Blocks` page with Chat, Sentiment, Attention, Tokenizer, Watch it learn and
+About tabs.
 
 This module only assembles the page: each tab's layout and handlers live in `demo.tabs.<tab>`,
 its computation in `demo.<tab>` (through `demo.inference.DemoService`), its words in `demo.text`.
@@ -40,10 +41,12 @@ os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
 import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 
+from cli import Parser  # noqa: E402
+from demo.checkpoint import LM, SENTIMENT  # noqa: E402
 from demo.inference import PRECISION_ENV, DemoService  # noqa: E402
 from demo.memory import trim_when_idle  # noqa: E402
 from demo.sessions import start_sessions_lazily  # noqa: E402
-from demo.tabs import about, attention, chat, sentiment, tokenizer  # noqa: E402
+from demo.tabs import about, attention, chat, learning, sentiment, tokenizer  # noqa: E402
 from demo.text import TITLE  # noqa: E402
 from model import PRECISIONS  # noqa: E402
 
@@ -89,6 +92,8 @@ def build_app(service: DemoService) -> gr.Blocks:
             with gr.Tab("Tokenizer", id="tokenizer"):
                 on_load.append(tokenizer.build(service, COMPUTE))
             on_load.append(opened)
+            with gr.Tab("Watch it learn", id="learning"):
+                on_load += [drawn for drawn in [learning.build(service, COMPUTE)] if drawn]  # None: no snapshots
             with gr.Tab("About", id="about"):
                 about.build(service)
         for i, (handler, inputs, outputs) in enumerate(on_load):  # the example tabs open already drawn
@@ -126,8 +131,8 @@ def launch(app: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, share: boo
                       max_file_size=MAX_FILE_SIZE, **kwargs)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m demo", description="Serve the Tiny Transformers demo.")
+def build_parser() -> Parser:
+    parser = Parser("python -m demo", "Serve the Tiny Transformers demo.")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                         help="interface to listen on (default: $GRADIO_SERVER_NAME or 127.0.0.1)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
@@ -136,6 +141,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoints", type=Path,
                         default=Path(os.environ.get("DEMO_CHECKPOINTS", DEFAULT_CHECKPOINTS)),
                         help="directory holding lm/, sentiment/ and tokenizer.json (default: checkpoints/)")
+    parser.add_argument(f"--{LM}", metavar="PATH",
+                        help="serve this language model instead: a training run's folder (runs/...), a checkpoint "
+                             "folder or a Hub repo id, with its tokenizer.json beside the weights; its weight "
+                             "snapshots, if it kept any, fill the 'Watch it learn' tab")
+    parser.add_argument(f"--{SENTIMENT}", metavar="PATH", help="serve this sentiment model instead (as --lm)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="auto = CUDA when available")
     parser.add_argument("--precision", choices=PRECISIONS, default=os.environ.get(PRECISION_ENV, "auto"),
@@ -143,7 +153,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              f"(default: ${PRECISION_ENV} or auto)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads per request (default 1, see main())")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,11 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     gain from intra-op threads, which then only fight each other (measured on 2 busy cores: ~20
     tokens/s with 2 threads against ~800 with 1, tiny model).
     """
-    args = parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    service = DemoService(args.checkpoints, args.device, precision=args.precision)
+    named = {name: getattr(args, name) for name in (LM, SENTIMENT) if getattr(args, name) is not None}
+    service = DemoService(args.checkpoints, args.device, precision=args.precision, models=named)
+    for name, path in named.items():  # a model asked for by name is served, or the app does not start
+        if not service.checkpoint(name).ready:
+            parser.error(f"--{name} {path}: {service.checkpoint(name).message}")
     for ckpt in service.checkpoints:
         log.info("%s: %s %s", ckpt.name, ckpt.status, ckpt.message)
     log.info("compute slots: %d", service.budget.slots)

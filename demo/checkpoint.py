@@ -12,7 +12,16 @@ from pathlib import Path
 
 from demo.inputs import DemoError, scrub_paths
 from model import DecoderOnlyLM, EncoderDecoder, PreTrainedModel, load_pretrained
-from storage import CONFIG_NAME, CURVE_NAME, IN_PROGRESS_NAME, METRICS_NAME, TOKENIZER_NAME, is_being_written
+from storage import (
+    CONFIG_NAME,
+    CURVE_NAME,
+    IN_PROGRESS_NAME,
+    METRICS_NAME,
+    TOKENIZER_NAME,
+    is_being_written,
+    resolve_checkpoint,
+    run_marker,
+)
 from tokenization import BPETokenizer
 
 log = logging.getLogger(__name__)
@@ -29,6 +38,7 @@ class Checkpoint:
 
     name: str  # LM or SENTIMENT
     location: str  # relative, for display: never an absolute path
+    directory: Path | None = None  # where it was loaded from (its snapshots live there); never displayed
     status: str = "missing"  # "ready", "missing" or "error"
     message: str = ""
     model: PreTrainedModel | None = None
@@ -97,17 +107,47 @@ def read_metrics(directory: Path) -> dict:
     return metrics if isinstance(metrics, dict) else {}
 
 
-def load_checkpoint(root: Path, name: str, device: str, shared_tokenizer: BPETokenizer | None) -> Checkpoint:
-    """`root/name` as a `Checkpoint`; its own tokenizer.json wins over the shared one."""
-    directory = root / name
-    scrub = Scrubber(root)
-    ckpt = Checkpoint(name=name, location=f"{root.name}/{name}")
-    if not (directory / CONFIG_NAME).is_file():
+def load_checkpoint(root: Path, name: str, device: str, shared_tokenizer: BPETokenizer | None,
+                    named: str | None = None) -> Checkpoint:
+    """`root/name` as a `Checkpoint`; its own tokenizer.json wins over the shared one. `named`: a run
+    folder, checkpoint folder or Hub id given instead (`python -m demo --lm PATH`), whose tokenizer
+    must be beside its weights."""
+    if named is not None:
+        return _load_named(named, name, device)
+    ckpt = Checkpoint(name=name, location=f"{root.name}/{name}", directory=root / name)
+    if not (root / name / CONFIG_NAME).is_file():
         ckpt.message = f"no checkpoint in `{ckpt.location}/` (train one, see About)"
         return ckpt
+    return _load(ckpt, device, shared_tokenizer, Scrubber(root), f", and none shared in `{root.name}/`")
+
+
+def _load_named(named: str, name: str, device: str) -> Checkpoint:
+    """A model named on the command line: a missing or unusable one is an error, never "missing"."""
+    path = Path(named)
+    ckpt = Checkpoint(name=name, location=f"{path.parent.name}/{path.name}".lstrip("/"))
+    try:
+        ckpt.directory = resolve_checkpoint(named)  # a folder, else the local copy of a Hub repo
+    except OSError as e:
+        ckpt.status, ckpt.message = "error", scrub_paths(str(e))
+        return ckpt
+    if not (ckpt.directory / CONFIG_NAME).is_file() and not is_being_written(ckpt.directory):
+        ckpt.status = "error"
+        ckpt.message = f"`{ckpt.location}` holds no model (no {CONFIG_NAME}: a run writes it at its first evaluation)"
+        return ckpt
+    return _load(ckpt, device, None, Scrubber(ckpt.directory.parent), ": it must be beside the weights")
+
+
+def _load(ckpt: Checkpoint, device: str, shared_tokenizer: BPETokenizer | None, scrub: Scrubber,
+          elsewhere: str) -> Checkpoint:
+    """The model of `ckpt.directory`, once the folder is known to hold a config or a run's in-progress
+    mark; `elsewhere` says where else a tokenizer was looked for."""
+    directory, name = ckpt.directory, ckpt.name
     if is_being_written(directory):
         ckpt.status = "error"
-        ckpt.message = (f"`{ckpt.location}/` is still being written by a training run (it holds "
+        stopped = run_marker(directory).get("interrupted")
+        ckpt.message = (f"`{ckpt.location}/` holds a run stopped at step {stopped['step']}: finish it with "
+                        f"`{scrub(stopped['resume'])}`, or serve a finished run" if stopped else
+                        f"`{ckpt.location}/` is still being written by a training run (it holds "
                         f"{IN_PROGRESS_NAME}); serve it once the run has finished, or serve a finished run")
         return ckpt
     ckpt.metrics = read_metrics(directory)
@@ -119,7 +159,7 @@ def load_checkpoint(root: Path, name: str, device: str, shared_tokenizer: BPETok
     cls = MODEL_CLASSES[name]
     try:
         if tokenizer is None:
-            raise DemoError(f"no tokenizer ({why}, and none shared in `{root.name}/`)")
+            raise DemoError(f"no tokenizer ({why}{elsewhere})")
         model = load_pretrained(directory, device)
         if not isinstance(model, cls):
             raise DemoError(f"`{ckpt.location}` holds a {model.model_type!r} model, expected {cls.model_type!r}")

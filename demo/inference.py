@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from demo import ablation, chat, compare, lens, qk, sampling, sentiment, token_explain, tokens
+from demo import ablation, chat, compare, lens, qk, sampling, sentiment, snapshots, token_explain, tokens
 from demo.attention import ATTENTION_KINDS, AttentionResult, attention_kind, attention_maps, attention_shape
 from demo.budget import ComputeBudget, machine_slots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
@@ -48,8 +48,11 @@ class DemoService:
     (eval mode, no dropout) and every request builds its own tensors, caches and RNG."""
 
     def __init__(self, checkpoints: str | Path, device: str = "auto", slots: int | None = None,
-                 max_waiting: int = MAX_WAITING, precision: str | None = None):
-        self.root = Path(checkpoints)
+                 max_waiting: int = MAX_WAITING, precision: str | None = None, models: dict[str, str] | None = None):
+        """`models`: {LM or SENTIMENT: a run folder, checkpoint folder or Hub id} served instead of the
+        one in `checkpoints` (`python -m demo --lm PATH --sentiment PATH`), each with the tokenizer
+        beside its weights."""
+        self.root, models = Path(checkpoints), models or {}
         self.device, device_notice = serving_device(device)
         # bfloat16 for the batched passes (classifier, attention maps, attributions, logit lens) where the
         # hardware multiplies it natively; generation's single-row steps stay float32 (bf16 gains nothing there)
@@ -62,10 +65,14 @@ class DemoService:
         if not self.root.is_dir():
             self.notices.append(f"No checkpoints directory `{self.root.name}/` found.")
         shared_tokenizer, _ = load_tokenizer(self.root, Scrubber(self.root))
-        self.lm = load_checkpoint(self.root, LM, self.device, shared_tokenizer)
-        self.sentiment = load_checkpoint(self.root, SENTIMENT, self.device, shared_tokenizer)
-        # the Tokenizer tab shows the shared tokenizer, else whichever a model brought
-        self.tokenizer = shared_tokenizer or self.lm.tokenizer or self.sentiment.tokenizer
+        self.lm = load_checkpoint(self.root, LM, self.device, shared_tokenizer, models.get(LM))
+        self.sentiment = load_checkpoint(self.root, SENTIMENT, self.device, shared_tokenizer, models.get(SENTIMENT))
+        # the Tokenizer tab shows the tokenizer of a model named on the command line, else the shared one,
+        # else whichever a model brought
+        named = [c.tokenizer for c in self.checkpoints if c.name in models]
+        self.tokenizer = next((t for t in [*named, shared_tokenizer, self.lm.tokenizer, self.sentiment.tokenizer]
+                               if t is not None), None)
+        self.snapshots = snapshots.find(self.lm, self.root, self.device)  # the "watch it learn" tab's, or None
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
@@ -197,6 +204,15 @@ class DemoService:
     def rank_heads(self, model_name: object, text: object, mode: object = "zero") -> ablation.HeadRanking:
         with self.heavy.slot(), self.budget.slot():
             return ablation.rank_heads(self._model_checkpoint(model_name), text, mode)
+
+    # -- watch it learn -----------------------------------------------------------------------
+
+    def learning(self, index: object, prompt: object, sampled: object = False, layer: object = None
+                 ) -> snapshots.LearningView:
+        """One snapshot of a training run answering the prompt (see `demo.snapshots`)."""
+        if self.snapshots is None:
+            raise DemoError(snapshots.NO_SNAPSHOTS)
+        return snapshots.learning_view(self.snapshots, self.budget, self._batched, index, prompt, sampled, layer)
 
     # -- tokenizer ----------------------------------------------------------------------------
 

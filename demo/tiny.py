@@ -1,8 +1,9 @@
 """Build a tiny, randomly initialised checkpoint directory in the shipped layout.
 
 The tests and benchmarks need checkpoints before (and independently of) the real training run:
-this writes `<out>/tokenizer.json`, `<out>/lm/` and `<out>/sentiment/` in a second or two on
-CPU. The models are untrained, so their text is gibberish; only shapes and plumbing matter.
+this writes `<out>/tokenizer.json`, `<out>/lm/` (with three weight snapshots in `lm/snapshots/`,
+for the "Watch it learn" tab) and `<out>/sentiment/` in a second or two on CPU. The models are
+untrained, so their text is gibberish; only shapes and plumbing matter.
 
     python -m demo.tiny OUT_DIR
 """
@@ -17,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
-from storage import METRICS_NAME
+from storage import METRICS_NAME, SNAPSHOTS_DIR, snapshot_name, write_index
 from tokenization import BPETokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +74,30 @@ def make_tiny_checkpoints(out: str | Path, vocab_size: int = 384, block_size: in
         if with_metrics:
             metrics["parameters"] = model.num_parameters()
             (out / name / METRICS_NAME).write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    write_tiny_snapshots(out / "lm" / SNAPSHOTS_DIR, lm, tokenizer, seed)
     return out
+
+
+TINY_SNAPSHOT_STEPS = (0, 10, 100)
+
+
+def write_tiny_snapshots(folder: Path, lm: DecoderOnlyLM, tokenizer: BPETokenizer, seed: int = 0) -> Path:
+    """Random LMs shaped like `lm` standing in for a run's snapshots (`storage.snapshots`): the one
+    at step `TINY_SNAPSHOT_STEPS[i]` seeded with seed + i + 1, the last one `lm` itself, with a
+    made-up falling loss curve."""
+    import torch
+
+    entries = []
+    for i, step in enumerate(TINY_SNAPSHOT_STEPS):
+        torch.manual_seed(seed + i + 1)
+        model = lm if i == len(TINY_SNAPSHOT_STEPS) - 1 else DecoderOnlyLM(lm.config)
+        model.save_pretrained(folder / snapshot_name(step), dtype=torch.float16)
+        entries.append({"step": step, "tokens": step * 512, "path": snapshot_name(step), "val_loss": 6.0 - step / 25})
+    tokenizer.save(folder)
+    history = [{"step": step, "train_loss": 6.5 - step / 20, "val_loss": 6.0 - step / 25} for step in (20, 60, 100)]
+    write_index(folder, {"model_type": lm.model_type, "max_steps": TINY_SNAPSHOT_STEPS[-1], "snapshots": entries,
+                         "history": history, "commands": ["python -m demo.tiny (random init)"]})
+    return folder
 
 
 @functools.cache

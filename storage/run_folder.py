@@ -2,20 +2,24 @@
 
 A training run marks its folder with `RUN_IN_PROGRESS` when it starts (`start_run`) and removes the
 mark once metrics.json is written (`finish_run`); readers (the app, `push`) refuse a folder that
-`is_being_written`. A folder that `run_files` finds anything in holds a run: a new run may continue
-it (`--resume`) or replace it (`--overwrite`, which clears `REPLACED_FILES` first), never mix into it.
+`is_being_written`. A run stopped by Ctrl-C or SIGTERM keeps the mark (the folder holds no finished
+run) and records in it where it stopped and how to go on (`interrupt_run`, read by `run_marker`).
+A folder that `run_files` finds anything in holds a run: a new run may continue it (`--resume`) or
+replace it (`--overwrite`, which clears `REPLACED_FILES` first), never mix into it.
 """
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
 from storage.atomic import atomic_write_text
 from storage.layout import CONFIG_NAME, CURVE_NAME, IN_PROGRESS_NAME, METRICS_NAME, STATE_NAME, WEIGHTS_NAME
+from storage.snapshots import SNAPSHOTS_DIR
 
 RUN_FILES = (IN_PROGRESS_NAME, STATE_NAME, METRICS_NAME, CONFIG_NAME, WEIGHTS_NAME)  # a folder with one holds a run
-REPLACED_FILES = (STATE_NAME, METRICS_NAME, CURVE_NAME, CONFIG_NAME, WEIGHTS_NAME)  # removed by --overwrite
+REPLACED_FILES = (STATE_NAME, METRICS_NAME, CURVE_NAME, CONFIG_NAME, WEIGHTS_NAME)  # and snapshots/: --overwrite
 
 
 def run_files(folder: Path) -> list[str]:
@@ -34,7 +38,25 @@ def start_run(folder: Path, command: str, replace: bool) -> None:
     if replace:
         for name in REPLACED_FILES:
             (folder / name).unlink(missing_ok=True)
+        shutil.rmtree(folder / SNAPSHOTS_DIR, ignore_errors=True)
     marker = {"command": command, "pid": os.getpid(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    atomic_write_text(folder / IN_PROGRESS_NAME, json.dumps(marker, indent=2) + "\n")
+
+
+def run_marker(folder: Path) -> dict:
+    """What the in-progress mark of `folder` says (the command, and `interrupted` with the step and
+    the `--resume` command once stopped); {} when there is none or it cannot be read."""
+    try:
+        marker = json.loads((folder / IN_PROGRESS_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return marker if isinstance(marker, dict) else {}
+
+
+def interrupt_run(folder: Path, step: int, resume: str) -> None:
+    """Record in the mark that the run was stopped at `step` and is continued by the command `resume`."""
+    marker = {**run_marker(folder), "interrupted": {"step": step, "resume": resume,
+                                                    "at": time.strftime("%Y-%m-%d %H:%M:%S")}}
     atomic_write_text(folder / IN_PROGRESS_NAME, json.dumps(marker, indent=2) + "\n")
 
 

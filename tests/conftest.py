@@ -1,7 +1,24 @@
 """Shared test settings."""
 
+import os
+
 import pytest
 import torch
+
+from training.token_cache import CACHE_ENV
+
+
+@pytest.fixture(autouse=True, scope="session")
+def token_cache(tmp_path_factory):
+    """Tokenized splits are cached in a folder of the session's own (`training.token_cache`), never in
+    the user's ~/.cache; the runs the tests start as subprocesses inherit it."""
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("token-cache"))
+    yield
+    if before is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = before
 
 
 @pytest.fixture(autouse=True, scope="module")

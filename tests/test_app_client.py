@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
 
 ENDPOINTS = {"/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options", "/attention",
              "/tokenize", "/ablate", "/rank_heads", "/query_key",
-             "/compare_reviews", "/explain_token"}
+             "/compare_reviews", "/explain_token", "/learning"}
 HOSTILE = ["👍🏽🎬🍿", "שלום עולם", "日本語の映画", "\x00", "nul\x00byte\x01\x1b[0m", "<script>alert(1)</script>",
            "$x^2$ {{ }} %s \\n"]
 
@@ -248,6 +248,13 @@ def test_attention_options_and_plots(client, service: DemoService) -> None:
                                                     for h in range(n_heads)]
         assert all(p["image"].endswith(".png") for p in overview)
         assert ("causal mask" in notice) == (kind in ("lm_self", "decoder_self"))
+
+
+def test_learning_draws_a_snapshot(client, service: DemoService) -> None:
+    step, text, probabilities, heatmap, curve, notice = client.predict(1, "This movie was", "greedy", 0,
+                                                                        api_name="/learning")
+    assert step.startswith(f"**Step {service.snapshots.entries[1]['step']}**") and text
+    assert heatmap["type"] == curve["type"] == "plotly" and len(probabilities["confidences"]) >= 5
 
 
 def test_tokenize(client) -> None:

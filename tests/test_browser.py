@@ -211,6 +211,24 @@ def test_about_tab(page, shots: Path) -> None:
     assert page.errors == []
 
 
+def test_watch_it_learn_tab_opens_drawn_and_follows_the_slider(page, shots: Path, service: DemoService) -> None:
+    if service.snapshots is None:  # screenshots of the shipped models before their snapshots ship
+        pytest.skip("the checkpoints served have no snapshots")
+    open_tab(page, "Watch it learn")
+    last = service.snapshots.entries[-1]["step"]
+    page.locator("#learn-step").get_by_text(f"Step {last:,}").wait_for()  # the last snapshot, drawn on load
+    page.locator("#learn-attention .js-plotly-plot").wait_for()
+    page.locator("#learn-curve .js-plotly-plot").wait_for()
+    assert page.locator("#learn-continuation textarea").input_value()
+    number = page.locator("#learn-slider input[type=number]")
+    number.fill("0")
+    number.press("Enter")
+    page.locator("#learn-step").get_by_text("Step 0 ").wait_for()  # the random start
+    page.locator("#learn-curve").get_by_text("step 0").first.wait_for()  # its point marked on the curve
+    page.screenshot(path=shots / "screenshot_learning.png", full_page=True)
+    assert_no_error_box(page)
+
+
 # -- what is on screen belongs to the current input and controls (issue #19) ------------------------
 
 
@@ -582,7 +600,7 @@ def test_phone_width_reaches_every_tab_without_overflow(page, url) -> None:
     phone.set_default_timeout(TIMEOUT_MS)
     phone.goto(url)
     phone.get_by_text("Tiny Transformers, built from scratch").wait_for()
-    for tab in ("Chat", "Sentiment", "Attention", "Tokenizer", "About"):
+    for tab in ("Chat", "Sentiment", "Attention", "Tokenizer", "Watch it learn", "About"):
         phone.get_by_role("tab", name=tab).click(timeout=5_000)  # in reach: none behind an overflow menu
         phone.wait_for_timeout(1_000)
         overflow[tab] = phone.evaluate("document.documentElement.scrollWidth"), phone.evaluate(OVERFLOWING)

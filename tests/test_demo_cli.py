@@ -1,8 +1,10 @@
-"""Starting the demo: command-line flags, environment variables, both entry points, and that the
-demo never depends on the training code."""
+"""Starting the demo: command-line flags, environment variables, both entry points, serving models
+named on the command line, and that the demo never depends on the training code."""
 
 import ast
 import runpy
+import shutil
+import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -10,8 +12,12 @@ from pathlib import Path
 import pytest
 
 from benchmarks.app_startup import free_port, start_server, stop_server, wait_ready
-from demo.app import DEFAULT_CHECKPOINTS, parse_args
+from demo.app import DEFAULT_CHECKPOINTS, build_app, parse_args
+from demo.checkpoint import LM, SENTIMENT
+from demo.inference import DemoService
+from demo.tabs.about import header_markdown
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
+from storage import SNAPSHOTS_DIR
 
 
 def test_defaults(monkeypatch) -> None:
@@ -67,3 +73,33 @@ def test_python_demo_app_py_serves_the_page() -> None:
     finally:
         output = stop_server(process)
     assert "Traceback" not in output
+
+
+def test_lm_and_sentiment_paths_serve_those_models(tmp_path) -> None:
+    """`python -m demo --lm runs/x --sentiment runs/y`: run folders (here copies of the tiny checkpoint,
+    with the tokenizer beside the weights, as a run writes it) are served, with no checkpoints folder
+    at all; the LM's snapshots fill the "Watch it learn" tab."""
+    tiny = shared_tiny_checkpoints()
+    runs = tmp_path / "runs"
+    shutil.copytree(tiny / "lm", runs / "x")
+    shutil.copytree(tiny / "sentiment", runs / "y")
+    args = parse_args(["--lm", str(runs / "x"), "--sentiment", str(runs / "y"), "--checkpoints", str(tmp_path / "no")])
+    assert (args.lm, args.sentiment) == (str(runs / "x"), str(runs / "y"))
+    service = DemoService(args.checkpoints, "cpu", models={LM: args.lm, SENTIMENT: args.sentiment})
+    assert service.lm.ready and service.sentiment.ready and service.tokenizer is service.lm.tokenizer
+    assert (service.lm.location, service.sentiment.location) == ("runs/x", "runs/y")
+    assert service.continue_text("This movie was", max_new_tokens=3, temperature=0).text
+    assert service.classify("A fine film.").label in ("negative", "positive")
+    assert service.snapshots is not None and service.snapshots.location == f"x/{SNAPSHOTS_DIR}"
+    assert "runs/x" in header_markdown(service) and "runs/y" in header_markdown(service)
+    build_app(service)  # every tab builds
+
+
+def test_a_path_that_holds_no_model_stops_the_app_at_start_with_one_line(tmp_path) -> None:
+    empty = tmp_path / "runs" / "empty"
+    empty.mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-m", "demo", "--lm", str(empty), "--port", str(free_port())],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == (f"error: --lm {empty}: `runs/empty` holds no model (no config.json: a run "
+                                            "writes it at its first evaluation); see: python -m demo --help")

@@ -4,19 +4,24 @@ import json
 import math
 import random
 import time
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
+from safetensors.torch import load_file
 
-from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
+from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, load_pretrained
 from publishing import report
-from storage import STATE_NAME
+from storage import SNAPSHOTS_DIR, STATE_NAME, read_index
 from tokenization import BPETokenizer, clean_text
 from training import evaluate, run
+from training.recipe import Recipe
+from training.sample import SAMPLE_PROMPTS
 from training.tasks import TASKS
+from training.trainer import FINAL_OVERHEAD_S, FINAL_SHARE, DistInfo, Trainer, snapshot_steps
 from training.training_args import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,10 +45,16 @@ def train(task: str, out: Path, tokenizer: Path, *extra: str) -> dict:
                      "--tokenizer", str(tokenizer), "--max-examples", "300", "--val-size", "40", *extra])
 
 
-def test_lm_end_to_end(tmp_path, tokenizer_path):
+def test_lm_end_to_end(tmp_path, tokenizer_path, capsys):
     metrics = train("lm", tmp_path / "lm", tokenizer_path, "--max-steps", "40", "--eval-every", "20")
     assert REQUIRED_METRICS <= set(metrics)
     assert {"val_ppl", "val_bpb", "samples"} <= set(metrics)
+    # three samples, printed at the end and kept; the final evaluation read every validation window
+    printed = capsys.readouterr().out
+    assert [s[: len(p)] for s, p in zip(metrics["samples"], SAMPLE_PROMPTS, strict=True)] == list(SAMPLE_PROMPTS)
+    assert all(repr(text) in printed for text in metrics["samples"]) and "python -m training.sample" in printed
+    windows = metrics["val_tokens"] // 64
+    assert metrics["final_eval"] == {"val": {"rows": windows, "of": windows}} and "wall time" in printed
     saved = json.loads((tmp_path / "lm" / "metrics.json").read_text())
     assert saved["val_bpb"] == metrics["val_bpb"] and saved["steps"] == 40
     history = metrics["history"]
@@ -133,9 +144,11 @@ def test_every_task_registers_its_presets_and_card(name):
     assert "tiny" in task.presets
     model_fields = {f.name for f in fields(task.model_class.config_class)}
     for preset in task.presets.values():
-        assert preset.keys() == {"model", "train"}
+        # a task that starts from a trained model (--init-from) says how every preset fine-tunes
+        assert preset.keys() == {"model", "train"} | ({"finetune"} if task.model_class is EncoderDecoder else set())
         assert preset["model"].keys() <= model_fields
-        assert preset["train"].keys() <= {f.name for f in fields(TrainConfig)}
+        assert {**preset["train"], **preset.get("finetune", {})}.keys() <= {f.name for f in fields(TrainConfig)}
+        assert preset["train"].get("recipe", {}).keys() <= {f.name for f in fields(Recipe)}
     card = task.card
     assert all([card.pipeline_tag, card.task_name, card.tags, card.what, card.intended, card.limitations])
 
@@ -294,3 +307,123 @@ def test_weight_decay_falls_on_every_matrix_and_nothing_else():
     assert len(decay) == len(list(model.parameters())) and len(embedding) == 1 and embedding < matrices
     assert {i for i, wd in decay.items() if wd == 0.1} == matrices  # the embedding table too (it was exempt)
     assert {i for i, wd in decay.items() if wd == 0.0} == {id(p) for p in model.parameters()} - matrices
+
+
+# --- presets: a fine-tune's settings, the laptop recipe -----------------------------------------------
+def settings(*argv: str) -> TrainConfig:
+    args = run.build_parser().parse_args(list(argv))
+    return run.train_config(args, TASKS[args.task].presets[args.preset])
+
+
+def test_a_fine_tune_takes_the_presets_fine_tune_settings_and_a_flag_wins():
+    """--init-from never runs at a from-scratch learning rate (a 3-minute fine-tune of the shipped LM
+    once climbed to the small preset's 1e-3); every flag given still wins, 0 included."""
+    scratch, tuned = settings("--task", "sentiment"), settings("--task", "sentiment", "--init-from", "checkpoints/lm")
+    small = TASKS["sentiment"].presets["small"]
+    assert (scratch.lr, scratch.warmup_steps) == (small["train"]["lr"], small["train"]["warmup_steps"])
+    assert (tuned.lr, tuned.warmup_steps) == (small["finetune"]["lr"], small["finetune"]["warmup_steps"])
+    assert tuned.lr < scratch.lr and tuned.max_steps == scratch.max_steps
+    assert settings("--task", "sentiment", "--init-from", "x", "--lr", "1e-5").lr == 1e-5
+    laptop = settings("--task", "sentiment", "--preset", "laptop", "--init-from", "checkpoints/lm")
+    preset = TASKS["sentiment"].presets["laptop"]
+    assert laptop.lr == preset["finetune"]["lr"] and laptop.max_tokens == preset["train"]["max_tokens"]
+    assert laptop.recipe == Recipe(**preset["train"]["recipe"])  # the recipe travels with the preset ...
+    off = settings("--task", "sentiment", "--preset", "laptop", "--init-from", "x", "--lm-weight", "0")
+    assert off.recipe.lm_weight == 0  # ... and a flag wins over it
+    assert off.recipe.crop_prob == preset["train"]["recipe"]["crop_prob"]
+    assert settings("--task", "lm", "--preset", "laptop").snapshots == TASKS["lm"].snapshots > 0
+    assert settings("--task", "sentiment").snapshots == 0
+    assert settings("--task", "lm", "--snapshots", "0").snapshots == 0
+
+
+def test_help_names_the_default_preset_and_the_laptop_figures(capsys):
+    with pytest.raises(SystemExit):
+        run.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: small)" in text and "laptop (" in text and "fine-tune settings" in text
+
+
+# --- what a run keeps: snapshots --------------------------------------------------------------------
+def test_snapshot_steps_start_at_zero_and_are_spaced_in_log_steps():
+    assert snapshot_steps(1200, 8) == [0, 10, 22, 49, 110, 243, 540, 1200]
+    assert snapshot_steps(40, 8) == [0, 10, 13, 16, 20, 25, 32, 40]
+    assert snapshot_steps(5, 8) == [0, 5] and snapshot_steps(100, 1) == [0, 100] and snapshot_steps(100, 0) == []
+
+
+def test_an_lm_run_keeps_float16_snapshots_with_their_loss_and_the_curve(tmp_path, tokenizer_path):
+    metrics = train("lm", tmp_path / "lm", tokenizer_path, "--max-steps", "40", "--eval-every", "20",
+                    "--snapshots", "4")
+    folder = tmp_path / "lm" / SNAPSHOTS_DIR
+    index = read_index(folder)
+    assert [e["step"] for e in index["snapshots"]] == snapshot_steps(40, 4) == [0, 10, 20, 40]
+    assert [e["tokens"] for e in index["snapshots"]] == [step * 8 * 64 for step in (0, 10, 20, 40)]
+    assert index["history"] == metrics["history"] and index["commands"] == [metrics["command"]]
+    losses = [e["val_loss"] for e in index["snapshots"]]
+    assert losses[0] > losses[-1] and losses[-1] == pytest.approx(metrics["history"][-1]["val_loss"], rel=1e-6)
+    final = torch.load(tmp_path / "lm" / STATE_NAME, weights_only=True)["model"]  # the weights at step 40
+    kept = load_file(folder / "step-000040" / "model.safetensors")
+    assert {t.dtype for t in kept.values()} == {torch.float16}
+    assert all(torch.equal(kept[k], final[k].half()) for k in kept)
+    assert BPETokenizer.from_file(folder).vocab_size == 1000  # the folder is self-contained
+    assert isinstance(load_pretrained(folder / "step-000000"), DecoderOnlyLM)
+
+
+# --- the final evaluation fits --max-minutes ----------------------------------------------------------
+def test_the_final_evaluation_reads_as_many_rows_as_fit_the_time_left(tmp_path, tokenizer_path):
+    """Rows are context windows here; the clock is a number the test sets."""
+    from training.data import load_splits
+    from training.task import TaskOptions
+
+    task = TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300))
+    cfg = TrainConfig(batch_size=4, eval_batches=3, max_minutes=10)
+    data = task.prepare(BPETokenizer.from_file(tokenizer_path), TASKS["lm"].presets["tiny"]["model"], cfg)
+    now = [0.0]
+    trainer = Trainer(task.build(data), task, data, tmp_path, "cpu", DistInfo(), clock=lambda: now[0])
+    total = task.rows(data, "val")
+    assert trainer.final_rows("val") is None  # no deadline: every row
+    trainer.deadline, trainer.row_seconds = 600.0, 0.01
+    now[0] = 600 - trainer.overhead_seconds() - 0.2  # 0.2 s left: 20 rows
+    assert trainer.overhead_seconds() == FINAL_OVERHEAD_S and 20 < total
+    assert trainer.final_rows("val") == 20
+    now[0] = 600  # no time left: still the periodic sample, never nothing
+    assert trainer.final_rows("val") == 3
+    now[0] = 0  # plenty: every row
+    assert trainer.final_rows("val") is None
+    now[0] = 600 - trainer.overhead_seconds() - 0.2
+    metrics = trainer.final_metrics(trainer.model)
+    assert metrics["final_eval"] == {"val": {"rows": 20, "of": total}} and metrics["val_tokens"] == 20 * 64
+    # what training leaves for the end: every row at the measured rate, at most a tenth of the budget
+    assert trainer.final_seconds() == pytest.approx(total * 0.01 + FINAL_OVERHEAD_S)
+    trainer.row_seconds = 10.0
+    assert trainer.final_seconds() == pytest.approx(FINAL_SHARE * 600 + FINAL_OVERHEAD_S)
+    trainer.cfg = replace(cfg, full_eval=True)  # --full-eval: every row, whatever the time
+    assert trainer.final_rows("val") is None and trainer.final_seconds() == pytest.approx(total * 10 + FINAL_OVERHEAD_S)
+
+
+# --- the token cache -----------------------------------------------------------------------------------
+def test_tokenized_splits_are_read_back_from_the_cache(tokenizer_path, monkeypatch):
+    from training.data import PairSet, TokenStream
+    from training.token_cache import cache_key
+
+    tokenizer = BPETokenizer.from_file(tokenizer_path)
+    texts = [clean_text(t) for t in pd.read_parquet(IMDB / "train.parquet")["text"][:50]]
+    config = TASKS["sentiment"].presets["tiny"]["model"]
+    config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size, labels=["negative", "positive"], **config)
+    labels = ["negative", "positive"] * 25
+    stream, pairs = TokenStream.from_texts(texts, tokenizer), PairSet.from_texts(texts, labels, tokenizer, config)
+
+    def tokenize(*args, **kwargs):
+        raise AssertionError("tokenized again")
+
+    monkeypatch.setattr(BPETokenizer, "encode_batch", tokenize)
+    again = TokenStream.from_texts(texts, tokenizer)
+    assert np.array_equal(again.ids, stream.ids) and again.n_bytes == stream.n_bytes
+    cached = PairSet.from_texts(texts, labels, tokenizer, config)
+    assert cached.sources == pairs.sources and cached.targets == pairs.targets
+    # another text, another tokenizer or another cut of a review: another entry
+    key = cache_key("stream", tokenizer, texts, {})
+    assert key != cache_key("stream", tokenizer, [*texts[:-1], texts[-1] + "!"], {})
+    assert key != cache_key("stream", tokenizer, texts[:-1], {})
+    assert key != cache_key("stream", BPETokenizer.train(texts, vocab_size=300), texts, {})
+    with pytest.raises(AssertionError, match="tokenized again"):
+        PairSet.from_texts(texts, labels, tokenizer, replace(config, max_src_len=64))

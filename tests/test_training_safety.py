@@ -57,7 +57,7 @@ def refused(args: list[str], capsys) -> str:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 # --- --out ------------------------------------------------------------------------------------------
@@ -99,9 +99,9 @@ def test_the_in_progress_marker_lives_until_metrics_are_written(tmp_path, review
     out, seen = tmp_path / "run", []
     real_evaluate = Trainer.evaluate
 
-    def evaluate(self, train_loss):
+    def evaluate(self):
         seen.append(((out / IN_PROGRESS_NAME).is_file(), (out / METRICS_NAME).exists()))
-        real_evaluate(self, train_loss)
+        real_evaluate(self)
 
     monkeypatch.setattr(Trainer, "evaluate", evaluate)
     args = lm_args(reviews, "--out", str(out))
@@ -126,7 +126,7 @@ def test_resume_refuses_a_changed_batch_size_seed_or_model_shape(tmp_path, revie
 
 def test_max_minutes_counts_this_invocation_so_resume_trains_on(tmp_path, reviews):
     args = lm_args(reviews, "--out", str(tmp_path / "run"), "--max-steps", "100000", "--eval-every", "100000",
-                   "--max-minutes", "0.01")  # 0.6 s a call
+                   "--max-minutes", "0.1")  # 6 s a call, start-up and final evaluation included
     first = run.main(args)
     second = run.main(args + ["--resume"])
     assert first["stopped_by"] == second["stopped_by"] == "max_minutes"
@@ -222,3 +222,60 @@ def test_a_run_killed_with_sigkill_resumes_to_bit_identical_weights(tmp_path, re
     assert ma["val_loss"] == mb["val_loss"] and not (killed / IN_PROGRESS_NAME).exists()
     # the killed run and its --resume are one segment: its command alone reproduces the run
     assert mb["command"] == ma["command"].replace(str(straight), str(killed))
+
+
+# --- Ctrl-C and SIGTERM ------------------------------------------------------------------------------
+def _stop_mid_run(args: list[str], out: Path, sig: signal.Signals) -> subprocess.CompletedProcess:
+    """Start a run, send `sig` once it has trained past its first checkpoint, and wait for it."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "training.run", *args, "--out", str(out)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / STATE_NAME).exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.3)  # a few steps past it
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_saves_the_current_step_and_resume_ends_bit_identical(tmp_path, reviews, sig):
+    """Ctrl-C (or SIGTERM, as a scheduler sends) mid-run: the state of the step it stopped at is
+    saved, one line says how to go on, no traceback; that command ends exactly where a run that was
+    never stopped ends."""
+    args = lm_args(reviews, "--max-steps", "400", "--eval-every", "25", "--set", "dropout=0.2")  # dropout: RNG
+    stopped = tmp_path / "stopped"
+    done = _stop_mid_run(args, stopped, sig)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    step = torch.load(stopped / STATE_NAME, weights_only=True)["step"]
+    assert 25 <= step < 400 and not (stopped / METRICS_NAME).exists()
+    resume = f"python -m training.run {' '.join(args)} --out {stopped} --resume"
+    assert lines[-1] == f"interrupted: the state at step {step} is saved in {stopped}; continue with: {resume}"
+    marker = json.loads((stopped / IN_PROGRESS_NAME).read_text())  # the folder holds no finished run ...
+    assert marker["interrupted"]["step"] == step and marker["interrupted"]["resume"] == resume  # ... and says so
+
+    run.main(resume.split()[3:])  # the printed command, in this process (also on one thread: conftest)
+    straight = tmp_path / "straight"
+    run.main([*args, "--out", str(straight)])
+    a, b = (torch.load(d / STATE_NAME, weights_only=True) for d in (straight, stopped))
+    assert a["step"] == b["step"] == 400
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    wa, wb = load_file(straight / WEIGHTS_NAME), load_file(stopped / WEIGHTS_NAME)
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    ma, mb = (json.loads((d / METRICS_NAME).read_text()) for d in (straight, stopped))
+    assert ma["history"] == [{**h, "time_s": ma["history"][i]["time_s"]} for i, h in enumerate(mb["history"])]
+    assert ma["val_loss"] == mb["val_loss"] and not (stopped / IN_PROGRESS_NAME).exists()
+
+
+def test_a_signal_before_the_first_step_saves_nothing_and_leaves_no_mark(tmp_path, reviews, monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt  # as Ctrl-C while the data is read
+
+    monkeypatch.setattr(run, "load_splits", interrupted)
+    with pytest.raises(SystemExit) as exc:
+        run.main(lm_args(reviews, "--out", str(tmp_path / "run")))
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == "interrupted before the first step: nothing was saved\n"
+    assert not (tmp_path / "run" / IN_PROGRESS_NAME).exists()

@@ -7,7 +7,7 @@ step number, so a resumed run sees exactly the batches an uninterrupted run woul
 
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -18,6 +18,7 @@ import torch
 from model import IGNORE_INDEX
 
 from .errors import DataError
+from .token_cache import cached_arrays, ragged, rows_of
 
 HUB_IMDB = "stanfordnlp/imdb"
 DATA_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json"}
@@ -156,9 +157,14 @@ class TokenStream:
 
     @classmethod
     def from_texts(cls, texts: list[str], tokenizer) -> "TokenStream":
-        enc = tokenizer.encode_batch(texts, add_bos=True, add_eos=True, padding=False, return_tensors=False)
-        ids = np.fromiter((t for seq in enc.input_ids for t in seq), dtype=np.int32)
-        return cls(ids, sum(len(t.encode("utf-8")) for t in texts) + len(texts))
+        """The texts tokenized (or read from the `token_cache`, keyed by tokenizer and texts)."""
+        def build() -> dict[str, np.ndarray]:
+            enc = tokenizer.encode_batch(texts, add_bos=True, add_eos=True, padding=False, return_tensors=False)
+            return {"ids": np.fromiter((t for seq in enc.input_ids for t in seq), dtype=np.int32),
+                    "n_bytes": np.array(sum(len(t.encode("utf-8")) for t in texts) + len(texts))}
+
+        arrays = cached_arrays("stream", tokenizer, texts, {}, build)
+        return cls(arrays["ids"], int(arrays["n_bytes"]))
 
     def random_batch(self, batch_size: int, block_size: int, gen: torch.Generator):
         """(x, y), each (B, T): random windows and the same windows shifted by one token."""
@@ -167,10 +173,14 @@ class TokenStream:
         window = window.long()
         return {"input_ids": window[:, :-1], "targets": window[:, 1:]}
 
+    def n_windows(self, block_size: int) -> int:
+        """How many non-overlapping context-sized windows cover the stream (what `windows` yields)."""
+        return (len(self.ids) - 1) // block_size
+
     def windows(self, block_size: int, limit: int | None = None, batch_size: int = 16):
         """Non-overlapping windows covering the stream once, for evaluation: (x, y) batches of
         shape (b, T), y being x shifted by one token. `limit` caps the number of windows."""
-        n = (len(self.ids) - 1) // block_size
+        n = self.n_windows(block_size)
         n = n if limit is None else min(n, limit)
         for first in range(0, n, batch_size):
             rows = range(first, min(n, first + batch_size))
@@ -190,12 +200,18 @@ class PairSet:
     def from_texts(cls, sources: list[str], targets: list[str], tokenizer, config,
                    labels: list[int] | None = None) -> "PairSet":
         """Encode as the model `config` reads them: sources by `config.source_ids` (the cut the app
-        and the benchmarks read too), targets to `max_tgt_len`."""
-        src = config.source_ids(tokenizer, sources)
-        # the decoder input gets <s> in front and the target </s> at the end: one slot each
-        tgt = tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
-                                     return_tensors=False).input_ids
-        return cls(src, tgt, labels)
+        and the benchmarks read too), targets to `max_tgt_len`; read from the `token_cache` when an
+        earlier run encoded the same texts for the same config."""
+        def build() -> dict[str, np.ndarray]:
+            # the decoder input gets <s> in front and the target </s> at the end: one slot each
+            tgt = tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
+                                         return_tensors=False).input_ids
+            src, tgt = ragged(config.source_ids(tokenizer, sources)), ragged(tgt)
+            return {"src_ids": src["ids"], "src_ends": src["ends"], "tgt_ids": tgt["ids"], "tgt_ends": tgt["ends"]}
+
+        arrays = cached_arrays("pairs", tokenizer, [*sources, *targets], {"n": len(sources), **asdict(config)}, build)
+        return cls(rows_of(arrays["src_ids"], arrays["src_ends"]), rows_of(arrays["tgt_ids"], arrays["tgt_ends"]),
+                   labels)
 
     def __len__(self) -> int:
         return len(self.sources)

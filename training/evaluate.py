@@ -17,15 +17,16 @@ accuracy and a confusion matrix; a language-model checkpoint reads a `text` colu
 .txt file and prints loss, perplexity and bits per byte.
 """
 
-import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from model import DecoderOnlyLM, EncoderDecoder, load_pretrained
+from cli import Parser
+from model import DecoderOnlyLM, EncoderDecoder, load_pretrained, resolve_device
 from storage import resolve_checkpoint
 from tokenization import BPETokenizer, clean_text
 
@@ -36,8 +37,10 @@ from .heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, shor
 
 
 @torch.inference_mode()
-def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = None) -> dict:
-    """Loss summed over non-overlapping context-sized windows of the concatenated documents.
+def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = None,
+                progress: Callable[[int], object] | None = None) -> dict:
+    """Loss summed over non-overlapping context-sized windows of the concatenated documents (the
+    first `limit` windows; `progress(n)` after each batch of n).
 
     Bits per byte = total loss / ln 2 / UTF-8 bytes covered, which compares across tokenizers;
     with a window limit the byte count is scaled by the fraction of tokens covered.
@@ -50,6 +53,8 @@ def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = N
         total += torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), y.flatten().to(device),
                                                    reduction="sum").item()
         n_tokens += y.numel()
+        if progress:
+            progress(len(x))
     if n_tokens == 0:
         raise DataError("not enough text for one evaluation window")
     n_bytes = stream.n_bytes * n_tokens / (len(stream.ids) - 1)
@@ -66,9 +71,10 @@ def label_candidates(model: EncoderDecoder, tokenizer: BPETokenizer) -> list[lis
 
 @torch.inference_mode()
 def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max_tokens: int,
-             limit: int | None = None) -> torch.Tensor:
+             limit: int | None = None, progress: Callable[[int], object] | None = None) -> torch.Tensor:
     """log P(label words | review) for the first `limit` pairs -> (N, K), in pair order. Reviews go
-    in length-bucketed batches of at most `max_tokens` padded source tokens (`bucketing`)."""
+    in length-bucketed batches of at most `max_tokens` padded source tokens (`bucketing`);
+    `progress(n)` after each batch of n."""
     model.eval()
     device = next(model.parameters()).device
     candidates = label_candidates(model, tokenizer)
@@ -79,17 +85,20 @@ def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max
         batch = pairs.batch(idx, **ids)
         scores[idx] = model.score_candidates(batch["src_ids"].to(device), candidates,
                                              batch["src_mask"].to(device)).float().cpu()
+        if progress:
+            progress(len(idx))
     return scores
 
 
 def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int], tokenizer: BPETokenizer,
-                        batch_size: int = 32, limit: int | None = None, max_tokens: int | None = None) -> dict:
+                        batch_size: int = 32, limit: int | None = None, max_tokens: int | None = None,
+                        progress: Callable[[int], object] | None = None) -> dict:
     """Accuracy of text-to-text classification: each review gets the label whose word sequence the
     decoder finds most likely. Also the confusion matrix and the target loss (cross-entropy per
     target token, label words and end token), read off the true label's score so that the
     encoder runs once per batch. The token budget defaults to batch_size full-length reviews."""
     candidates = label_candidates(model, tokenizer)
-    scores = classify(model, pairs, tokenizer, max_tokens or batch_size * model.config.max_src_len, limit)
+    scores = classify(model, pairs, tokenizer, max_tokens or batch_size * model.config.max_src_len, limit, progress)
     k, n = len(candidates), len(scores)
     truth = torch.tensor(labels[:n])
     predicted = scores.argmax(-1)
@@ -111,8 +120,7 @@ def _texts(path: Path, column: str = "text") -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser("python -m training.evaluate", __doc__)
     parser.add_argument("--checkpoint", required=True, help="checkpoint directory (config.json, model.safetensors)")
     data = parser.add_mutually_exclusive_group(required=True)
     data.add_argument("--data", help="a .parquet/.csv/.jsonl file (or .txt for a language model)")
@@ -127,12 +135,21 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N rows/windows")
     parser.add_argument("--max-tokens", type=int, default=16384,
                         help="sentiment: padded source tokens per batch (reviews are batched by length)")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error(f"--limit must be >= 1, got {args.limit}")
+    try:
+        device = resolve_device(args.device)
+    except ValueError as e:  # "device cuda: no CUDA device is available ..."
+        parser.error(f"--{e}")
     try:
         ckpt = resolve_checkpoint(args.checkpoint)  # a local folder or a Hub repo id
-        model = load_pretrained(ckpt, args.device)
+        model = load_pretrained(ckpt, device)
         tokenizer = BPETokenizer.from_file(ckpt)
+    except (OSError, ValueError) as e:
+        parser.error(f"--checkpoint {args.checkpoint}: {e}")
+    try:
         split = args.split or ("validation" if isinstance(model, DecoderOnlyLM) else "selection")
         held_out = held_out_rows(args.data_dir, args.val_size, args.seed, split) if args.data_dir else None
         what = f"the {split} rows of {args.data_dir}" if args.data_dir else args.data

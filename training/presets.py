@@ -2,13 +2,38 @@
 `tiny` runs in seconds (tests, smoke checks); `small` is what the first checkpoints were trained with
 on a 2-core CPU (the LM is the reference's 5.3 M-parameter shape); `base` is what the shipped
 checkpoints were trained with on one GPU (their metrics.json spells the same settings out as --set
-options)."""
+options); `laptop` is ten minutes on a 2-core CPU, measured in docs/experiments/laptop-2026-11-25.
+
+A preset is `{"model": {...}, "train": {...}}`, and for a task that takes `--init-from` also
+`"finetune": {...}`: the settings that replace `train`'s when the model starts from a trained one.
+A fine-tune must never take a from-scratch learning rate or schedule (a sentiment fine-tune of the
+shipped LM at the `small` preset's 1e-3 stays at chance); `{}` says the preset's `train` settings are
+already a fine-tune's (`base`: the shipped classifier was trained with them, from the shipped LM).
+`train["recipe"]` holds `training.recipe.Recipe` fields. Every flag given on the command line wins.
+"""
 
 # the sentiment and span-corruption tasks share their tiny shape (a classifier can start from a span model)
 ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=64, d_ff=256,
                                       max_src_len=128, max_tgt_len=8, dropout=0.0),
                         "train": dict(batch_size=16, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
-                                      eval_batches=8)}
+                                      eval_batches=8),
+                        "finetune": dict(lr=1e-3, warmup_steps=10)}
+
+# ten minutes on a 2-core CPU, start-up and final evaluation included (`max_minutes` bounds the whole
+# run; bf16 where the CPU has it). The LM's shape, batch and learning rate were chosen by the runs in
+# docs/experiments/laptop-2026-11-25; the classifier is the causal-encoder recipe of
+# docs/experiments/sentiment-cpu-causal-flags-2026-11-24, from the shipped LM (--init-from checkpoints/lm)
+LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_size=256, dropout=0.0),
+             "train": dict(batch_size=16, max_steps=1200, lr=2e-3, warmup_steps=50, eval_every=200,
+                           eval_batches=40, max_minutes=9.5)}
+LAPTOP_SENTIMENT = {
+    "model": dict(n_encoder_layer=3, n_decoder_layer=1, n_head=4, d_model=192, d_ff=768, max_src_len=256,
+                  max_tgt_len=8, dropout=0.1, norm_first=True, causal_encoder=True),
+    "train": dict(batch_size=16, max_steps=200, lr=1e-3, warmup_steps=20, eval_every=50, eval_batches=32,
+                  max_tokens=4096, max_minutes=9.5,
+                  recipe=dict(lm_weight=0.2, crop_prob=0.3, label_smoothing=0.1, layer_decay=0.8, average_last=2)),
+    "finetune": dict(lr=3e-4, warmup_steps=20),
+}
 
 LM: dict[str, dict] = {
     "tiny": {"model": dict(n_layer=2, n_head=2, d_model=64, d_ff=256, block_size=64, dropout=0.0),
@@ -20,6 +45,7 @@ LM: dict[str, dict] = {
     "base": {"model": dict(n_layer=6, n_head=5, d_model=320, d_ff=1280, block_size=256, dropout=0.0),
              "train": dict(batch_size=64, max_steps=6000, lr=1.5e-3, warmup_steps=300, eval_every=500,
                            eval_batches=40)},
+    "laptop": LAPTOP_LM,
 }
 
 SENTIMENT: dict[str, dict] = {
@@ -27,13 +53,16 @@ SENTIMENT: dict[str, dict] = {
     "small": {"model": dict(n_encoder_layer=3, n_decoder_layer=1, n_head=4, d_model=192, d_ff=768,
                             max_src_len=256, max_tgt_len=8, dropout=0.1, norm_first=True),
               "train": dict(batch_size=32, max_steps=1500, lr=1e-3, warmup_steps=100, eval_every=100,
-                            eval_batches=16)},
+                            eval_batches=16),
+              "finetune": dict(lr=3e-4, warmup_steps=50)},
     # with --init-from, the encoder's shape comes from the LM; eval_batches 80 x 32 covers the
     # whole 2,500-review validation split, so the step kept is the best on all of it
     "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
                            max_src_len=1024, src_keep_tail=384, max_tgt_len=8, dropout=0.1, norm_first=True),
              "train": dict(batch_size=32, max_steps=3000, lr=1.5e-4, warmup_steps=100, eval_every=250,
-                           eval_batches=80)},
+                           eval_batches=80),
+             "finetune": {}},
+    "laptop": LAPTOP_SENTIMENT,
 }
 
 # span corruption: the sentiment shapes (so a classifier can start from the whole model); `base`
@@ -43,16 +72,28 @@ SPAN: dict[str, dict] = {
     "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
                            max_src_len=1024, max_tgt_len=8, dropout=0.1, norm_first=True),
              "train": dict(batch_size=32, max_steps=6000, lr=5e-4, warmup_steps=300, eval_every=500,
-                           eval_batches=20)},
+                           eval_batches=20),
+             "finetune": {}},
 }
 
 SEQ2SEQ: dict[str, dict] = {
     "tiny": {"model": dict(n_encoder_layer=2, n_decoder_layer=2, n_head=2, d_model=64, d_ff=256,
                            max_src_len=64, max_tgt_len=64, dropout=0.0, norm_first=True),
              "train": dict(batch_size=32, max_steps=400, lr=2e-3, warmup_steps=20, eval_every=100,
-                           eval_batches=4)},
+                           eval_batches=4),
+             "finetune": dict(lr=5e-4, warmup_steps=20)},
     "small": {"model": dict(n_encoder_layer=3, n_decoder_layer=3, n_head=4, d_model=256, d_ff=1024,
                             max_src_len=256, max_tgt_len=128, dropout=0.1),
               "train": dict(batch_size=32, max_steps=5000, lr=5e-4, warmup_steps=200, eval_every=250,
-                            eval_batches=16)},
+                            eval_batches=16),
+              "finetune": dict(lr=2e-4, warmup_steps=100)},
 }
+
+DEFAULT_PRESET = "small"
+# what `training.run --help` says of each preset; every figure comes from a run recorded in docs/
+PRESET_HELP = (
+    f"model + optimisation settings (default: {DEFAULT_PRESET}): tiny (seconds; tests and smoke checks); "
+    "small (the first, CPU-trained models: lm 50 min on 2 CPU cores in fp32 -> 1.82 bits/byte); "
+    "base (the shipped models: minutes on one GPU, hours on a CPU); "
+    "laptop (lm and sentiment: ten minutes on a 2-core CPU, all included; MEASUREMENT PENDING). "
+    "With --init-from, the learning rate and schedule are the preset's fine-tune settings")

@@ -20,6 +20,7 @@ Bad options exit with status 2, bad data with status 1, each with one line on st
 import argparse
 import itertools
 import json
+import os
 import shlex
 import sys
 import time
@@ -29,7 +30,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from model import PRECISIONS, EncoderDecoder, load_pretrained, read_config, resolve_device
+from cli import Parser
+from model import PRECISIONS, EncoderDecoder, PreTrainedModel, load_pretrained, read_config, resolve_device
 from storage import (
     CONFIG_NAME,
     CURVE_NAME,
@@ -37,31 +39,39 @@ from storage import (
     STATE_NAME,
     atomic_write_text,
     finish_run,
+    interrupt_run,
     run_files,
+    run_marker,
     start_run,
 )
 from tokenization import BPETokenizer
 
 from .data import HUB_IMDB, load_splits
-from .errors import UsageError
+from .errors import Interrupted, UsageError
 from .plots import plot_curve
+from .presets import DEFAULT_PRESET, PRESET_HELP
 from .recipe import Recipe
-from .task import TaskOptions
-from .tasks import TASKS
-from .trainer import DistInfo, Trainer, init_distributed, resume_mismatches, weights_in_sync
+from .sample import SAMPLE_SETTINGS
+from .task import Task, TaskData, TaskOptions
+from .tasks import TASKS, LMTask
+from .trainer import (
+    DistInfo,
+    Trainer,
+    init_distributed,
+    resume_mismatches,
+    sigterm_as_interrupt,
+    weights_in_sync,
+)
 from .training_args import TrainConfig
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m training.run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser() -> Parser:
+    p = Parser("python -m training.run", __doc__)
     p.add_argument("--task", required=True, choices=sorted(TASKS),
                    help="lm: decoder-only language model; sentiment: encoder-decoder writing "
                         "'positive'/'negative'; seq2seq: encoder-decoder on any (source, target) columns; "
                         "span: T5-style span-corruption pretraining of an encoder-decoder on review text")
-    p.add_argument("--preset", default="small",
-                   help="model + optimisation settings: tiny (seconds), small (the first, CPU-trained models) "
-                        "or base (the shipped models; minutes on a GPU)")
+    p.add_argument("--preset", default=DEFAULT_PRESET, help=PRESET_HELP)
     p.add_argument("--data-dir", help="local folder of <split>.parquet/.csv/.jsonl files (default: the Hub)")
     p.add_argument("--dataset", default=HUB_IMDB, help="Hub dataset name when --data-dir is not given")
     p.add_argument("--source-column", default="source", help="seq2seq: source text column")
@@ -69,20 +79,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", help="checkpoint directory (default: a new runs/<task>-<timestamp>/)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the run in --out (e.g. --out checkpoints/lm --overwrite ships a model)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its trainer_state.pt")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its trainer_state.pt "
+                                                         "(after --max-minutes, Ctrl-C or a crash)")
     p.add_argument("--tokenizer", default="checkpoints/tokenizer.json",
                    help="tokenizer.json to use; trained on the training text and saved there if missing")
     p.add_argument("--vocab-size", type=int, default=8192, help="vocabulary size when training a tokenizer")
     p.add_argument("--device", default="auto",
                    help="auto (CUDA when present), cpu, cuda or cuda:N; under torchrun each process takes its own GPU")
+    p.add_argument("--threads", type=int,
+                   help=f"CPU threads for torch (default: one per core, here {torch.get_num_threads()})")
     p.add_argument("--max-steps", type=int, help="optimizer steps (the LR schedule spans them)")
     p.add_argument("--max-minutes", type=float,
-                   help="stop this invocation (checkpointed; --resume trains on) after this many minutes")
+                   help="bound this invocation, start-up and final evaluation included: training stops in time "
+                        "for the final evaluation, which samples the validation rows if the full pass would not "
+                        "fit (checkpointed; --resume trains on)")
+    p.add_argument("--full-eval", action="store_true",
+                   help="final evaluation on every validation row even if it overruns --max-minutes (what a "
+                        "shipped checkpoint is measured with; without --max-minutes it always is)")
     p.add_argument("--batch-size", type=int, help="sequences per step and per process")
     p.add_argument("--lr", type=float, help="peak learning rate")
     p.add_argument("--warmup-steps", type=int, help="linear warmup steps")
     p.add_argument("--eval-every", type=int, help="evaluate (and maybe checkpoint) every N steps")
     p.add_argument("--eval-batches", type=int, help="batches/windows used by periodic evaluation")
+    p.add_argument("--snapshots", type=int,
+                   help="float16 copies of the weights kept at log-spaced steps in <out>/snapshots/, for the app's "
+                        f"'watch it learn' view (default: {LMTask.snapshots} for lm, 0 for the other tasks)")
     p.add_argument("--val-size", type=int, default=2500, help="validation rows carved out of train (fixed seed)")
     p.add_argument("--max-examples", type=int, help="use only N rows of each split (quick runs, tests)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -94,24 +115,39 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="storage dtype of model.safetensors")
     p.add_argument("--init-from", metavar="CHECKPOINT",
                    help="encoder-decoder tasks: start the encoder from a trained language model, or the whole "
-                        "model from a span-pretrained encoder-decoder (its width, heads and layers are taken over)")
+                        "model from a span-pretrained encoder-decoder (its width, heads and layers are taken over); "
+                        "the learning rate and schedule are then the preset's fine-tune settings")
     p.add_argument("--max-tokens", type=int,
                    help="encoder-decoder tasks: length-bucketed batches of this many padded tokens (each example "
                         "once per epoch) instead of --batch-size random examples")
-    recipe = p.add_argument_group("fine-tuning recipe (training.recipe; all off by default)")
-    recipe.add_argument("--layer-decay", type=float, default=1.0, help="lr factor per encoder layer below the top")
-    recipe.add_argument("--unfreeze-every", type=int, default=0, help="unfreeze one more layer group every N steps")
-    recipe.add_argument("--label-smoothing", type=float, default=0.0)
-    recipe.add_argument("--adversarial-eps", type=float, default=0.0,
+    recipe = p.add_argument_group("fine-tuning recipe (training.recipe; off unless the preset or a flag sets them)")
+    recipe.add_argument("--layer-decay", type=float, help="lr factor per encoder layer below the top")
+    recipe.add_argument("--unfreeze-every", type=int, help="unfreeze one more layer group every N steps")
+    recipe.add_argument("--label-smoothing", type=float)
+    recipe.add_argument("--adversarial-eps", type=float,
                         help="FGM perturbation of the source embeddings (L2 size per example)")
-    recipe.add_argument("--average-last", type=int, default=1, help="keep the mean weights of the last N evaluations")
-    recipe.add_argument("--crop-prob", type=float, default=0.0,
+    recipe.add_argument("--average-last", type=int, help="keep the mean weights of the last N evaluations")
+    recipe.add_argument("--crop-prob", type=float,
                         help="sentiment: fraction of training reviews replaced by 1-3 of their sentences")
-    recipe.add_argument("--lm-weight", type=float, default=0.0,
+    recipe.add_argument("--lm-weight", type=float,
                         help="auxiliary next-token loss on the source, times this weight "
                              "(needs --set causal_encoder=1)")
     p.add_argument("--seed", type=int, default=1337)
-    return p.parse_args(argv)
+    return p
+
+
+def train_config(args: argparse.Namespace, preset: dict) -> TrainConfig:
+    """The optimisation settings: the preset's, then with --init-from its fine-tune settings (a
+    fine-tune never runs at a from-scratch learning rate), then every flag given."""
+    settings = {**preset["train"], **(preset["finetune"] if args.init_from else {})}
+    recipe = {**settings.pop("recipe", {}),
+              **{f.name: getattr(args, f.name) for f in fields(Recipe) if getattr(args, f.name) is not None}}
+    flags = ("max_steps", "batch_size", "lr", "warmup_steps", "eval_every", "eval_batches", "max_minutes",
+             "max_tokens", "snapshots")
+    given = {name: getattr(args, name) for name in flags if getattr(args, name) is not None}
+    settings.setdefault("snapshots", TASKS[args.task].snapshots)
+    return TrainConfig(**{**settings, **given, "seed": args.seed, "precision": args.precision,
+                          "full_eval": args.full_eval, "recipe": Recipe(**recipe)})
 
 
 def parse_sets(task: str, pairs: list[str]) -> dict:
@@ -134,15 +170,20 @@ def parse_sets(task: str, pairs: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict | None:
-    args = parse_args(argv)
+    started = time.monotonic()  # --max-minutes counts from here: reading the data is part of the run
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
-        return run(args, argv if argv is not None else sys.argv[1:])
+        with sigterm_as_interrupt():
+            return run(args, argv if argv is not None else sys.argv[1:], started)
     except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        parser.error(str(e))
     except (ValueError, FileNotFoundError) as e:  # DataError, and a config that rejects its values
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
+    except (Interrupted, KeyboardInterrupt) as e:  # KeyboardInterrupt: before the run folder was chosen
+        print(str(e) or "interrupted before the first step: nothing was saved", file=sys.stderr)
+        sys.exit(130)
 
 
 def record_command(commands: list[str], argv: list[str]) -> None:
@@ -190,20 +231,23 @@ def check_out(out: Path, task: str, resume: bool, overwrite: bool) -> None:
                          "--overwrite to replace it, or choose another --out")
 
 
-def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
-    start = time.time()
+def resume_command(argv: list[str], out: Path) -> str:
+    """The command that continues the run in `out`: these arguments, with its --out, --resume and
+    not --overwrite."""
+    kept = [a for a in argv if a not in ("--resume", "--overwrite")]
+    if "--out" not in kept and not any(a.startswith("--out=") for a in kept):
+        kept += ["--out", str(out)]
+    return "python -m training.run " + shlex.join([*kept, "--resume"])
+
+
+def run(args: argparse.Namespace, argv: list[str], started: float) -> dict | None:
     presets = TASKS[args.task].presets
     if args.preset not in presets:
         raise UsageError(f"--preset {args.preset}: choose one of {sorted(presets)}")
     preset = presets[args.preset]
-    recipe = Recipe(args.layer_decay, args.unfreeze_every, args.label_smoothing, args.adversarial_eps,
-                    args.average_last, args.crop_prob, args.lm_weight)
-    train_kwargs = {**preset["train"], "seed": args.seed, "max_minutes": args.max_minutes,
-                    "max_tokens": args.max_tokens, "precision": args.precision, "recipe": recipe}
-    for name in ("max_steps", "batch_size", "lr", "warmup_steps", "eval_every", "eval_batches"):
-        if getattr(args, name) is not None:
-            train_kwargs[name] = getattr(args, name)
-    cfg = TrainConfig(**train_kwargs)
+    if args.init_from and "finetune" not in preset:
+        raise UsageError("--init-from applies to the encoder-decoder tasks (sentiment, seq2seq, span)")
+    cfg = train_config(args, preset)
     explicit = parse_sets(args.task, args.overrides)  # parsed now: a bad --set fails before data loading
     try:  # the shape is checked now too, with the default vocabulary (the tokenizer's comes later)
         TASKS[args.task].model_class.config_class(**{**preset["model"], **explicit})
@@ -214,33 +258,38 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         raise UsageError(f"--val-size must be >= 1, got {args.val_size}")
     if args.vocab_size < 260:
         raise UsageError(f"--vocab-size must be >= 260 (256 bytes + 4 special tokens), got {args.vocab_size}")
-    if args.init_from and args.task == "lm":
-        raise UsageError("--init-from applies to the encoder-decoder tasks (sentiment, seq2seq)")
     if args.out:
         check_out(Path(args.out), args.task, args.resume, args.overwrite)
     elif args.resume or args.overwrite:
         raise UsageError(f"--{'resume' if args.resume else 'overwrite'} needs --out: the run folder to continue "
                          "or replace")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
     try:
         device = resolve_device(args.device)
     except ValueError as e:
         raise UsageError(f"--{e}") from None  # "--device cuda: no CUDA device is available ..."
     info = init_distributed(device)
-    if info.world_size > 1 and (recipe.adversarial_eps or recipe.unfreeze_every):
+    if info.world_size > 1 and (cfg.recipe.adversarial_eps or cfg.recipe.unfreeze_every):
         raise UsageError("--adversarial-eps and --unfreeze-every run on one process only (not under torchrun)")
     try:
-        return train(args, argv, cfg, preset, explicit, device, info, start)
+        if device.startswith("cuda") and info.world_size > 1:
+            device = f"cuda:{info.local_rank}"
+            torch.cuda.set_device(device)
+        out = Path(args.out) if args.out else default_out(args.task, info)
+        try:
+            return train(args, argv, cfg, preset, explicit, device, info, started, out)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the training loop, or a second one in it
+            raise Interrupted(_interrupted(argv, out, info, None)) from None
     finally:
         if info.world_size > 1:
             dist.destroy_process_group()
 
 
 def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: dict, explicit: dict,
-          device: str, info: DistInfo, start: float) -> dict | None:
-    if device.startswith("cuda") and info.world_size > 1:
-        device = f"cuda:{info.local_rank}"
-        torch.cuda.set_device(device)
-    out = Path(args.out) if args.out else default_out(args.task, info)
+          device: str, info: DistInfo, started: float, out: Path) -> dict | None:
     state = Trainer.read_state(out / STATE_NAME) if args.resume else None
     if state is not None:
         _check_resumable(state, cfg, {}, info, out)  # the cheap checks before the data is read
@@ -280,6 +329,13 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     if info.is_main:
         start_run(out, "python -m training.run " + shlex.join(argv), replace=args.overwrite)  # the app won't serve it
+    return train_and_finish(args, argv, cfg, task, data, model, state, out, device, info, started)
+
+
+def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, task: Task, data: TaskData,
+                     model: PreTrainedModel, state: dict | None, out: Path, device: str, info: DistInfo,
+                     started: float) -> dict | None:
+    """Train, then score the checkpoint kept and write metrics.json, within --max-minutes of `started`."""
     trainer = Trainer(model, task, data, out, device, info, getattr(torch, args.save_dtype))
     if state is not None:
         trainer.load_state(state)
@@ -287,47 +343,64 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     del state
     record_command(trainer.commands, argv)
     if info.is_main:
-        print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size}, "
-              f"{task.corpus.description} -> {out}")
-    reason = trainer.train()
+        ready = time.monotonic() - started
+        print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size} in "
+              f"{trainer.precision}, {task.corpus.description} -> {out} (ready after {ready:.0f} s)")
+    reason = trainer.train(started + cfg.max_minutes * 60 if cfg.max_minutes is not None else None)
+    if reason == "interrupted":
+        raise Interrupted(_interrupted(argv, out, info, trainer.step))
     in_sync = weights_in_sync(trainer.model, info)
     if not info.is_main:
         return None
 
     best = load_pretrained(out, device)  # final figures are those of the checkpoint that ships
-    with trainer.autocast:
-        finalized = task.finalize(best, data)
-        if finalized:
-            best.save_config(out)
-        val = task.evaluate(best, data, "val", full=True)
-        test = task.evaluate(best, data, "test", full=True) if "test" in data.splits else {}
+    final = trainer.final_metrics(best)
+    samples = task.samples(best, data)
     metrics = {
         "task": args.task, "model_type": best.model_type, "preset": args.preset,
-        "parameters": best.num_parameters(), **finalized,
-        **{f"val_{k}": v for k, v in val.items()},
-        **{f"test_{k}": v for k, v in test.items()},
+        "parameters": best.num_parameters(), **final,
         "best_step": trainer.best["step"], "steps": trainer.step, "max_steps": cfg.max_steps, "stopped_by": reason,
         "tokens_seen": trainer.tokens_seen, "train_time_s": round(trainer.elapsed, 1),
-        "wall_time_s": round(time.time() - start, 1), "device": _device_name(device), "precision": trainer.precision,
-        "world_size": info.world_size,
+        "wall_time_s": round(time.monotonic() - started, 1), "device": _device_name(device),
+        "precision": trainer.precision, "world_size": info.world_size,
         "ddp_weights_in_sync": in_sync,
         "command": " && ".join(trainer.commands),
         "data": {"source": args.data_dir or args.dataset, **task.corpus.description, **data.description},
-        "tokenizer": {"path": str(tokenizer_path), "vocab_size": tokenizer.vocab_size},
+        "tokenizer": {"path": args.tokenizer, "vocab_size": data.tokenizer.vocab_size},
         "model_config": asdict(best.config), "train_config": asdict(cfg),
         "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "history": trainer.history,
+        "history": trainer.history, **({"samples": samples} if samples else {}),
     }
-    samples = task.samples(best, data)
-    if samples:
-        metrics["samples"] = samples
     atomic_write_text(out / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
     plot_curve(trainer.history, out / CURVE_NAME, title=f"{args.task} ({args.preset})")
     finish_run(out)
     summary = {k: v for k, v in metrics.items() if k.startswith(("val_", "test_")) and not isinstance(v, list)}
-    print(f"done ({reason}): step {trainer.step}, {trainer.tokens_seen:,} tokens, "
-          f"{metrics['train_time_s']:.0f} s -> {out}\n{json.dumps(summary, indent=2)}")
+    read = ", ".join(f"{split} {r['rows']:,} of {r['of']:,} rows" for split, r in final["final_eval"].items())
+    print(f"done ({reason}): step {trainer.step}, {trainer.tokens_seen:,} tokens, training {trainer.elapsed:.0f} s, "
+          f"wall time {_minutes(time.monotonic() - started)} -> {out}\nfinal evaluation: {read}\n"
+          + json.dumps(summary, indent=2))
+    if samples:
+        print(f"samples ({', '.join(f'{k} {v}' for k, v in SAMPLE_SETTINGS.items())}; more: python -m training.sample "
+              f"--checkpoint {out}):\n" + "\n".join(f"  {text!r}" for text in samples))
     return metrics
+
+
+def _interrupted(argv: list[str], out: Path, info: DistInfo, step: int | None) -> str:
+    """The one line a stopped run ends with, after recording in its in-progress mark where it stopped.
+    `step`: where the loop saved; None when it did not (the last save, if any, is on disk)."""
+    saved = Trainer.read_state(out / STATE_NAME)["step"] if step is None and (out / STATE_NAME).is_file() else step
+    if saved is None:
+        if info.is_main and run_marker(out).get("pid") == os.getpid():
+            finish_run(out)  # this run marked the folder but trained nothing: there is no run to resume
+        return "interrupted before the first step: nothing was saved"
+    command = resume_command(argv, out)
+    if info.is_main:
+        interrupt_run(out, saved, command)
+    return f"interrupted: the state at step {saved} is saved in {out}; continue with: {command}"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d} ({seconds:.0f} s)"
 
 
 def _check_resumable(state: dict, cfg: TrainConfig, model_config: dict, info: DistInfo, out: Path) -> None:

@@ -21,6 +21,7 @@ batches stay a pure function of the step and `--resume` stays bit-exact.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,9 +134,11 @@ class SpanSet:
 
 
 @torch.inference_mode()
-def evaluate_spans(model: EncoderDecoder, spans: SpanSet, max_tokens: int, seed: int, limit: int | None = None) -> dict:
+def evaluate_spans(model: EncoderDecoder, spans: SpanSet, max_tokens: int, seed: int, limit: int | None = None,
+                   progress: Callable[[int], object] | None = None) -> dict:
     """Loss per target token and teacher-forced token accuracy on the first `limit` chunks, each
-    corrupted the same way at every evaluation (a generator seeded by `seed`)."""
+    corrupted the same way at every evaluation (a generator seeded by `seed`); `progress(n)` after
+    each batch of n chunks."""
     model.eval()
     device = next(model.parameters()).device
     n = len(spans) if limit is None else min(limit, len(spans))
@@ -149,5 +152,7 @@ def evaluate_spans(model: EncoderDecoder, spans: SpanSet, max_tokens: int, seed:
                                                       reduction="sum").item()
         correct += (logits[keep].argmax(-1) == batch["targets"][keep]).sum().item()
         n_tokens += int(keep.sum())
+        if progress:
+            progress(len(idx))
     loss = loss_sum / n_tokens
     return {"loss": loss, "ppl": math.exp(loss), "token_accuracy": correct / n_tokens, "tokens": n_tokens}

@@ -7,14 +7,21 @@ A new task is one subclass of `Task`, registered in `training.tasks.TASKS` under
 - `presets`: named model + optimisation settings, `{"tiny": {"model": {...}, "train": {...}}, ...}`
   (the dicts live in `training.presets`); `tiny` is required, the tests train it;
 - `card`: the text of its model card (`ModelCard`), which `publishing.report --cards` fills in;
-- `__init__`, `prepare`, `batch`, `tokens` and `evaluate`, and if needed `build`, `better`,
-  `samples` and `finalize` (the last adjusts the kept checkpoint once training is over, e.g. a
-  classifier's temperature).
+- `__init__`, `prepare`, `batch`, `tokens`, `rows` and `evaluate`, and if needed `build`, `better`,
+  `samples`, `periodic_rows` and `finalize` (the last adjusts the kept checkpoint once training is
+  over, e.g. a classifier's temperature), with `finalize_passes` saying how often it reads the
+  validation rows (the final evaluation's time budget counts those passes).
+
+An evaluation reads the first `limit` *rows* of a split (context windows for a language model,
+examples otherwise), whose order is a fixed-seed shuffle: any prefix is a random sample, the same at
+every evaluation. Periodic evaluation reads `periodic_rows`; the final one all rows, or under
+`--max-minutes` as many as fit (`training.trainer.Trainer.final_metrics`).
 
 `tests/test_training.py` checks that every registered task defines its own `presets` and `card`.
 """
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -78,6 +85,8 @@ class Task(ABC):
     model_class: ClassVar[type[PreTrainedModel]]
     presets: ClassVar[dict[str, dict[str, dict]]]  # preset name -> {"model": {...}, "train": {...}}
     card: ClassVar[ModelCard]
+    snapshots: ClassVar[int] = 0  # weight snapshots a run keeps by default (the app's "watch it learn")
+    finalize_passes: ClassVar[int] = 0  # evaluations of the validation rows `finalize` makes
     corpus: Corpus  # set by __init__, which reads and validates the rows
 
     @abstractmethod
@@ -103,8 +112,18 @@ class Task(ABC):
         """Tokens a batch trains on (for throughput and `tokens_seen`)."""
 
     @abstractmethod
-    def evaluate(self, model: PreTrainedModel, data: TaskData, split: str = "val", full: bool = False) -> dict:
-        """Metrics on `data.splits[split]`, with a `loss`; on a sample of `eval_batches` when not full."""
+    def rows(self, data: TaskData, split: str) -> int:
+        """How many rows an evaluation of the whole split reads."""
+
+    def periodic_rows(self, data: TaskData) -> int:
+        """The rows periodic evaluation reads: `eval_batches` batches."""
+        return data.train_cfg.eval_batches * data.train_cfg.batch_size
+
+    @abstractmethod
+    def evaluate(self, model: PreTrainedModel, data: TaskData, split: str = "val", limit: int | None = None,
+                 progress: Callable[[int], object] | None = None) -> dict:
+        """Metrics on the first `limit` rows of `data.splits[split]` (all when None), with a `loss`;
+        `progress(n)` is called as each batch of n rows is done (the final evaluation's bar)."""
 
     def better(self, new: dict, old: dict) -> bool:
         """Whether the checkpoint scoring `new` replaces the one scoring `old` (by default: lower loss)."""
@@ -114,7 +133,9 @@ class Task(ABC):
         """A few generated texts for metrics.json, to read what the model does (none by default)."""
         return []
 
-    def finalize(self, model: PreTrainedModel, data: TaskData) -> dict:
+    def finalize(self, model: PreTrainedModel, data: TaskData, limit: int | None = None,
+                 progress: Callable[[int], object] | None = None) -> dict:
         """Adjust the kept checkpoint's config once training is over (a classifier fits its
-        temperature on validation); returns what to add to metrics.json. Nothing by default."""
+        temperature on the first `limit` validation rows); returns what to add to metrics.json.
+        Nothing by default."""
         return {}

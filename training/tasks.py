@@ -8,7 +8,7 @@ silently depend on another having run:
     data = task.prepare(tokenizer, overrides, train_cfg)  # the model config and the tokenized splits: TaskData
     model = task.build(data)                              # a fresh model of data.config
     task.batch(data, step, rank, world_size)              # training batches, a pure function of the step
-    task.evaluate(model, data, "val", full=True)          # {"loss": ..., ...}
+    task.evaluate(model, data, "val")                     # {"loss": ..., ...} on every validation row
 
 A new task is one subclass of `Task` registered in `TASKS`.
 """
@@ -46,6 +46,7 @@ from .data import (
 from .evaluate import classify, evaluate_classifier, evaluate_lm
 from .heldout import selection_report_split
 from .recipe import SentenceCrops
+from .sample import SAMPLE_PROMPTS, SAMPLE_SETTINGS, continuation
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
 from .task import Corpus, ModelCard, Task, TaskData, TaskOptions
 from .training_args import TrainConfig
@@ -59,6 +60,7 @@ class LMTask(Task):
     name = "lm"
     model_class = DecoderOnlyLM
     presets = presets.LM
+    snapshots = 8
     card = ModelCard(
         "text-generation", "Language modelling", ["text-generation", "decoder-only", "gpt", "from-scratch"],
         "A small GPT-style decoder-only language model, written and trained from scratch on IMDB movie reviews.",
@@ -103,18 +105,21 @@ class LMTask(Task):
     def tokens(batch: dict) -> int:
         return batch["input_ids"].numel()
 
-    def evaluate(self, model: DecoderOnlyLM, data: TaskData, split: str = "val", full: bool = False) -> dict:
-        return evaluate_lm(model, data.splits[split], None if full else data.train_cfg.eval_batches)
+    def rows(self, data: TaskData, split: str) -> int:
+        return data.splits[split].n_windows(data.config.block_size)
 
-    def samples(self, model: DecoderOnlyLM, data: TaskData,
-                prompts: tuple[str, ...] = ("This movie was", "I have to say that")) -> list[str]:
-        """A few sampled continuations, to read whether they look like reviews."""
-        tokenizer, out = data.tokenizer, []
-        for i, prompt in enumerate(prompts):
-            ids = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(prompt)]], device=next(model.parameters()).device)
-            cfg = GenerationConfig(max_new_tokens=60, temperature=0.8, top_k=50, seed=i, eos_token_id=tokenizer.eos_id)
-            out.append(prompt + tokenizer.decode(model.generate(ids, cfg)))
-        return out
+    def periodic_rows(self, data: TaskData) -> int:
+        return data.train_cfg.eval_batches  # context windows
+
+    def evaluate(self, model: DecoderOnlyLM, data: TaskData, split: str = "val", limit: int | None = None,
+                 progress=None) -> dict:
+        return evaluate_lm(model, data.splits[split], limit, progress)
+
+    def samples(self, model: DecoderOnlyLM, data: TaskData) -> list[str]:
+        """Three sampled continuations of the prompts every LM run shows, to read whether they look like
+        reviews (`training.sample`: the same with any prompt)."""
+        return [prompt + continuation(model, data.tokenizer, prompt, GenerationConfig(**SAMPLE_SETTINGS, seed=i))
+                for i, prompt in enumerate(SAMPLE_PROMPTS)]
 
 
 class Seq2SeqTask(Task):
@@ -197,10 +202,14 @@ class Seq2SeqTask(Task):
     def tokens(batch: dict) -> int:
         return int(batch["src_mask"].sum()) + int((batch["targets"] != IGNORE_INDEX).sum())
 
-    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", full: bool = False) -> dict:
-        """Mean target loss, and exact-match accuracy of greedy decoding (on a sample when not full)."""
+    def rows(self, data: TaskData, split: str) -> int:
+        return len(data.splits[split])
+
+    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", limit: int | None = None,
+                 progress=None) -> dict:
+        """Mean target loss, and exact-match accuracy of greedy decoding (of 200 rows when all are read,
+        else of 32)."""
         pairs, batch_size, ids = data.splits[split], data.train_cfg.batch_size, _special_ids(data.tokenizer)
-        limit = None if full else data.train_cfg.eval_batches * batch_size
         model.eval()
         loss_sum, n, exact = 0.0, 0, 0
         device = next(model.parameters()).device
@@ -208,7 +217,9 @@ class Seq2SeqTask(Task):
             for idx, batch in pairs.batches(batch_size, limit, **ids):
                 loss_sum += model(**{k: v.to(device) for k, v in batch.items()}).loss.item() * len(idx)
                 n += len(idx)
-            n_generated = min(n, 200 if full else 32)
+                if progress:
+                    progress(len(idx))
+            n_generated = min(n, 200 if limit is None else 32)
             for i in range(n_generated):
                 src = torch.tensor([pairs.sources[i]], device=device)
                 cfg = GenerationConfig(max_new_tokens=model.config.max_tgt_len, temperature=0,
@@ -242,6 +253,7 @@ class SentimentTask(Seq2SeqTask):
          "(temperature scaling): calibrated on full reviews, still overconfident on one-line texts."])
     validation_from_data = False
     select_on_selection_rows = True
+    finalize_passes = 1
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         data = super().prepare(tokenizer, model_overrides, train_cfg)
@@ -263,19 +275,21 @@ class SentimentTask(Seq2SeqTask):
         words = [SENTIMENT_LABELS[y] for y in label_column(ds, "label", split, SENTIMENT_LABELS)]
         return text_column(ds, "text", split), words
 
-    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", full: bool = False) -> dict:
-        pairs, cfg = data.splits[split], data.train_cfg
-        return evaluate_classifier(model, pairs, pairs.labels, data.tokenizer, cfg.batch_size,
-                                   None if full else cfg.eval_batches * cfg.batch_size)
+    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", limit: int | None = None,
+                 progress=None) -> dict:
+        pairs = data.splits[split]
+        return evaluate_classifier(model, pairs, pairs.labels, data.tokenizer, data.train_cfg.batch_size, limit,
+                                   progress=progress)
 
     def better(self, new: dict, old: dict) -> bool:
         return (new["accuracy"], -new["loss"]) > (old["accuracy"], -old["loss"])
 
-    def finalize(self, model: EncoderDecoder, data: TaskData) -> dict:
+    def finalize(self, model: EncoderDecoder, data: TaskData, limit: int | None = None, progress=None) -> dict:
         """Temperature scaling (`training.calibration`) fitted on the validation (selection) rows."""
         pairs = data.splits["val"]
-        scores = classify(model, pairs, data.tokenizer, data.train_cfg.batch_size * model.config.max_src_len)
-        labels = torch.tensor(pairs.labels)
+        scores = classify(model, pairs, data.tokenizer, data.train_cfg.batch_size * model.config.max_src_len, limit,
+                          progress)
+        labels = torch.tensor(pairs.labels[: len(scores)])
         before = expected_calibration_error(scores.softmax(-1), labels)
         model.config.temperature = fit_temperature(scores, labels)
         return {"temperature": model.config.temperature, "val_ece_at_temperature_1": before}
@@ -298,6 +312,8 @@ class SpanTask(LMTask):
         ["It fills in masked spans of review-like text and does nothing else on its own.",
          "It is small (about {params} M parameters) and learned only from IMDB reviews."])
     samples = Task.samples  # nothing to sample
+    snapshots = 0  # the app's "watch it learn" view shows language models
+    periodic_rows = Task.periodic_rows  # chunks, as `rows`, not an LM's context windows
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size + N_SENTINELS, pad_token_id=tokenizer.pad_id,
@@ -322,11 +338,11 @@ class SpanTask(LMTask):
         return data.splits["train"].batch(data.sampler.batch(step, rank, world_size), rng)
 
     tokens = staticmethod(Seq2SeqTask.tokens)
+    rows = Seq2SeqTask.rows  # chunks
 
-    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", full: bool = False) -> dict:
-        cfg = data.train_cfg
-        return evaluate_spans(model, data.splits[split], self._budget(data), cfg.seed,
-                              None if full else cfg.eval_batches * cfg.batch_size)
+    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", limit: int | None = None,
+                 progress=None) -> dict:
+        return evaluate_spans(model, data.splits[split], self._budget(data), data.train_cfg.seed, limit, progress)
 
 
 def _special_ids(tokenizer: BPETokenizer) -> dict:

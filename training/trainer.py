@@ -10,28 +10,38 @@ Under DDP every collective runs on the training device (NCCL has no CPU tensors)
 stop for time is decided by all ranks together, so that they all end at the same step.
 """
 
+import contextlib
 import copy
 import io
 import math
 import os
+import signal
+import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
 from model import PreTrainedModel, autocast, resolve_precision
-from storage import STATE_NAME, TOKENIZER_NAME, atomic_write
+from storage import SNAPSHOTS_DIR, STATE_NAME, TOKENIZER_NAME, atomic_write, snapshot_name, write_index
 
 from .recipe import apply_unfreezing, average_state_dicts, param_groups, training_loss
 from .training_args import TrainConfig
 
 if TYPE_CHECKING:
     from .task import Task, TaskData
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOPS = ("max_steps", "max_minutes", "interrupted")  # why training stopped; a later one wins when ranks differ
+FINAL_SHARE = 0.1  # under --max-minutes, the final evaluation gets at most this share of the budget ...
+FINAL_OVERHEAD_S = 5.0  # ... plus this (at most that share) for loading the checkpoint, samples, curve and metrics
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -100,14 +110,51 @@ def weights_in_sync(model: torch.nn.Module, info: DistInfo) -> bool:
     return all(torch.equal(g, gathered[0]) for g in gathered)
 
 
-def any_rank(flag: bool, device: str, info: DistInfo) -> bool:
-    """True on every rank when `flag` is true on at least one (an all-reduce MAX on `device`)."""
+def agreed(code: int, device: str, info: DistInfo) -> int:
+    """The largest of every rank's `code` (an all-reduce MAX on `device`), on every rank: what one rank
+    decides (stop for time, stop for a signal), all do, at the same step."""
     if info.world_size == 1:
-        return flag
-    t = torch.tensor([float(flag)], device=device)
+        return code
+    t = torch.tensor([float(code)], device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     _wait_released(t)
-    return bool(t.item())
+    return int(t.item())
+
+
+def snapshot_steps(max_steps: int, n: int) -> list[int]:
+    """The steps whose weights a run keeps for the app's "watch it learn" view: step 0 (the random
+    start) and n - 1 steps spaced evenly in log(step) from step 10 to the last, where most of what
+    changes early would fall between two evenly spaced ones. Fewer when the steps are too few."""
+    if n <= 0:
+        return []
+    spaced = np.geomspace(min(10, max_steps), max_steps, n - 1) if n > 1 else np.array([max_steps])
+    return sorted({0, *(int(round(x)) for x in spaced)})
+
+
+@contextlib.contextmanager
+def stop_requests():
+    """Within: SIGINT (Ctrl-C) and SIGTERM are recorded in the list yielded instead of stopping the
+    process, so the loop ends its step, saves a resumable state and returns; a second one raises
+    KeyboardInterrupt at once (stop without saving). Signals reach the main thread only: elsewhere
+    (a test's worker thread) nothing is installed."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def request(signum, frame):
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
+        print(f"\n{signal.Signals(signum).name}: saving at the end of this step (again: stop without saving)",
+              file=sys.stderr, flush=True)
+
+    previous = {sig: signal.signal(sig, request) for sig in STOP_SIGNALS}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_size: int) -> list[str]:
@@ -125,11 +172,35 @@ def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_s
     return found
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Within: SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so that a run stopped outside its
+    training loop (reading the data, the final evaluation) ends the way Ctrl-C ends it (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 class Trainer:
     """Trains a model of a prepared task (`tasks.Task`): batches from `task.batch`, periodic
-    `task.evaluate` on validation, and `task.better` picks the checkpoint to keep in `out_dir`.
+    `task.evaluate` on validation, and `task.better` picks the checkpoint to keep in `out_dir`; then
+    `final_metrics` scores the kept checkpoint.
 
-    `clock` (seconds) decides --max-minutes; tests inject one to make a rank run out of time."""
+    Time: with --max-minutes, `train(deadline)` stops when what is left would not cover the next step
+    and what comes after training (a last evaluation, the final one at most `FINAL_SHARE` of the budget
+    unless --full-eval, and `overhead_seconds`), so the whole invocation ends by the deadline. Every
+    duration it plans with is measured in this invocation (steps, periodic evaluations: seconds per
+    validation row). `clock` (seconds) is read once at the start and once before each step; tests
+    inject one to make a rank run out of time."""
 
     def __init__(self, model: PreTrainedModel, task: "Task", data: "TaskData", out_dir: Path, device: str,
                  dist_info: DistInfo, save_dtype: torch.dtype = torch.float32,
@@ -141,7 +212,12 @@ class Trainer:
         self.history: list[dict] = []
         self.best: dict | None = None
         self.commands: list[str] = []  # every invocation that trained this state, in order
-        self.snapshots: list[dict] = []  # --average-last: the weights at the last evaluation points (CPU)
+        self.recent_weights: list[dict] = []  # --average-last: the weights at the last evaluation points (CPU)
+        self.window_losses: list[float] = []  # training losses since the last evaluation (its train_loss)
+        self.snapshots: list[dict] = []  # the weight snapshots kept so far (`storage.snapshots`' index entries)
+        self.deadline: float | None = None  # `clock` reading by which the invocation must end (--max-minutes)
+        self.eval_seconds = 0.0  # the last periodic evaluation, saving included
+        self.row_seconds: float | None = None  # evaluation time per validation row, measured
         self.ddp = self.model
         if dist_info.world_size > 1:
             device_ids = [torch.device(device).index] if device.startswith("cuda") else None
@@ -155,7 +231,8 @@ class Trainer:
                  "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "history": self.history,
                  "best": self.best, "commands": self.commands, "rng_cpu": torch.get_rng_state(),
                  "train_config": asdict(self.cfg), "model_config": asdict(self.model.config),
-                 "world_size": self.info.world_size, "snapshots": self.snapshots}
+                 "world_size": self.info.world_size, "recent_weights": self.recent_weights,
+                 "window_losses": self.window_losses, "snapshots": self.snapshots}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state()
         return state
@@ -176,88 +253,212 @@ class Trainer:
         self.step, self.tokens_seen, self.elapsed = state["step"], state["tokens_seen"], state["elapsed"]
         self.history, self.best = state["history"], state["best"]
         self.commands = state.get("commands", [])
+        self.recent_weights = state.get("recent_weights", [])
+        self.window_losses = state.get("window_losses", [])
         self.snapshots = state.get("snapshots", [])
         torch.set_rng_state(state["rng_cpu"])
         if "rng_cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["rng_cuda"])
 
-    # --- the loop -------------------------------------------------------------------------------
-    def evaluate(self, train_loss: float | None) -> None:
+    # --- evaluation and snapshots ---------------------------------------------------------------
+    def evaluate(self) -> None:
         """Score the model on validation and keep it if it is the best so far. With --average-last N
         the model scored and kept is the mean of the weights at the last N evaluation points (training
         goes on from the current weights)."""
+        started = time.perf_counter()
         model = self.model
         if self.cfg.recipe.average_last > 1:
             current = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
-            self.snapshots = [*self.snapshots, current][-self.cfg.recipe.average_last :]
+            self.recent_weights = [*self.recent_weights, current][-self.cfg.recipe.average_last :]
             model = copy.deepcopy(self.model)
-            model.load_state_dict(average_state_dicts(self.snapshots))
-        with self.autocast:
-            metrics = self.task.evaluate(model, self.data, "val", full=False)
-        self.model.train()
+            model.load_state_dict(average_state_dicts(self.recent_weights))
+        metrics = self._periodic_metrics(model)
+        train_loss = sum(self.window_losses) / len(self.window_losses) if self.window_losses else None
         point = {"step": self.step, "train_loss": train_loss, "lr": lr_at(self.step - 1, self.cfg),
                  "time_s": round(self.elapsed, 1), **{f"val_{k}": v for k, v in metrics.items()}}
         self.history.append(point)
+        self.window_losses = []
         if self.best is None or self.task.better(metrics, self.best):
             self.best = {**metrics, "step": self.step}
             model.save_pretrained(self.out, dtype=self.save_dtype)
             self.data.tokenizer.save(self.out / TOKENIZER_NAME)
         self.save_state()
+        self.eval_seconds = time.perf_counter() - started
 
-    def out_of_time(self, started: float) -> bool:
-        """Whether this invocation's --max-minutes are spent, on any rank: all ranks then stop
-        before the same step (a rank that stopped alone would leave the others waiting forever)."""
+    def _periodic_metrics(self, model: PreTrainedModel) -> dict:
+        """`task.evaluate` on the periodic sample of validation rows, timing it per row."""
+        rows = min(self.task.periodic_rows(self.data), self.task.rows(self.data, "val"))
+        started = time.perf_counter()
+        with self.autocast:
+            metrics = self.task.evaluate(model, self.data, "val", rows)
+        self.row_seconds = (time.perf_counter() - started) / max(1, rows)
+        self.model.train()
+        return metrics
+
+    def take_snapshot(self) -> None:
+        """Keep the current weights in float16 under snapshots/, with their loss on the periodic
+        validation sample, and rewrite the index (`storage.snapshots`)."""
+        folder = self.out / SNAPSHOTS_DIR
+        metrics = self._periodic_metrics(self.model)
+        self.model.save_pretrained(folder / snapshot_name(self.step), dtype=torch.float16)
+        self.data.tokenizer.save(folder / TOKENIZER_NAME)
+        self.snapshots = [s for s in self.snapshots if s["step"] != self.step] + [
+            {"step": self.step, "tokens": self.tokens_seen, "path": snapshot_name(self.step),
+             **{f"val_{k}": v for k, v in metrics.items()}}]
+        self.write_snapshot_index()
+
+    def write_snapshot_index(self) -> None:
+        if self.snapshots:
+            write_index(self.out / SNAPSHOTS_DIR, {
+                "model_type": self.model.model_type, "max_steps": self.cfg.max_steps, "commands": self.commands,
+                "snapshots": self.snapshots, "history": self.history})
+
+    # --- time -----------------------------------------------------------------------------------
+    def overhead_seconds(self) -> float:
+        """What the end of a run takes besides evaluating: `FINAL_OVERHEAD_S`, or `FINAL_SHARE` of a
+        smaller --max-minutes."""
         if self.cfg.max_minutes is None:
-            return False
-        return any_rank(self.clock() - started >= self.cfg.max_minutes * 60, self.device, self.info)
+            return FINAL_OVERHEAD_S
+        return min(FINAL_OVERHEAD_S, FINAL_SHARE * self.cfg.max_minutes * 60)
 
-    def train(self) -> str:
-        """Train until max_steps or max_minutes; returns why it stopped."""
+    def final_seconds(self) -> float:
+        """What the final evaluation of the kept checkpoint is expected to take, with the overhead:
+        every validation (and test) row at the measured rate, `finalize`'s passes included, capped
+        at `FINAL_SHARE` of --max-minutes unless --full-eval (it then reads a sample)."""
+        rows = sum(self.task.rows(self.data, split) * (1 + (self.task.finalize_passes if split == "val" else 0))
+                   for split in self.data.splits if split != "train")
+        seconds = rows * (self.row_seconds or 0.0)
+        if self.cfg.max_minutes is not None and not self.cfg.full_eval:
+            seconds = min(seconds, FINAL_SHARE * self.cfg.max_minutes * 60)
+        return seconds + self.overhead_seconds()
+
+    def final_rows(self, split: str) -> int | None:
+        """How many rows of `split` the final evaluation reads: all (None) without --max-minutes, with
+        --full-eval, before any rate was measured, or when they fit in the time left; else as many as
+        fit, never fewer than periodic evaluation reads."""
+        total = self.task.rows(self.data, split)
+        if self.deadline is None or self.cfg.full_eval or self.row_seconds is None:
+            return None
+        passes = 1 + (self.task.finalize_passes if split == "val" else 0)
+        later = sum(self.task.rows(self.data, s) for s in self.data.splits if s not in ("train", "val", split))
+        left = self.deadline - self.clock() - self.overhead_seconds()
+        fit = int(left / self.row_seconds / passes) - (later if split == "val" else 0)
+        return None if fit >= total else max(fit, min(total, self.task.periodic_rows(self.data)))
+
+    def final_metrics(self, model: PreTrainedModel) -> dict:
+        """Finalize and score `model` (the checkpoint kept) on validation and, if the data has one, test,
+        each with a progress bar; rows as `final_rows` allows. Returns what metrics.json records,
+        `final_eval` saying how many rows of each split were read."""
+        metrics, read = {}, {}
+        for split in [s for s in ("val", "test") if s in self.data.splits]:
+            limit, total = self.final_rows(split), self.task.rows(self.data, split)
+            n = total if limit is None else limit
+            passes = 1 + (self.task.finalize_passes if split == "val" else 0)
+            what = "all" if limit is None else f"a sample of {n:,} of the {total:,}"
+            with tqdm(total=n * passes, desc=f"final evaluation ({split}: {what} rows)", dynamic_ncols=True,
+                      mininterval=1.0 if os.isatty(2) else 30.0, disable=not self.info.is_main) as bar, self.autocast:
+                if split == "val":
+                    finalized = self.task.finalize(model, self.data, limit, bar.update)
+                    if finalized:
+                        model.save_config(self.out)
+                    metrics.update(finalized)
+                scores = self.task.evaluate(model, self.data, split, limit, bar.update)
+            metrics.update({f"{split}_{k}": v for k, v in scores.items()})
+            read[split] = {"rows": n, "of": total}
+        return {**metrics, "final_eval": read}
+
+    # --- the loop -------------------------------------------------------------------------------
+    def stop_reason(self, received: list[int], now: float, step_seconds: float) -> int:
+        """The index in `STOPS` of why to stop before the next step (0: go on), agreed by all ranks:
+        a signal, or --max-minutes when the next step, an evaluation it ends with, the evaluation
+        of where training stops and the final evaluation would not fit."""
+        code = 0
+        if self.deadline is not None:
+            next_eval = (self.step + 1) % self.cfg.eval_every == 0 or self.step + 1 == self.cfg.max_steps
+            needed = step_seconds + (self.eval_seconds if next_eval else 0.0) + self.eval_seconds
+            if now + needed + self.final_seconds() >= self.deadline:
+                code = STOPS.index("max_minutes")
+        if received:
+            code = STOPS.index("interrupted")
+        return agreed(code, self.device, self.info)
+
+    def train(self, deadline: float | None = None) -> str:
+        """Train until max_steps, the deadline (a `clock` reading; by default --max-minutes from now)
+        or a stop signal; returns why it stopped (one of `STOPS`). After a signal the state at the
+        current step is saved, without an evaluation, so that --resume goes on exactly as if nothing
+        had happened."""
         cfg, info = self.cfg, self.info
         started = self.clock()
+        self.deadline = deadline if deadline is not None or cfg.max_minutes is None else started + cfg.max_minutes * 60
+        keep = set(snapshot_steps(cfg.max_steps, cfg.snapshots))
         self.model.train()
         bar = tqdm(total=cfg.max_steps, initial=self.step, disable=not info.is_main, dynamic_ncols=True,
                    mininterval=1.0 if os.isatty(2) else 30.0, desc=self.task.name)
-        losses: list[float] = []
-        window_start, window_tokens, reason = time.perf_counter(), 0, "max_steps"
-        while self.step < cfg.max_steps:
-            if self.out_of_time(started):
-                reason = "max_minutes"
-                break
-            t0 = time.perf_counter()
-            lr = lr_at(self.step, cfg)
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr * group["lr_scale"]
-            if cfg.recipe.unfreeze_every:
-                apply_unfreezing(self.model, self.step, cfg.recipe.unfreeze_every)
-            batch = self.task.batch(self.data, self.step, info.rank, info.world_size)
-            batch = {k: v.to(self.device) for k, v in batch.items()}
-            with self.autocast:
-                loss = training_loss(self.model, self.ddp, batch, cfg.recipe)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-            self.optimizer.step()
-            self.step += 1
-            n_tok = self.task.tokens(batch) * info.world_size
-            self.tokens_seen += n_tok
-            window_tokens += n_tok
-            losses.append(loss.item())
-            self.elapsed += time.perf_counter() - t0
-            if info.is_main:
-                rate = window_tokens / max(1e-9, time.perf_counter() - window_start)
-                bar.set_postfix(loss=f"{losses[-1]:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}", refresh=False)
-                bar.update(1)
-            if self.step % cfg.eval_every == 0 or self.step == cfg.max_steps:
+        window_start, window_tokens, reason, steps_here = time.perf_counter(), 0, "max_steps", 0
+        loop_start = time.perf_counter()
+        with stop_requests() as received:
+            if self.step == 0 and 0 in keep:
+                self._at_rank_zero(self.take_snapshot)
+            while self.step < cfg.max_steps:
+                step_seconds = (time.perf_counter() - loop_start) / steps_here if steps_here else 0.0
+                now = self.clock()
+                code = self.stop_reason(received, now, step_seconds)
+                if code:
+                    reason = STOPS[code]
+                    break
+                if self.deadline is not None and steps_here and info.is_main:  # the ETA: steps or time, first
+                    fit = (self.deadline - now - self.final_seconds()) / step_seconds
+                    bar.total = max(self.step + 1, min(cfg.max_steps, self.step + int(fit)))
+                t0 = time.perf_counter()
+                lr = lr_at(self.step, cfg)
+                for group in self.optimizer.param_groups:
+                    group["lr"] = lr * group["lr_scale"]
+                if cfg.recipe.unfreeze_every:
+                    apply_unfreezing(self.model, self.step, cfg.recipe.unfreeze_every)
+                batch = self.task.batch(self.data, self.step, info.rank, info.world_size)
+                batch = {k: v.to(self.device) for k, v in batch.items()}
+                with self.autocast:
+                    loss = training_loss(self.model, self.ddp, batch, cfg.recipe)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+                self.optimizer.step()
+                self.step += 1
+                steps_here += 1
+                n_tok = self.task.tokens(batch) * info.world_size
+                self.tokens_seen += n_tok
+                window_tokens += n_tok
+                self.window_losses.append(loss.item())
+                self.elapsed += time.perf_counter() - t0
                 if info.is_main:
-                    self.evaluate(sum(losses) / len(losses))
-                    bar.write(f"step {self.step}: " + ", ".join(
-                        f"{k} {v:.4f}" for k, v in self.history[-1].items() if isinstance(v, float)))
-                losses, window_start, window_tokens = [], time.perf_counter(), 0
-                if info.world_size > 1:  # the other ranks wait for rank 0's evaluation
-                    dist.barrier(device_ids=[torch.device(self.device).index] if self.device.startswith("cuda")
-                                 else None)
-        bar.close()
-        if info.is_main and (not self.history or self.history[-1]["step"] != self.step):
-            self.evaluate(sum(losses) / len(losses) if losses else None)
+                    rate = window_tokens / max(1e-9, time.perf_counter() - window_start)
+                    bar.set_postfix(loss=f"{self.window_losses[-1]:.3f}", lr=f"{lr:.2e}", tok_s=f"{rate:,.0f}",
+                                    refresh=False)
+                    bar.update(1)
+                evaluating = self.step % cfg.eval_every == 0 or self.step == cfg.max_steps
+                if evaluating:
+                    self._at_rank_zero(self.evaluate, lambda: bar.write(f"step {self.step}: " + ", ".join(
+                        f"{k} {v:.4f}" for k, v in self.history[-1].items() if isinstance(v, float))))
+                    window_start, window_tokens = time.perf_counter(), 0
+                if self.step in keep:
+                    self._at_rank_zero(self.take_snapshot)
+            bar.close()
+            if reason == "interrupted":
+                self._at_rank_zero(self.save_state)
+                return reason
+            if info.is_main and (not self.history or self.history[-1]["step"] != self.step):
+                self.evaluate()
+            if info.is_main and keep:
+                if reason == "max_minutes" and self.step not in {s["step"] for s in self.snapshots}:
+                    self.take_snapshot()  # the weights this invocation ends with: the last frame of the view
+                self.write_snapshot_index()  # with the whole loss curve
         return reason
+
+    def _at_rank_zero(self, work: Callable[[], object], *then: Callable[[], object]) -> None:
+        """Run `work` (and `then`) on rank 0 while the other ranks wait for it."""
+        if self.info.is_main:
+            work()
+            for step in then:
+                step()
+        if self.info.world_size > 1:
+            dist.barrier(device_ids=[torch.device(self.device).index] if self.device.startswith("cuda") else None)

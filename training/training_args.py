@@ -21,7 +21,9 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_every: int = 100
     eval_batches: int = 20  # periodic evaluation uses this many batches/windows; the final one, all
-    max_minutes: float | None = None  # of this invocation: a resumed run gets the same budget again
+    max_minutes: float | None = None  # this invocation, start-up and final evaluation included (resumed: again)
+    full_eval: bool = False  # the final evaluation reads every validation row even past max_minutes
+    snapshots: int = 0  # weight snapshots kept at log-spaced steps (the app's "watch it learn" view)
     seed: int = 1337
     max_tokens: int | None = None  # encoder-decoder tasks: length-bucketed batches of this many padded tokens
     precision: str = "auto"  # auto | fp32 | bf16 (model.precision): bf16 autocast where the device has it
@@ -37,6 +39,8 @@ class TrainConfig:
             raise UsageError(f"--warmup-steps must be >= 0, got {self.warmup_steps}")
         if self.max_minutes is not None and not self.max_minutes > 0:
             raise UsageError(f"--max-minutes must be > 0, got {self.max_minutes}")
+        if self.snapshots < 0:
+            raise UsageError(f"--snapshots must be >= 0, got {self.snapshots}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise UsageError(f"--max-tokens must be >= 1, got {self.max_tokens}")
         if self.precision not in PRECISIONS:

@@ -1,0 +1,127 @@
+"""The "Watch it learn" tab: a training-step slider over a run's weight snapshots, each answering the
+same prompt (its continuation, its next-token probabilities, one layer's attention) beside the run's
+loss curve with the snapshot marked. The computation is `demo.snapshots`; without snapshots the tab
+says so and shows nothing else."""
+
+import gradio as gr
+
+from demo import plots
+from demo.inference import DemoService
+from demo.snapshots import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED, SnapshotSet
+from demo.tabs.common import bind, failure, notice_markdown
+
+LEARNING_INTRO = (
+    "### Watch it learn\n"
+    "A training run kept copies of the language model's weights at a few steps, spaced evenly in log(step): "
+    "early training changes the most. Move the slider and the same prompt goes through the model as it was "
+    "at that step:\n"
+    f"- **What it writes**: the next {MAX_NEW_TOKENS} tokens, always the most likely one (greedy), or one fixed "
+    f"random draw (temperature {SAMPLED['temperature']}, top-{SAMPLED['top_k']}, seed {SAMPLED['seed']}): the "
+    "draw is the same at every step, so only the weights differ.\n"
+    "- **Next-token probabilities**: how likely the model found each candidate for the token right after your "
+    "prompt (1.0 = certain; an untrained model spreads its guess over the whole vocabulary).\n"
+    "- **Attention**: in one layer, averaged over its heads, how much each token (row) looks at each earlier "
+    "token (column); each row sums to 1.\n"
+    "- **Loss curve**: the validation loss during the run (cross-entropy in nats per token, lower is better; "
+    "a uniform guess over the vocabulary scores its logarithm), the snapshot shown marked in red.")
+DECODINGS = [("greedy (most likely token)", "greedy"), (f"sampled (seed {SAMPLED['seed']})", "sampled")]
+PROMPT = "This movie was"
+
+
+def run_caption(snapshots: SnapshotSet) -> str:
+    """Which run the snapshots come from and how it was trained."""
+    model = snapshots.checkpoint(0).model
+    c = model.config
+    shape = (f"{c.n_layer} layers, {c.n_head} heads, width {c.d_model}, context {c.block_size} tokens, "
+             f"{model.num_parameters():,} parameters")
+    steps = ", ".join(f"{e['step']:,}" for e in snapshots.entries)
+    command = f"\n\nTrained with `{snapshots.commands[-1]}`." if snapshots.commands else ""
+    return (f"Snapshots of `{snapshots.location}`: {shape}; {len(snapshots.entries)} snapshots, at steps "
+            f"{steps}.{command}")
+
+
+def loss_curve(snapshots: SnapshotSet, index: int):
+    """The run's validation (and training) loss by step, every snapshot a grey dot, the one shown red."""
+    import plotly.graph_objects as go  # on first use: keeps it off the start-up path
+
+    figure = go.Figure()
+    history = [h for h in snapshots.history if h.get("val_loss") is not None]
+    if history:
+        figure.add_scatter(x=[h["step"] for h in history], y=[h["val_loss"] for h in history], mode="lines+markers",
+                           name="validation loss (periodic sample)", line={"color": "#2563eb"})
+    trained = [h for h in snapshots.history if h.get("train_loss") is not None]
+    if trained:
+        figure.add_scatter(x=[h["step"] for h in trained], y=[h["train_loss"] for h in trained], mode="lines",
+                           name="training loss (mean since the last evaluation)",
+                           line={"color": "#9ca3af", "dash": "dot"})
+    points = [e for e in snapshots.entries if e.get("val_loss") is not None]
+    figure.add_scatter(x=[e["step"] for e in points], y=[e["val_loss"] for e in points], mode="markers",
+                       name="snapshots", marker={"color": "#6b7280", "size": 8})
+    shown = snapshots.entries[index]
+    if shown.get("val_loss") is not None:
+        figure.add_scatter(x=[shown["step"]], y=[shown["val_loss"]], mode="markers", name=f"step {shown['step']:,}",
+                           marker={"color": "#dc2626", "size": 14, "symbol": "circle"})
+    figure.update_layout(title={"text": "Loss during training", "font": {"size": 14}}, height=360,
+                         xaxis_title="training step", yaxis_title="loss (nats per token)",
+                         margin={"l": 50, "r": 10, "t": 40, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    return figure
+
+
+def learning(service: DemoService, index, prompt, decoding, layer):
+    """The step line, the continuation, the next-token probabilities, the attention map, the loss
+    curve and notices, for snapshot `index`."""
+    try:
+        view = service.learning(index, prompt, decoding == "sampled", layer)
+        heatmap = plots.heatmap(view.attention, plots.MEAN)
+        curve = loss_curve(service.snapshots, view.index)
+    except Exception as e:
+        return failure(e), "", None, None, None, ""
+    loss = f" · validation loss **{view.val_loss:.3f}**" if view.val_loss is not None else ""
+    step = (f"**Step {view.step:,}** (snapshot {view.index + 1} of {len(service.snapshots.entries)}) · "
+            f"{view.tokens:,} training tokens seen{loss}")
+    probabilities = {token: prob for token, prob in view.next_token}
+    return step, view.continuation, probabilities or None, heatmap, curve, notice_markdown(view.notices)
+
+
+def build(service: DemoService, compute: dict):
+    """The tab; returns its handler with its inputs and outputs for the page's load event, or None
+    (nothing to draw) when the served LM has no snapshots."""
+    gr.Markdown(LEARNING_INTRO)
+    snapshots = service.snapshots
+    if snapshots is None:
+        gr.Markdown(f"**{NO_SNAPSHOTS}**", elem_id="learn-none")
+        return None
+    gr.Markdown(run_caption(snapshots), elem_id="learn-run")
+    n_layers = snapshots.checkpoint(0).model.config.n_layer
+    last = len(snapshots.entries) - 1
+    slider = gr.Slider(0, last, value=last, step=1, label="Snapshot (0 = the random start; drag right to train)",
+                       elem_id="learn-slider")
+    step = gr.Markdown(elem_id="learn-step")
+    with gr.Row():
+        prompt = gr.Textbox(PROMPT, label="Prompt (Enter redraws)", lines=1, max_lines=3, elem_id="learn-prompt",
+                            scale=3)
+        decoding = gr.Radio(DECODINGS, value="greedy", label="Decoding", elem_id="learn-decoding", scale=2)
+        layer = gr.Dropdown([(f"layer {i + 1}", i) for i in range(n_layers)], value=n_layers - 1,
+                            label="Attention layer",
+                            elem_id="learn-layer", scale=1)
+    show = gr.Button("Show", variant="primary", elem_id="learn-show")
+    with gr.Row():
+        continuation = gr.Textbox(label="What the model writes at this step", interactive=False, lines=3,
+                                  elem_id="learn-continuation", scale=3)
+        probabilities = gr.Label(label="Next-token probabilities (after the prompt)", num_top_classes=6,
+                                 elem_id="learn-next", scale=2)
+    with gr.Row():
+        heatmap = gr.Plot(label="Attention", show_label=False, elem_id="learn-attention")
+        curve = gr.Plot(label="Loss curve", show_label=False, elem_id="learn-curve")
+    notice = gr.Markdown(elem_id="learn-notice")
+
+    draw = bind(learning, service)
+    inputs, outputs = [slider, prompt, decoding, layer], [step, continuation, probabilities, heatmap, curve, notice]
+    show.click(draw, inputs, outputs, api_name="learning", **compute)
+    redraw = {"fn": draw, "inputs": inputs, "outputs": outputs, "api_visibility": "private",
+              "trigger_mode": "always_last", **compute}
+    slider.change(**redraw)  # dragging: only the last position of a burst is drawn
+    prompt.submit(**redraw)
+    decoding.input(**redraw)
+    layer.input(**redraw)
+    return draw, inputs, outputs

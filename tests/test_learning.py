@@ -1,0 +1,125 @@
+"""The "Watch it learn" view (`demo.snapshots`) on the tiny checkpoint's three snapshots, checked
+against each snapshot model run directly; where the app finds snapshots; and shipping a run's
+snapshots within a size budget (`publishing.snapshots`)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from demo.inference import DemoService
+from demo.inputs import DemoError
+from demo.snapshots import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED
+from demo.tabs import learning as learning_tab
+from demo.tiny import TINY_SNAPSHOT_STEPS, make_tiny_checkpoints, shared_tiny_checkpoints
+from model import GenerationConfig, load_pretrained
+from publishing import snapshots as ship_snapshots
+from storage import IN_PROGRESS_NAME, SHIPPED_SNAPSHOTS, SNAPSHOTS_DIR, read_index
+from tokenization import clean_text, token_label
+
+PROMPT = "This movie was"
+
+
+@pytest.fixture(scope="module")
+def service() -> DemoService:
+    return DemoService(shared_tiny_checkpoints(), device="cpu", precision="fp32")  # exact agreement: float32
+
+
+def snapshot_model(i: int):
+    folder = shared_tiny_checkpoints() / "lm" / SNAPSHOTS_DIR / f"step-{TINY_SNAPSHOT_STEPS[i]:06d}"
+    return load_pretrained(folder)
+
+
+def test_the_served_lms_snapshots_are_found_in_step_order(service: DemoService):
+    assert [e["step"] for e in service.snapshots.entries] == list(TINY_SNAPSHOT_STEPS)
+    assert service.snapshots.location == f"lm/{SNAPSHOTS_DIR}" and len(service.snapshots.history) == 3
+
+
+@pytest.mark.parametrize("i", range(len(TINY_SNAPSHOT_STEPS)))
+def test_each_snapshot_continues_predicts_and_attends_as_its_own_weights_do(service: DemoService, i: int):
+    view = service.learning(i, PROMPT)
+    model, tok = snapshot_model(i), service.snapshots.tokenizer
+    ids = [tok.bos_id, *tok.encode(PROMPT)]
+    greedy = model.generate(torch.tensor([ids]), GenerationConfig(max_new_tokens=MAX_NEW_TOKENS, temperature=0,
+                                                                   eos_token_id=tok.eos_id))
+    assert view.continuation == tok.decode([t for t in greedy if t != tok.eos_id])
+    assert (view.index, view.step, view.tokens) == (i, TINY_SNAPSHOT_STEPS[i], TINY_SNAPSHOT_STEPS[i] * 512)
+    assert view.val_loss == pytest.approx(6.0 - TINY_SNAPSHOT_STEPS[i] / 25)
+    with torch.no_grad():
+        probs = model(torch.tensor([ids])).logits[0, -1].softmax(-1)
+    top = probs.topk(len(view.next_token))
+    assert [p for _, p in view.next_token] == pytest.approx(top.values.tolist(), abs=1e-6)
+    assert [t for t, _ in view.next_token] == [token_label(tok, j) for j in top.indices.tolist()]
+    weights = view.attention.all_weights  # (layers, heads, T, T) over the prompt and what it wrote
+    assert view.attention.layer == model.config.n_layer - 1 and weights.shape[:2] == (2, 2)
+    assert weights.sum(-1) == pytest.approx(1.0, abs=1e-5)
+    text = clean_text(tok.decode([*ids, *greedy]))  # the text written, read as the Attention tab reads any text
+    with torch.no_grad():
+        maps = model(torch.tensor([[tok.bos_id, *tok.encode(text)]]), output_attentions=True).attentions
+    assert weights[-1] == pytest.approx(maps[-1].weights[0].numpy(), abs=1e-6)
+
+
+def test_the_snapshots_differ_and_a_sampled_draw_is_the_same_at_every_call(service: DemoService):
+    first, last = service.learning(0, PROMPT), service.learning(len(TINY_SNAPSHOT_STEPS) - 1, PROMPT)
+    assert first.next_token != last.next_token  # other weights, other predictions
+    drawn = service.learning(1, PROMPT, sampled=True)
+    assert drawn.continuation == service.learning(1, PROMPT, sampled=True).continuation
+    model, tok = snapshot_model(1), service.snapshots.tokenizer
+    cfg = GenerationConfig(max_new_tokens=MAX_NEW_TOKENS, eos_token_id=tok.eos_id, num_alternatives=5, **SAMPLED)
+    out = model.generate(torch.tensor([[tok.bos_id, *tok.encode(PROMPT)]]), cfg)
+    assert drawn.continuation == tok.decode([t for t in out if t != tok.eos_id])
+
+
+def test_out_of_range_settings_are_clamped_and_explained(service: DemoService):
+    view = service.learning(99, PROMPT, layer=7)
+    assert view.index == len(TINY_SNAPSHOT_STEPS) - 1 and view.attention.layer == 1
+    assert any("showing the nearest" in n and "snapshots" in n for n in view.notices)
+    assert any("Layer 7 does not exist" in n for n in view.notices)
+    assert not any("greedy" in n for n in view.notices)  # the decoding radio says so already
+    with pytest.raises(DemoError, match="Type the opening"):
+        service.learning(0, "   ")
+
+
+def test_the_tab_handler_draws_every_view_and_says_what_the_step_is(service: DemoService):
+    step, text, probabilities, heatmap, curve, notice = learning_tab.learning(service, 1, PROMPT, "greedy", 0)
+    assert step.startswith(f"**Step {TINY_SNAPSHOT_STEPS[1]}** (snapshot 2 of 3)") and "validation loss" in step
+    assert text and len(probabilities) >= 5 and heatmap is not None and notice == ""
+    marked = [trace for trace in curve.data if trace.name == f"step {TINY_SNAPSHOT_STEPS[1]}"]
+    assert len(marked) == 1 and list(marked[0].x) == [TINY_SNAPSHOT_STEPS[1]]  # the current point, marked
+
+
+def test_without_snapshots_the_view_says_so(tmp_path: Path):
+    folder = make_tiny_checkpoints(tmp_path / "ckpt")
+    shutil.rmtree(folder / "lm" / SNAPSHOTS_DIR)
+    service = DemoService(folder, device="cpu")
+    assert service.snapshots is None
+    with pytest.raises(DemoError) as exc:
+        service.learning(0, PROMPT)
+    assert str(exc.value) == NO_SNAPSHOTS
+
+
+def test_shipped_snapshots_are_shown_when_the_lm_has_none(tmp_path: Path):
+    """The Space serves a GPU-trained LM without snapshots; the laptop run's ship beside it."""
+    folder = make_tiny_checkpoints(tmp_path / "ckpt")
+    shipped = ship_snapshots.ship(folder / "lm", folder / SHIPPED_SNAPSHOTS / SNAPSHOTS_DIR, max_mb=30)
+    shutil.rmtree(folder / "lm" / SNAPSHOTS_DIR)
+    service = DemoService(folder, device="cpu")
+    assert [e["step"] for e in service.snapshots.entries] == [e["step"] for e in shipped] == list(TINY_SNAPSHOT_STEPS)
+    assert service.snapshots.location == f"{SHIPPED_SNAPSHOTS}/{SNAPSHOTS_DIR}"
+
+
+def test_shipping_keeps_the_first_and_last_snapshots_that_fit_the_budget(tmp_path: Path):
+    run = tmp_path / "run"
+    shutil.copytree(shared_tiny_checkpoints() / "lm", run)
+    one = sum(f.stat().st_size for f in (run / SNAPSHOTS_DIR / "step-000000").rglob("*") if f.is_file())
+    out = tmp_path / "shipped"
+    shipped = ship_snapshots.main([str(run), "--out", str(out), "--max-mb", str(2.5 * one / 1e6)])
+    assert [e["step"] for e in shipped] == [TINY_SNAPSHOT_STEPS[0], TINY_SNAPSHOT_STEPS[-1]]
+    index = read_index(out)
+    assert index["snapshots"] == shipped and index["history"] == read_index(run / SNAPSHOTS_DIR)["history"]
+    assert sorted(p.name for p in out.iterdir()) == ["index.json", "step-000000", "step-000100", "tokenizer.json"]
+    (run / IN_PROGRESS_NAME).write_text(json.dumps({"command": "python -m training.run ..."}))
+    with pytest.raises(ValueError, match="still being written"):
+        ship_snapshots.ship(run, out, 30)

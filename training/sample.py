@@ -1,0 +1,81 @@
+"""Continue a prompt with a trained language model, from the command line.
+
+    python -m training.sample --checkpoint runs/laptop-lm "This movie was"
+    python -m training.sample --checkpoint checkpoints/lm --num-samples 5 --temperature 1.0 --top-k 0 "I have to say"
+
+The checkpoint is a run folder, a checkpoint folder or a Hub repo id (`storage.resolve_checkpoint`);
+its tokenizer is the tokenizer.json beside the weights. Sample i is drawn with seed --seed + i, so
+the same command prints the same text; --temperature 0 is greedy decoding. Every LM run prints three
+samples of `SAMPLE_PROMPTS` at its end, drawn with `SAMPLE_SETTINGS`, and keeps them in metrics.json.
+"""
+
+from dataclasses import replace
+
+import torch
+
+from cli import Parser
+from model import DecoderOnlyLM, GenerationConfig, load_pretrained, resolve_device
+from storage import resolve_checkpoint
+from tokenization import BPETokenizer
+
+SAMPLE_PROMPTS = ("This movie was", "I have to say that", "The acting")
+SAMPLE_SETTINGS = {"max_new_tokens": 60, "temperature": 0.8, "top_k": 50}
+
+
+def continuation(model: DecoderOnlyLM, tokenizer: BPETokenizer, prompt: str, cfg: GenerationConfig) -> str:
+    """What `model` writes after `prompt`, read after the start token as in training, up to its end token."""
+    ids = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(prompt)]], device=next(model.parameters()).device)
+    return tokenizer.decode(model.generate(ids, replace(cfg, eos_token_id=tokenizer.eos_id)))
+
+
+def build_parser() -> Parser:
+    p = Parser("python -m training.sample", __doc__)
+    p.add_argument("prompt", nargs="?", default=SAMPLE_PROMPTS[0], help=f"the start of a review (default: "
+                                                                         f"{SAMPLE_PROMPTS[0]!r})")
+    p.add_argument("--checkpoint", required=True, help="a language model: run folder, checkpoint folder or Hub id")
+    p.add_argument("--num-samples", type=int, default=3, help="continuations to print (default 3)")
+    p.add_argument("--max-new-tokens", type=int, default=SAMPLE_SETTINGS["max_new_tokens"],
+                   help=f"tokens to write per sample (default {SAMPLE_SETTINGS['max_new_tokens']})")
+    p.add_argument("--temperature", type=float, default=SAMPLE_SETTINGS["temperature"],
+                   help=f"softmax temperature; 0 = greedy (default {SAMPLE_SETTINGS['temperature']})")
+    p.add_argument("--top-k", type=int, default=SAMPLE_SETTINGS["top_k"],
+                   help=f"sample among the k most likely tokens; 0 = all (default {SAMPLE_SETTINGS['top_k']})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first sample; sample i uses seed + i")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    return p
+
+
+def main(argv: list[str] | None = None) -> list[str]:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.num_samples < 1:
+        parser.error(f"--num-samples must be >= 1, got {args.num_samples}")
+    try:
+        settings = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                    top_k=args.top_k or None)
+    except ValueError as e:  # "top_k must be >= 1 or None, got -3": the flag's own name
+        parser.error("--" + str(e).replace("_", "-"))
+    if settings.max_new_tokens < 1:
+        parser.error(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    try:
+        device = resolve_device(args.device)
+    except ValueError as e:  # "device cuda: no CUDA device is available ..."
+        parser.error(f"--{e}")
+    try:
+        directory = resolve_checkpoint(args.checkpoint)
+        model = load_pretrained(directory, device)
+        tokenizer = BPETokenizer.from_file(directory)
+    except (OSError, ValueError) as e:
+        parser.error(f"--checkpoint {args.checkpoint}: {e}")
+    if not isinstance(model, DecoderOnlyLM):
+        parser.error(f"--checkpoint {args.checkpoint} holds a {model.model_type!r} model, not a language model")
+    texts = []
+    for i in range(args.num_samples):
+        text = args.prompt + continuation(model, tokenizer, args.prompt, replace(settings, seed=args.seed + i))
+        print(f"--- sample {i + 1} (seed {args.seed + i}) ---\n{text}")
+        texts.append(text)
+    return texts
+
+
+if __name__ == "__main__":
+    main()
