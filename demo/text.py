@@ -53,8 +53,9 @@ DATA_LINES = {LM: "IMDb movie reviews (Maas et al., 2011): next-token prediction
 RETRAINING = ("## Device and retraining\n\n"
               "Running on **{device}**.\n\n"
               "To retrain the models, see the **Retraining** section of the repository's README, or run "
-              "`python -m training.run --help`. A new checkpoint directory is picked up at the next start "
-              "(`python -m demo --checkpoints DIR`).")
+              "`python -m training.run --help` (`--preset laptop`: ten minutes on a laptop's CPU). Serve what you "
+              "trained with `python -m demo --lm runs/… --sentiment runs/…` (a run folder, a checkpoint folder or "
+              "a Hub id), or a folder holding both with `python -m demo --checkpoints DIR`.")
 
 PROBABILITY_BANDS = [  # (lower bound, category, colour): a legend a visitor can read at a glance
     (0.5, "likely (≥ 50%)", "#86efac"),

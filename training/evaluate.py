@@ -94,11 +94,17 @@ def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int]
                         batch_size: int = 32, limit: int | None = None, max_tokens: int | None = None,
                         progress: Callable[[int], object] | None = None) -> dict:
     """Accuracy of text-to-text classification: each review gets the label whose word sequence the
-    decoder finds most likely. Also the confusion matrix and the target loss (cross-entropy per
-    target token, label words and end token), read off the true label's score so that the
-    encoder runs once per batch. The token budget defaults to batch_size full-length reviews."""
-    candidates = label_candidates(model, tokenizer)
+    decoder finds most likely (`classifier_metrics` of `classify`'s scores). The token budget
+    defaults to batch_size full-length reviews."""
     scores = classify(model, pairs, tokenizer, max_tokens or batch_size * model.config.max_src_len, limit, progress)
+    return classifier_metrics(model, scores, labels, tokenizer)
+
+
+def classifier_metrics(model: EncoderDecoder, scores: torch.Tensor, labels: list[int], tokenizer: BPETokenizer) -> dict:
+    """Accuracy, the confusion matrix and the target loss (cross-entropy per target token, label words
+    and end token, read off the true label's score, so that the encoder runs once per review) of
+    `classify`'s scores (N, K) for the first N `labels`; ECE at the model's temperature."""
+    candidates = label_candidates(model, tokenizer)
     k, n = len(candidates), len(scores)
     truth = torch.tensor(labels[:n])
     predicted = scores.argmax(-1)

@@ -25,14 +25,14 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
 # docs/experiments/sentiment-cpu-causal-flags-2026-11-24, from the shipped LM (--init-from checkpoints/lm)
 LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_size=256, dropout=0.0),
              "train": dict(batch_size=16, max_steps=1200, lr=2e-3, warmup_steps=50, eval_every=200,
-                           eval_batches=40, max_minutes=9.5)}
-LAPTOP_SENTIMENT = {
-    "model": dict(n_encoder_layer=3, n_decoder_layer=1, n_head=4, d_model=192, d_ff=768, max_src_len=256,
-                  max_tgt_len=8, dropout=0.1, norm_first=True, causal_encoder=True),
-    "train": dict(batch_size=16, max_steps=200, lr=1e-3, warmup_steps=20, eval_every=50, eval_batches=32,
-                  max_tokens=4096, max_minutes=9.5,
+                           eval_batches=40, max_minutes=9.0)}
+LAPTOP_SENTIMENT = {  # with --init-from checkpoints/lm its encoder is the LM's 6 layers x 320 (this shape: without)
+    "model": dict(n_encoder_layer=4, n_decoder_layer=1, n_head=4, d_model=256, d_ff=1024, max_src_len=256,
+                  src_keep_tail=0, max_tgt_len=8, dropout=0.1, norm_first=True, causal_encoder=True),
+    "train": dict(batch_size=16, max_steps=160, lr=1e-3, warmup_steps=16, eval_every=40, eval_batches=16,
+                  max_tokens=4096, max_minutes=9.0,
                   recipe=dict(lm_weight=0.2, crop_prob=0.3, label_smoothing=0.1, layer_decay=0.8, average_last=2)),
-    "finetune": dict(lr=3e-4, warmup_steps=20),
+    "finetune": dict(lr=3e-4, warmup_steps=16),
 }
 
 LM: dict[str, dict] = {

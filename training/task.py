@@ -9,8 +9,7 @@ A new task is one subclass of `Task`, registered in `training.tasks.TASKS` under
 - `card`: the text of its model card (`ModelCard`), which `publishing.report --cards` fills in;
 - `__init__`, `prepare`, `batch`, `tokens`, `rows` and `evaluate`, and if needed `build`, `better`,
   `samples`, `periodic_rows` and `finalize` (the last adjusts the kept checkpoint once training is
-  over, e.g. a classifier's temperature), with `finalize_passes` saying how often it reads the
-  validation rows (the final evaluation's time budget counts those passes).
+  over, e.g. a classifier's temperature).
 
 An evaluation reads the first `limit` *rows* of a split (context windows for a language model,
 examples otherwise), whose order is a fixed-seed shuffle: any prefix is a random sample, the same at
@@ -86,7 +85,6 @@ class Task(ABC):
     presets: ClassVar[dict[str, dict[str, dict]]]  # preset name -> {"model": {...}, "train": {...}}
     card: ClassVar[ModelCard]
     snapshots: ClassVar[int] = 0  # weight snapshots a run keeps by default (the app's "watch it learn")
-    finalize_passes: ClassVar[int] = 0  # evaluations of the validation rows `finalize` makes
     corpus: Corpus  # set by __init__, which reads and validates the rows
 
     @abstractmethod
@@ -136,6 +134,7 @@ class Task(ABC):
     def finalize(self, model: PreTrainedModel, data: TaskData, limit: int | None = None,
                  progress: Callable[[int], object] | None = None) -> dict:
         """Adjust the kept checkpoint's config once training is over (a classifier fits its
-        temperature on the first `limit` validation rows); returns what to add to metrics.json.
-        Nothing by default."""
+        temperature on the first `limit` validation rows); returns what to add to metrics.json, with
+        the validation metrics (`val_` keys) when the pass that adjusted the model scored them too
+        (the final evaluation then does not read the rows again). Nothing by default."""
         return {}

@@ -43,7 +43,7 @@ from .data import (
     text_column,
     validation_split,
 )
-from .evaluate import classify, evaluate_classifier, evaluate_lm
+from .evaluate import classifier_metrics, classify, evaluate_classifier, evaluate_lm
 from .heldout import selection_report_split
 from .recipe import SentenceCrops
 from .sample import SAMPLE_PROMPTS, SAMPLE_SETTINGS, continuation
@@ -253,7 +253,6 @@ class SentimentTask(Seq2SeqTask):
          "(temperature scaling): calibrated on full reviews, still overconfident on one-line texts."])
     validation_from_data = False
     select_on_selection_rows = True
-    finalize_passes = 1
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         data = super().prepare(tokenizer, model_overrides, train_cfg)
@@ -285,14 +284,17 @@ class SentimentTask(Seq2SeqTask):
         return (new["accuracy"], -new["loss"]) > (old["accuracy"], -old["loss"])
 
     def finalize(self, model: EncoderDecoder, data: TaskData, limit: int | None = None, progress=None) -> dict:
-        """Temperature scaling (`training.calibration`) fitted on the validation (selection) rows."""
+        """Temperature scaling (`training.calibration`) fitted on the validation (selection) rows; the
+        same pass scores them (the val_ metrics), so the final evaluation reads them once."""
         pairs = data.splits["val"]
         scores = classify(model, pairs, data.tokenizer, data.train_cfg.batch_size * model.config.max_src_len, limit,
                           progress)
         labels = torch.tensor(pairs.labels[: len(scores)])
         before = expected_calibration_error(scores.softmax(-1), labels)
         model.config.temperature = fit_temperature(scores, labels)
-        return {"temperature": model.config.temperature, "val_ece_at_temperature_1": before}
+        metrics = classifier_metrics(model, scores, pairs.labels, data.tokenizer)  # ECE at the fitted temperature
+        return {"temperature": model.config.temperature, "val_ece_at_temperature_1": before,
+                **{f"val_{k}": v for k, v in metrics.items()}}
 
 
 class SpanTask(LMTask):

@@ -323,10 +323,9 @@ class Trainer:
 
     def final_seconds(self) -> float:
         """What the final evaluation of the kept checkpoint is expected to take, with the overhead:
-        every validation (and test) row at the measured rate, `finalize`'s passes included, capped
-        at `FINAL_SHARE` of --max-minutes unless --full-eval (it then reads a sample)."""
-        rows = sum(self.task.rows(self.data, split) * (1 + (self.task.finalize_passes if split == "val" else 0))
-                   for split in self.data.splits if split != "train")
+        every validation (and test) row at the measured rate, capped at `FINAL_SHARE` of
+        --max-minutes unless --full-eval (it then reads a sample)."""
+        rows = sum(self.task.rows(self.data, split) for split in self.data.splits if split != "train")
         seconds = rows * (self.row_seconds or 0.0)
         if self.cfg.max_minutes is not None and not self.cfg.full_eval:
             seconds = min(seconds, FINAL_SHARE * self.cfg.max_minutes * 60)
@@ -339,10 +338,9 @@ class Trainer:
         total = self.task.rows(self.data, split)
         if self.deadline is None or self.cfg.full_eval or self.row_seconds is None:
             return None
-        passes = 1 + (self.task.finalize_passes if split == "val" else 0)
         later = sum(self.task.rows(self.data, s) for s in self.data.splits if s not in ("train", "val", split))
         left = self.deadline - self.clock() - self.overhead_seconds()
-        fit = int(left / self.row_seconds / passes) - (later if split == "val" else 0)
+        fit = int(left / self.row_seconds) - (later if split == "val" else 0)
         return None if fit >= total else max(fit, min(total, self.task.periodic_rows(self.data)))
 
     def final_metrics(self, model: PreTrainedModel) -> dict:
@@ -353,17 +351,17 @@ class Trainer:
         for split in [s for s in ("val", "test") if s in self.data.splits]:
             limit, total = self.final_rows(split), self.task.rows(self.data, split)
             n = total if limit is None else limit
-            passes = 1 + (self.task.finalize_passes if split == "val" else 0)
             what = "all" if limit is None else f"a sample of {n:,} of the {total:,}"
-            with tqdm(total=n * passes, desc=f"final evaluation ({split}: {what} rows)", dynamic_ncols=True,
+            with tqdm(total=n, desc=f"final evaluation ({split}: {what} rows)", dynamic_ncols=True,
                       mininterval=1.0 if os.isatty(2) else 30.0, disable=not self.info.is_main) as bar, self.autocast:
                 if split == "val":
                     finalized = self.task.finalize(model, self.data, limit, bar.update)
                     if finalized:
                         model.save_config(self.out)
                     metrics.update(finalized)
-                scores = self.task.evaluate(model, self.data, split, limit, bar.update)
-            metrics.update({f"{split}_{k}": v for k, v in scores.items()})
+                if not any(key.startswith(f"{split}_") for key in metrics):  # finalize did not score them
+                    scores = self.task.evaluate(model, self.data, split, limit, bar.update)
+                    metrics.update({f"{split}_{k}": v for k, v in scores.items()})
             read[split] = {"rows": n, "of": total}
         return {**metrics, "final_eval": read}
 
