@@ -16,7 +16,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from storage import CONFIG_NAME, IN_PROGRESS_NAME, METRICS_NAME, STATE_NAME, WEIGHTS_NAME
+from storage import CONFIG_NAME, IN_PROGRESS_NAME, METRICS_NAME, SNAPSHOTS_DIR, STATE_NAME, WEIGHTS_NAME, read_index
 from tokenization import BPETokenizer
 from training import run
 from training.data import label_column, text_column
@@ -132,6 +132,8 @@ def test_max_minutes_counts_this_invocation_so_resume_trains_on(tmp_path, review
     assert first["stopped_by"] == second["stopped_by"] == "max_minutes"
     assert 0 < first["steps"] < second["steps"] < 100000
     assert second["train_time_s"] > first["train_time_s"]  # the total still counts every invocation
+    kept = [e["step"] for e in read_index(tmp_path / "run" / SNAPSHOTS_DIR)["snapshots"]]
+    assert {first["steps"], second["steps"]} <= set(kept)  # where each invocation stopped: the view's frames
 
 
 # --- labels -----------------------------------------------------------------------------------------

@@ -444,12 +444,17 @@ class Trainer:
             if reason == "interrupted":
                 self._at_rank_zero(self.save_state)
                 return reason
-            if info.is_main and (not self.history or self.history[-1]["step"] != self.step):
-                self.evaluate()
-            if info.is_main and keep:
-                if reason == "max_minutes" and self.step not in {s["step"] for s in self.snapshots}:
-                    self.take_snapshot()  # the weights this invocation ends with: the last frame of the view
-                self.write_snapshot_index()  # with the whole loss curve
+            if info.is_main:
+                # a time limit ends the view with the weights training stopped at (kept in the saved state)
+                last_frame = keep and reason == "max_minutes" and self.step not in {s["step"] for s in self.snapshots}
+                if last_frame:
+                    self.take_snapshot()
+                if not self.history or self.history[-1]["step"] != self.step:
+                    self.evaluate()  # saves the state
+                elif last_frame:
+                    self.save_state()
+                if keep:
+                    self.write_snapshot_index()  # with the whole loss curve
         return reason
 
     def _at_rank_zero(self, work: Callable[[], object], *then: Callable[[], object]) -> None:
