@@ -9,12 +9,19 @@ that holds another run is refused unless --resume (continue it) or --overwrite (
 so shipping a model is an explicit step: `--out checkpoints/lm --overwrite`. While a run writes,
 its folder holds a RUN_IN_PROGRESS marker, removed once metrics.json is written.
 
+Ten minutes on a laptop's CPU, start-up and final evaluation included (docs/experiments/laptop-2026-11-25):
+    python -m training.run --task lm --preset laptop --data-dir ../shared/data/imdb --out runs/laptop-lm
+    python -m training.run --task sentiment --preset laptop --init-from checkpoints/lm \\
+        --data-dir ../shared/data/imdb --out runs/laptop-sentiment
+
 Without --data-dir the data comes from the Hugging Face Hub (stanfordnlp/imdb). The checkpoint
 directory gets config.json + model.safetensors (the best model on validation), tokenizer.json,
-metrics.json, training_curve.png and trainer_state.pt (for --resume). Multi-GPU / multi-node:
+metrics.json, training_curve.png, trainer_state.pt (for --resume) and, for a language model,
+snapshots/ (float16 weights at a few steps, for the app's "Watch it learn" tab). Multi-GPU / multi-node:
     torchrun --nproc_per_node=N -m training.run ...
 
-Bad options exit with status 2, bad data with status 1, each with one line on stderr.
+Ctrl-C or SIGTERM saves the current step and prints the command that resumes it (status 130). Bad
+options exit with status 2, bad data with status 1, each with one line on stderr.
 """
 
 import argparse
