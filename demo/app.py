@@ -92,12 +92,14 @@ def build_app(service: DemoService) -> gr.Blocks:
             with gr.Tab("Tokenizer", id="tokenizer"):
                 on_load.append(tokenizer.build(service, COMPUTE))
             on_load.append(opened)
-            with gr.Tab("Watch it learn", id="learning"):
-                on_load += [drawn for drawn in [learning.build(service, COMPUTE)] if drawn]  # None: no snapshots
+            with gr.Tab("Watch it learn", id="learning") as learning_tab:
+                learned = learning.build(service, COMPUTE)  # None: no snapshots, nothing to draw
             with gr.Tab("About", id="about"):
                 about.build(service)
         for i, (handler, inputs, outputs) in enumerate(on_load):  # the example tabs open already drawn
             app.load(handler, inputs, outputs, api_name=f"example_{i}", api_visibility="private", **COMPUTE)
+        if learned:  # drawn when opened: few visitors open it, and every page load would pay for it
+            learning_tab.select(*learned, api_name="learning_opened", api_visibility="private", **COMPUTE)
     app.queue(default_concurrency_limit=ACTIVE_REQUESTS, max_size=QUEUE_SIZE)
     poll_by_load(app._queue)
     return app

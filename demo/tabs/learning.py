@@ -84,8 +84,8 @@ def learning(service: DemoService, index, prompt, decoding, layer):
 
 
 def build(service: DemoService, compute: dict):
-    """The tab; returns its handler with its inputs and outputs for the page's load event, or None
-    (nothing to draw) when the served LM has no snapshots."""
+    """The tab; returns its handler with its inputs and outputs, which `build_app` runs when the tab
+    is opened, or None (nothing to draw) when the served LM has no snapshots."""
     gr.Markdown(LEARNING_INTRO)
     snapshots = service.snapshots
     if snapshots is None:
