@@ -96,7 +96,7 @@ PRESET_HELP = (
     "small (the first, CPU-trained models: lm 50 min on 2 CPU cores in fp32 -> 1.82 bits/byte); "
     "base (the shipped models: minutes on one GPU, hours on a CPU); "
     "laptop (at most 10 min on a 2-core CPU, start-up and final evaluation included, bf16 where native: "
-    "lm 4 x 192, 1,200 steps -> 1.91 held-out bits/byte when all run, 2.04 after the 559 a busy machine ran "
-    "in 8:37; sentiment with --init-from checkpoints/lm, 160 steps -> 87.3%% selection accuracy in 6:56; "
+    "lm 4 x 192, 1,200 steps -> 1.91 held-out bits/byte when all run, 2.04 when a busy machine ran 559 of "
+    "them in 8:37; sentiment with --init-from checkpoints/lm, 160 steps -> 87.3%% selection accuracy in 6:56; "
     "docs/experiments/laptop-2026-11-25). "
     "With --init-from, the learning rate and schedule are the preset's fine-tune settings")
