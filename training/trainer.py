@@ -231,8 +231,8 @@ class Trainer:
                  "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "history": self.history,
                  "best": self.best, "commands": self.commands, "rng_cpu": torch.get_rng_state(),
                  "train_config": asdict(self.cfg), "model_config": asdict(self.model.config),
-                 "world_size": self.info.world_size, "recent_weights": self.recent_weights,
-                 "window_losses": self.window_losses, "snapshots": self.snapshots}
+                 "world_size": self.info.world_size, "snapshots": self.recent_weights,  # its name in older states
+                 "window_losses": self.window_losses, "snapshot_index": self.snapshots}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state()
         return state
@@ -253,9 +253,9 @@ class Trainer:
         self.step, self.tokens_seen, self.elapsed = state["step"], state["tokens_seen"], state["elapsed"]
         self.history, self.best = state["history"], state["best"]
         self.commands = state.get("commands", [])
-        self.recent_weights = state.get("recent_weights", [])
+        self.recent_weights = state.get("snapshots", [])
         self.window_losses = state.get("window_losses", [])
-        self.snapshots = state.get("snapshots", [])
+        self.snapshots = state.get("snapshot_index", [])
         torch.set_rng_state(state["rng_cpu"])
         if "rng_cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["rng_cuda"])
