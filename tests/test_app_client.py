@@ -417,20 +417,31 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     assert len(chat["targets"]) == 2 and chat["trigger_mode"] == "always_last"
 
 
-def test_the_queue_polls_every_10_ms_while_a_chat_runs_and_every_1_otherwise(server, client) -> None:
+def test_the_queue_polls_every_10_ms_while_a_chat_runs_and_every_1_otherwise(server, client, service: DemoService,
+                                                                           monkeypatch) -> None:
     """Gradio's queue loop sleeps `sleep_when_free` between looks for new events: the app's 10 ms
     while a long request runs (a streaming chat loses less GIL time), 1 ms otherwise (a lone request
     starts sooner). The loop still reads that attribute and starts each event through
-    `self.process_events` (a Gradio upgrade that changed either would make the setting do nothing)."""
+    `self.process_events` (a Gradio upgrade that changed either would make the setting do nothing).
+    The chat is held after its third update until the poll has changed: on a fast CPU the tiny
+    model's whole reply takes less than the 100 ms after which a request counts as long."""
     app, _ = server
     queue = app._queue
     assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == (IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS[1])
-    job = client.submit("A long review", [], 200, 1.0, 0, 1.0, 1, api_name="/chat")
-    polls = set()
-    while not job.done():
-        polls.add(queue.sleep_when_free)
-        time.sleep(0.005)
-    assert QUEUE_POLL_SECONDS[0] in polls
+    stream, polls = service.stream_continuation, []
+
+    def held_until_the_poll_slows(*args, **kwargs):
+        for i, update in enumerate(stream(*args, **kwargs)):
+            if i == 2:
+                deadline = time.monotonic() + 10
+                while queue.sleep_when_free != QUEUE_POLL_SECONDS[0] and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                polls.append(queue.sleep_when_free)
+            yield update
+
+    monkeypatch.setattr(service, "stream_continuation", held_until_the_poll_slows)
+    client.submit("A long review", [], 20, 1.0, 0, 1.0, 1, api_name="/chat").result(timeout=60)
+    assert polls == [QUEUE_POLL_SECONDS[0]]  # slower while the chat ran
     deadline = time.monotonic() + 5
     while queue.sleep_when_free != IDLE_POLL_SECONDS and time.monotonic() < deadline:
         time.sleep(0.01)  # the chat's last message is out before Gradio's bookkeeping ends

@@ -21,6 +21,7 @@ from demo.inference import DemoService, serving_device
 from demo.inputs import MAX_INPUT_CHARS, DemoError, scrub_paths, visitor_text
 from demo.sentiment import merge_spans, review_source
 from demo.tiny import shared_tiny_checkpoints
+from model import autocast
 from storage import IN_PROGRESS_NAME
 from tokenization import Piece, clean_text, token_label, visible
 from training.data import PairSet
@@ -314,13 +315,14 @@ def test_classify(service: DemoService) -> None:
     assert result.notices == []
 
 
-def test_classify_matches_score_candidates(service: DemoService) -> None:
+def test_classify_matches_score_candidates(service: DemoService, served_atol) -> None:
     tok, model = service.sentiment.tokenizer, service.sentiment.model
     text = "Terrible, boring film."
     src = torch.tensor([tok.encode(text, add_eos=True)])
-    scores = model.score_candidates(src, [tok.encode(label) for label in model.config.labels])
+    with autocast(service.device, service.precision):  # like with like: the service's own precision
+        scores = model.score_candidates(src, [tok.encode(label) for label in model.config.labels])
     expected = scores.softmax(-1)[0].tolist()
-    assert list(service.classify(text).probabilities.values()) == pytest.approx(expected, abs=1e-5)
+    assert list(service.classify(text).probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
 
 def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
@@ -331,7 +333,7 @@ def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
     assert result.highlights[-1][1] is None  # the unread rest, unhighlighted
 
 
-def test_head_and_tail_truncation_reads_what_training_read(service: DemoService, monkeypatch) -> None:
+def test_head_and_tail_truncation_reads_what_training_read(service: DemoService, monkeypatch, served_atol) -> None:
     model, tok = service.sentiment.model, service.sentiment.tokenizer
     monkeypatch.setattr(model.config, "src_keep_tail", 8)
     text = "great acting and a boring plot. " * 30 + "In the end I loved it."
@@ -343,8 +345,9 @@ def test_head_and_tail_truncation_reads_what_training_read(service: DemoService,
     src = PairSet.from_texts([text], [model.config.labels[0]], tok, model.config).sources[0]
     assert src[-9:] == [*tok.encode(text)[-8:], tok.eos_id]
     candidates = [tok.encode(label) for label in model.config.labels]
-    expected = model.score_candidates(torch.tensor([src]), candidates).softmax(-1)[0].tolist()
-    assert list(result.probabilities.values()) == pytest.approx(expected, abs=1e-5)
+    with autocast(service.device, service.precision):  # like with like: the service's own precision
+        expected = model.score_candidates(torch.tensor([src]), candidates).softmax(-1)[0].tolist()
+    assert list(result.probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
 
 
@@ -478,7 +481,7 @@ def test_concurrent_requests_give_the_same_answers(service: DemoService) -> None
 # -- logit lens -------------------------------------------------------------------------------
 
 
-def test_logit_lens_of_a_continuation(service: DemoService) -> None:
+def test_logit_lens_of_a_continuation(service: DemoService, served_atol) -> None:
     update = service.continue_text("This movie was", max_new_tokens=6, temperature=0)
     view = service.logit_lens(update.token_ids, len(update.steps))
     n_layers = service.lm.model.config.n_layer
@@ -486,9 +489,11 @@ def test_logit_lens_of_a_continuation(service: DemoService) -> None:
     assert view.tokens == [visible(s.token, show_spaces=True) for s in update.steps]
     assert view.top_probs.shape == (n_layers + 1, len(update.steps), 5)
     # the last row is the model's own prediction: greedy picked its top token, with the same probability
+    # (generation runs in float32, the lens in the service's precision)
     assert [row[0] for row in view.top_tokens[-1]] == view.tokens
-    np.testing.assert_allclose(view.token_probs[-1], [s.prob for s in update.steps], rtol=1e-5)
-    np.testing.assert_allclose(view.top_probs[-1, :, 0], [s.prob for s in update.steps], rtol=1e-5)
+    atol = served_atol(service)
+    np.testing.assert_allclose(view.token_probs[-1], [s.prob for s in update.steps], rtol=atol, atol=atol)
+    np.testing.assert_allclose(view.top_probs[-1, :, 0], [s.prob for s in update.steps], rtol=atol, atol=atol)
     with pytest.raises(DemoError, match="Generate a continuation first"):
         service.logit_lens(update.token_ids, 0)
 
