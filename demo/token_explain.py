@@ -18,8 +18,6 @@ from demo.sampling import read_generated, window_start
 from model import METHODS, attribute_token
 from tokenization import clean_text, token_label, visible
 
-DEFAULT_METHOD = "integrated_gradients"
-
 
 @dataclass
 class TokenExplanation:

@@ -8,7 +8,7 @@ import gradio as gr
 from demo.compare import MINIMAL_PAIRS, Comparison
 from demo.inference import DemoService
 from demo.tabs import export_panel
-from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
 from model import METHODS
 
 COMPARE_INTRO = ("### Side by side: change a word, see what changes\n"
@@ -62,7 +62,7 @@ def build(service: DemoService, compute: dict) -> None:
         gr.Examples([list(pair) for pair in MINIMAL_PAIRS.values()], inputs=[text_a, text_b],
                     example_labels=list(MINIMAL_PAIRS), label="Minimal pairs")
         with gr.Row():
-            method = lenient(gr.Radio(list(METHODS), value="integrated_gradients", label="Explanation method"))
+            method = lenient(gr.Radio(list(METHODS), value=DEFAULT_METHOD, label="Explanation method"))
             button = gr.Button("Compare", variant="primary")
         summary = gr.Markdown()
         with gr.Row():

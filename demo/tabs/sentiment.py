@@ -9,12 +9,11 @@ import gradio as gr
 
 from demo.inference import DemoService
 from demo.tabs import ablation_panel, compare_panel, export_panel
-from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
 from demo.text import EXPLAIN_INTRO, SENTIMENT_EXAMPLES, SENTIMENT_INTRO
 from model import METHODS
 
 FAITHFULNESS_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "faithfulness.json"
-DEFAULT_METHOD = "integrated_gradients"
 SHADING = "Token shading by {} (red: for the label, blue: against; attention: darker = more)"
 PENDING_SHADING = "Token shading by {}: computing…"
 NO_SHADING = "Token shading: none (see the notice below)"

@@ -6,9 +6,9 @@ import gradio as gr
 
 from demo.inference import DemoService
 from demo.tabs import export_panel
-from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
 from demo.tabs.sampling_panel import pick_row
-from demo.token_explain import DEFAULT_METHOD, TokenExplanation
+from demo.token_explain import TokenExplanation
 from model import METHODS
 
 TOKEN_INTRO = ("### Why this token?\n"
