@@ -16,9 +16,11 @@ from training.recipe import (
     layer_depth,
     param_groups,
     smoothed_loss,
+    stlr,
     training_loss,
 )
 from training.tasks import TASKS, TaskOptions
+from training.trainer import lr_at
 from training.training_args import TrainConfig
 
 
@@ -137,6 +139,21 @@ def test_crop_probability_and_encoding(tokenizer):
 def test_recipe_rejects_bad_options():
     with pytest.raises(ValueError, match="layer-decay"):
         Recipe(layer_decay=0)
+    with pytest.raises(ValueError, match="schedule"):
+        Recipe(schedule="one-cycle")
+
+
+def test_slanted_triangular_schedule_by_hand():
+    """ULMFiT's eq. 3 with cut 10 of 100 steps and ratio 32: lr/32 at the start and the end, the
+    peak at the cut, straight lines between (the trainer takes the cut from --warmup-steps)."""
+    peak = 0.01
+    assert stlr(0, peak, 10, 100) == pytest.approx(peak / 32)
+    assert stlr(5, peak, 10, 100) == pytest.approx(peak * (1 + 0.5 * 31) / 32)
+    assert stlr(10, peak, 10, 100) == pytest.approx(peak)
+    assert stlr(55, peak, 10, 100) == pytest.approx(peak * (1 + 0.5 * 31) / 32)
+    assert stlr(100, peak, 10, 100) == pytest.approx(peak / 32)
+    cfg = TrainConfig(lr=peak, warmup_steps=10, max_steps=100, recipe=Recipe(schedule="stlr"))
+    assert [lr_at(s, cfg) for s in (0, 10, 100)] == pytest.approx([peak / 32, peak, peak / 32])
 
 
 def test_sentiment_batches_with_buckets_and_crops_are_a_pure_function_of_the_step(tokenizer):

@@ -16,6 +16,9 @@ which ones help:
 - averaging the weights of the last `average_last` evaluation points (checkpoint averaging);
 - random short crops: a fraction `crop_prob` of the training reviews is replaced by one to three
   contiguous sentences of the review, with its label, so that a one-line review is in distribution;
+- a slanted triangular learning rate (ULMFiT, eq. 3): a short linear climb from lr / 32 to lr over
+  the warmup steps, then a long linear decay back to lr / 32 at the last step, so that the model
+  first moves quickly towards the task and then refines;
 - an auxiliary language-model loss on the source (GPT-1's fine-tuning objective, Radford et al.
   2018, section 3.2): `lm_weight` x the next-token loss of a causal encoder's states, which keeps the
   encoder the language model it started as while the classifier trains on top of it.
@@ -36,6 +39,9 @@ from tokenization import sentences
 
 from .errors import UsageError
 
+SCHEDULES = ("cosine", "stlr")
+STLR_RATIO = 32  # ULMFiT's slanted triangular schedule starts and ends at lr / 32
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -46,6 +52,7 @@ class Recipe:
     average_last: int = 1  # average the weights of the last N evaluation points (1 = off)
     crop_prob: float = 0.0  # fraction of training reviews replaced by 1-3 contiguous sentences
     lm_weight: float = 0.0  # weight of the source's next-token loss (needs a causal encoder; 0 = off)
+    schedule: str = "cosine"  # or "stlr": ULMFiT's slanted triangular learning rate
 
     def __post_init__(self):
         if not 0 < self.layer_decay <= 1:
@@ -56,6 +63,15 @@ class Recipe:
             raise UsageError("--label-smoothing must be in [0, 1), --crop-prob in [0, 1], --adversarial-eps >= 0")
         if self.lm_weight < 0 or self.lm_weight and self.adversarial_eps:
             raise UsageError("--lm-weight must be >= 0, and does not combine with --adversarial-eps")
+        if self.schedule not in SCHEDULES:
+            raise UsageError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+
+
+def stlr(step: int, peak: float, cut: int, total: int) -> float:
+    """ULMFiT's slanted triangular learning rate at `step` (0-based): climbs linearly over `cut` steps
+    from peak / STLR_RATIO to `peak`, then falls linearly to peak / STLR_RATIO at `total`."""
+    p = step / cut if step < cut else 1 - (step - cut) / max(1, total - cut)
+    return peak * (1 + max(0.0, p) * (STLR_RATIO - 1)) / STLR_RATIO
 
 
 # --- layer groups: discriminative learning rates and gradual unfreezing ---------------------------

@@ -45,7 +45,7 @@ from tokenization import BPETokenizer
 from .data import HUB_IMDB, load_splits
 from .errors import UsageError
 from .plots import plot_curve
-from .recipe import Recipe
+from .recipe import SCHEDULES, Recipe
 from .task import TaskOptions
 from .tasks import TASKS
 from .trainer import DistInfo, Trainer, init_distributed, resume_mismatches, weights_in_sync
@@ -110,6 +110,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     recipe.add_argument("--lm-weight", type=float, default=0.0,
                         help="auxiliary next-token loss on the source, times this weight "
                              "(needs --set causal_encoder=1)")
+    recipe.add_argument("--schedule", choices=SCHEDULES, default="cosine",
+                        help="learning-rate schedule: warmup + cosine, or ULMFiT's slanted triangular (stlr)")
     p.add_argument("--seed", type=int, default=1337)
     return p.parse_args(argv)
 
@@ -197,7 +199,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         raise UsageError(f"--preset {args.preset}: choose one of {sorted(presets)}")
     preset = presets[args.preset]
     recipe = Recipe(args.layer_decay, args.unfreeze_every, args.label_smoothing, args.adversarial_eps,
-                    args.average_last, args.crop_prob, args.lm_weight)
+                    args.average_last, args.crop_prob, args.lm_weight, args.schedule)
     train_kwargs = {**preset["train"], "seed": args.seed, "max_minutes": args.max_minutes,
                     "max_tokens": args.max_tokens, "precision": args.precision, "recipe": recipe}
     for name in ("max_steps", "batch_size", "lr", "warmup_steps", "eval_every", "eval_batches"):
