@@ -37,7 +37,7 @@ def run_chat(url: str, i: int, tokens: int) -> tuple[int, list[str]]:
     client, streamed, notices = Client(url, verbose=False), 0, []
     while streamed < tokens:
         _, _, _, table, notice = client.predict(f"{PROMPT} (visitor {i})", [], tokens, 0.8, 40, 0.95,
-                                                1000 * i + len(notices), api_name="/chat")
+                                                1000 * i + len(notices), 0, api_name="/chat")  # 0: full speed
         streamed += len(table["data"]) if isinstance(table, dict) else 0
         notices.append(str(notice))
         if "Done" not in notices[-1]:

@@ -53,7 +53,7 @@ def requests_cycle():
         opening = OPENINGS[i % len(OPENINGS)]
         review = f"{opening} {REVIEW[: 80 + 37 * (i % 7)]}"  # lengths vary: new shapes now and then
         yield from [
-            ("/chat", [opening, [], 12, 0.8, 40, 0.95, i]),
+            ("/chat", [opening, [], 12, 0.8, 40, 0.95, i, 0]),  # 0: full speed, not the page's pace
             ("/classify", [review]),
             ("/explain", [review, next(methods)]),
             ("/explain_token", [review, 6 + i % 5, next(methods), ""]),

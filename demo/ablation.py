@@ -20,7 +20,7 @@ from demo.sentiment import label_candidates, review_source
 from demo.tokens import EMPTY_TEXT
 from model import Head, ablate, all_heads, classifier_head_effects, lm_head_effects, rank_correlation
 from model.ablation import MODES
-from tokenization import clean_text, token_label, visible
+from tokenization import clean_text, in_word, token_label, visible
 
 PREFIXES = {"encoder_self": "enc ", "decoder_self": "dec ", "cross": "cross "}  # the sentiment model's kinds
 NO_HEADS = "Pick at least one head to knock out."
@@ -153,7 +153,7 @@ class HeadRow:
     head: str
     ablated: float  # the probability with this head knocked out
     delta: float  # ablated - base
-    looks_at: str  # the token this head attends to most (from the prediction's query row)
+    looks_at: str  # the token this head attends to most (from the prediction's query row), inside its word
     weight: float  # and its weight
 
 
@@ -168,16 +168,17 @@ class HeadRanking:
 
 
 def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, float]]:
-    """Each head's most-attended key token and its weight, read where the prediction is made: the
-    LM's last query; the classifier's label step in cross-attention (as the app's attention shading
-    reads it); elsewhere, where no one row makes the prediction, the mean over the queries (in the
-    decoder's self-attention the label step's row alone would be trivial: it sees only the start)."""
+    """Each head's most-attended key token, shown inside its word ("ne[g]ative", `in_word`), and its
+    weight, read where the prediction is made: the LM's last query; the classifier's label step in
+    cross-attention (as the app's attention shading reads it); elsewhere, where no one row makes the
+    prediction, the mean over the queries (in the decoder's self-attention the label step's row alone
+    would be trivial: it sees only the start)."""
     tok = ckpt.tokenizer
     with torch.inference_mode():
         if ckpt.name == LM:
             maps = model(target.ids, output_attentions=True).attentions
             rows = {m.layer: m.weights[0, :, -1] for m in maps}  # (H, T)
-            return {Head("decoder_self", layer, h): (target.tokens[int(w.argmax())], float(w.max()))
+            return {Head("decoder_self", layer, h): (in_word(target.tokens, int(w.argmax())), float(w.max()))
                     for layer, ws in rows.items() for h, w in enumerate(ws)}
         memory, enc_maps = model.encode(target.ids, need_weights=True)
         label_ids = label_candidates(model, tok)[1][target.index]
@@ -188,7 +189,7 @@ def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, 
         keys = [token_label(tok, i) for i in tgt] if m.kind == "decoder_self" else target.tokens
         rows = m.weights[0, :, 0].float() if m.kind == "cross" else m.weights[0].float().mean(1)  # (H, T_k)
         for h, w in enumerate(rows):
-            looks[Head(m.kind, m.layer, h)] = (keys[int(w.argmax())], float(w.max()))
+            looks[Head(m.kind, m.layer, h)] = (in_word(keys, int(w.argmax())), float(w.max()))
     return looks
 
 
@@ -206,7 +207,7 @@ def rank_heads(ckpt: Checkpoint, text: object, mode: object = "zero") -> HeadRan
             candidates = label_candidates(model, tok)[1]
             effects = classifier_head_effects(model, target.ids, candidates, target.index, mode)
         looks = _looks_at(ckpt, model, target)
-    rows = [HeadRow(head_name(ckpt.name, h), p, p - effects.base, visible(looks[h][0], True), looks[h][1])
+    rows = [HeadRow(head_name(ckpt.name, h), p, p - effects.base, visible(looks[h][0].strip(), True), looks[h][1])
             for h, p in effects.ablated.items()]
     rows.sort(key=lambda r: -abs(r.delta))
     agreement = rank_correlation(torch.tensor([abs(r.delta) for r in rows]), torch.tensor([r.weight for r in rows]))

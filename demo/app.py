@@ -69,7 +69,6 @@ DELETE_CACHE = (3600, 3600)  # every hour, delete the files Gradio wrote (plot i
 CSS = """
 .prose pre, .prose pre code { white-space: pre-wrap; overflow-wrap: anywhere; }
 .prose code { overflow-wrap: anywhere; }
-#chat-lens-plot { max-height: 560px; overflow-y: auto !important; }  /* the logit lens: one row a token, scrolled */
 @media (max-width: 640px) { .row > .column, .row > .form, .form > .block { min-width: 100% !important; } }
 """
 
@@ -122,7 +121,7 @@ def launch(app: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, share: boo
     """Start the server. No `allowed_paths`: Gradio serves only its own assets and the files the
     app creates (plot images), never the repository or the checkpoints."""
     return app.launch(server_name=host, server_port=port, share=share, show_error=False,
-                      theme=gr.themes.Soft(), css=CSS + attention.CSS + tokenizer.CSS,
+                      theme=gr.themes.Soft(), css=CSS + chat.CSS + attention.CSS + tokenizer.CSS,
                       max_file_size=MAX_FILE_SIZE, **kwargs)
 
 

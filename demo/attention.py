@@ -11,7 +11,7 @@ from demo.inputs import DemoError, read_number, visitor_text
 from demo.sentiment import label_candidates, read_source
 from demo.tokens import EMPTY_TEXT
 from model import AttentionMap
-from tokenization import clean_text, token_label, visible
+from tokenization import clean_text, in_word, token_label, visible
 
 MAX_ATTENTION_TOKENS = 64  # beyond this a heatmap's labels are unreadable
 
@@ -93,6 +93,15 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
     return enc_maps + dec_maps, source.ids[0].tolist(), tgt_ids, labels[best]
 
 
+def _labels(tok, ids: list[int], whole_words: bool) -> list[str]:
+    """Axis labels: each token as it reads, the decoder's label pieces inside their word ("[p]ositive",
+    `in_word`): the decoder reads the label word, which BPE cuts into pieces such as "p", "os"."""
+    labels = [token_label(tok, i) for i in ids]
+    if whole_words:
+        labels = [in_word(labels, k) for k in range(len(labels))]
+    return [visible(label, show_spaces=True) for label in labels]
+
+
 def attention_maps(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: object = 0) -> AttentionResult:
     """All layers' and heads' attention weights of one kind, with the tokens for both axes."""
     spec = attention_kind(kind)
@@ -113,7 +122,10 @@ def attention_maps(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer:
         else:
             maps, src_ids, tgt_ids, label = _sentiment_maps(ckpt, text, notices)
             if kind != "encoder_self":
-                notices.append(f"The decoder rows are the start token and the predicted label “{label}”.")
+                pieces = [token_label(tok, i) for i in tgt_ids[1:]]
+                notices.append(f"The decoder reads the start token, then the label it writes, “{label}”"
+                               + (f", which is {len(pieces)} tokens to it ({', '.join(pieces)}): each row marks its "
+                                  f"token inside the word, as in {in_word(pieces, 0)}." if len(pieces) > 1 else "."))
             query_ids = src_ids if kind == "encoder_self" else tgt_ids
             key_ids = tgt_ids if kind == "decoder_self" else src_ids
         chosen = sorted((m for m in maps if m.kind == spec.map_kind), key=lambda m: m.layer)
@@ -124,6 +136,6 @@ def attention_maps(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer:
     return AttentionResult(
         kind=kind, title=spec.title + (" (masked)" if causal and not spec.causal else ""), layer=layer_i,
         n_layers=n_layers, n_heads=n_heads,
-        query_tokens=[visible(token_label(tok, i), show_spaces=True) for i in query_ids],
-        key_tokens=[visible(token_label(tok, i), show_spaces=True) for i in key_ids],
+        query_tokens=_labels(tok, query_ids, whole_words=kind in ("cross", "decoder_self")),
+        key_tokens=_labels(tok, key_ids, whole_words=kind == "decoder_self"),
         all_weights=weights, causal=causal, notices=notices)

@@ -7,7 +7,16 @@ import torch
 
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, visitor_text
-from model import METHODS, EncoderDecoder, EncoderDecoderConfig, attribute, attribute_methods, erase, rank_correlation
+from model import (
+    METHODS,
+    EncoderDecoder,
+    EncoderDecoderConfig,
+    attribute,
+    attribute_methods,
+    erase,
+    rank_correlation,
+    top_count,
+)
 from tokenization import BPETokenizer, Piece, clean_text, word_ids
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
@@ -125,7 +134,9 @@ class Explanation:
     probabilities: dict[str, float]  # label -> probability of the full review
     label: str  # the label explained: the one the model writes
     highlights: list[tuple[str, float | None]]  # review segments, scores scaled to [-1, 1]
-    deletion: list[tuple[float, float]]  # (fraction of tokens deleted, P(label) left), most-scored deleted first
+    # (fraction, tokens deleted, P(label) left with the method's top tokens deleted, and with as many random ones)
+    deletion: list[tuple[float, int, float, float]]
+    tokens: int  # the review's tokens the test may delete
     notices: list[str]
 
 
@@ -144,16 +155,20 @@ def _attribute(model: EncoderDecoder, source: Source, candidates: list[list[int]
 def explain(ckpt: Checkpoint, text: object, method: object) -> Explanation:
     """Token attributions for the label the model writes, by one method of `model.attribution`
     (`METHODS`, named as the faithfulness benchmark prints them), with the probability of that
-    label left once the tokens the method ranks highest are deleted."""
+    label left once the tokens the method ranks highest are deleted, and once as many random tokens
+    are: the honest floor a method must beat on this very review."""
     method = _check_method(method)
     model, tok = ckpt.require()
     source = review_source(ckpt, text)
     labels, candidates = label_candidates(model, tok)
-    result = _attribute(model, source, candidates, (method,))[method]
-    left = erase(model, source.ids, candidates, result.scores, result.label, DELETION_FRACTIONS)
+    results = _attribute(model, source, candidates, (method, "random"))  # one encoder pass for both
+    result = results[method]
+    left, chance = (erase(model, source.ids, candidates, r.scores, result.label, DELETION_FRACTIONS).tolist()
+                    for r in (result, results["random"]))
+    n = len(source.pieces)
+    deletion = [(f, top_count(f, n), p, q) for f, p, q in zip(DELETION_FRACTIONS, left, chance, strict=True)]
     return Explanation(method, dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
-                       shade(source, result.scores.tolist()), list(zip(DELETION_FRACTIONS, left.tolist(), strict=True)),
-                       source.notices)
+                       shade(source, result.scores.tolist()), deletion, n, source.notices)
 
 
 def agreement(ckpt: Checkpoint, text: object) -> tuple[list[str], list[list[float]]]:

@@ -14,7 +14,7 @@ from .config import TransformerConfig
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
-from .faithfulness import ERASER_FRACTIONS, erase, faithfulness, rank_correlation
+from .faithfulness import ERASER_FRACTIONS, erase, faithfulness, rank_correlation, top_count
 from .generation import GenerationConfig, KVCache, TokenStep, filter_logits, sampling_distribution
 from .layers import (
     AttentionMap,
@@ -38,7 +38,7 @@ from .token_attribution import TokenAttribution, attribute_token, token_faithful
 __all__ = [
     "Head", "HeadEffects", "ablate", "all_heads", "classifier_head_effects", "lm_head_effects",
     "ATTRIBUTIONS", "DESCRIPTIONS", "METHODS", "Attribution", "attribute", "attribute_methods",
-    "ERASER_FRACTIONS", "erase", "faithfulness", "rank_correlation", "TokenAttribution", "attribute_token",
+    "ERASER_FRACTIONS", "erase", "faithfulness", "rank_correlation", "top_count", "TokenAttribution", "attribute_token",
     "token_faithfulness",
     "LogitLens", "layer_log_probs", "logit_lens",
     "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",

@@ -1,6 +1,7 @@
 """The app launched in-process on a free port and driven through `gradio_client`: every endpoint,
 streaming, 20 simultaneous chats, hostile input, and what the server refuses to serve."""
 
+import html
 import inspect
 import json
 import re
@@ -19,7 +20,7 @@ from demo.app import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUE
 from demo.inference import DemoService  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
-from demo.text import TABLE_HEADERS  # noqa: E402
+from demo.text import METHOD_NAMES, TABLE_HEADERS  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
 from model import METHODS  # noqa: E402
 
@@ -60,8 +61,9 @@ def client(server):
     return gradio_client.Client(server[1], verbose=False)
 
 
-def chat(client, text, history=(), max_new_tokens=8, temperature=0.0, top_k=40, top_p=0.95, seed=1):
-    return client.predict(text, list(history), max_new_tokens, temperature, top_k, top_p, seed, api_name="/chat")
+def chat(client, text, history=(), max_new_tokens=8, temperature=0.0, top_k=40, top_p=0.95, seed=1, speed=0):
+    return client.predict(text, list(history), max_new_tokens, temperature, top_k, top_p, seed, speed,
+                          api_name="/chat")
 
 
 def shown(text: str) -> str:
@@ -94,7 +96,7 @@ def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) 
             yield update
 
     monkeypatch.setattr(service, "stream_continuation", one_token_per_30_ms)
-    job = client.submit("This movie was", [], 8, 0.9, 40, 0.95, 5, api_name="/chat")
+    job = client.submit("This movie was", [], 8, 0.9, 40, 0.95, 5, 0, api_name="/chat")
     final = job.result(timeout=60)
     texts = [reply_text(out[0]) for out in job.outputs()]
     assert texts[0] == CONTINUATION  # the empty bubble, before the first token
@@ -115,7 +117,7 @@ def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) 
 
 def test_retry_clear_and_rate(client) -> None:
     history = chat(client, "The acting was", seed=3, temperature=1.0)[0]
-    again = client.predict(history, 8, 1.0, 40, 0.95, 4, api_name="/retry")
+    again = client.predict(history, 8, 1.0, 40, 0.95, 4, 0, api_name="/retry")
     new_history, notice = again[0], again[4]
     assert [m["role"] for m in new_history] == ["user", "assistant"]
     assert message_text(new_history[0]) == "The acting was" and "Done" in notice
@@ -123,7 +125,7 @@ def test_retry_clear_and_rate(client) -> None:
     assert {c["label"] for c in label["confidences"]} == {"negative", "positive"}
     assert "says" in notice
     cleared = client.predict(api_name="/clear")  # chat, textbox, tokens, table, notice, rating, lens, two notices
-    assert cleared == ([], "", [], {"headers": TABLE_HEADERS, "data": [], "metadata": None}, "", {}, None,
+    assert cleared == ([], "", [], {"headers": TABLE_HEADERS, "data": [], "metadata": None}, "", {}, "",
                        "", "")
     no_trace(again, label, cleared)
 
@@ -141,7 +143,7 @@ def test_clear_ends_the_reply_in_progress_with_the_cleared_chat(client, service:
             yield update
 
     monkeypatch.setattr(service, "stream_continuation", held_after_two)
-    job = client.submit("This movie was", [], 60, 0.0, 40, 0.95, 1, api_name="/chat")
+    job = client.submit("This movie was", [], 60, 0.0, 40, 0.95, 1, 0, api_name="/chat")
     assert started.wait(30)
     cleared = client.predict(api_name="/clear")
     assert cleared[0] == []
@@ -159,7 +161,7 @@ def test_stop_ends_the_reply_with_the_tokens_shown(service: DemoService) -> None
     """Stop, as the page sends it (same session): the reply's next update is not shown; the stream's
     last output keeps the reply as it was and says how many tokens it holds."""
     request = types.SimpleNamespace(session_hash="visitor-1")
-    replies = chat_tab.chat(service, "This movie was", [], 60, 0.0, 40, 0.95, 1, request=request)
+    replies = chat_tab.chat(service, "This movie was", [], 60, 0.0, 40, 0.95, 1, 0, request=request)
     outputs = [next(replies), next(replies)]  # "Writing…", then the first tokens
     shown_tokens = len(outputs[1][3])
     notice, _ = chat_tab.stopped(outputs[1][5], request)
@@ -170,7 +172,7 @@ def test_stop_ends_the_reply_with_the_tokens_shown(service: DemoService) -> None
 
 
 def test_retry_and_rate_with_nothing_to_work_on(client) -> None:
-    out = client.predict([], 8, 1.0, 40, 0.95, 4, api_name="/retry")
+    out = client.predict([], 8, 1.0, 40, 0.95, 4, 0, api_name="/retry")
     assert out[0] == [] and "Nothing to retry" in out[4]
     label, notice = client.predict([], api_name="/rate_reply")
     assert not label and "Generate a reply first" in notice
@@ -209,12 +211,13 @@ def test_explain_every_method(client, service: DemoService, method: str) -> None
     label, shading, deletion, notice = client.predict(text, method, api_name="/explain")
     expected = service.classify(text).probabilities
     assert {c["label"]: c["confidence"] for c in label["confidences"]} == pytest.approx(expected, abs=1e-4)
-    assert method.replace("_", " ") in shading["label"] or method in shading["label"]  # the panel names its method
-    shaded = shading["value"]
-    assert "".join(h["token"] for h in shaded) == text
-    scores = [h["class_or_confidence"] for h in shaded]
-    assert max(abs(s) for s in scores) == pytest.approx(1.0) and all(-1 <= s <= 1 for s in scores)
+    assert f"Token shading by {METHOD_NAMES[method]}, for “{label['label']}”" in shading  # names its method in words
+    tokens = shading.split('line-height:1.9">')[1]
+    assert html.unescape(re.sub(r"<[^>]+>", "", tokens)) == text  # the shaded tokens tile the review
+    scores = [float(score) for score in re.findall(r': ([+-]\d\.\d\d)">', tokens)]  # each token's score on hover
+    assert max(abs(s) for s in scores) == 1.0 and all(-1 <= s <= 1 for s in scores)
     assert "Deletion test" in deletion and deletion.count("deleted:") == 3 and notice == ""
+    assert re.search(r"\*\*(Passed|Failed|Cannot tell)", deletion)  # and its verdict
 
 
 @pytest.mark.parametrize("text", ["", "   ", "great " * 4000, "👍🏽🎬🍿 😡", "nul\x00byte\x00", "<script>x</script>"])
@@ -231,7 +234,7 @@ def test_explain_hostile_input(client, text: str, method: str) -> None:
 
 def test_explain_unknown_method_is_explained(client) -> None:
     label, shaded, _, notice = client.predict("good film", "shap", api_name="/explain")
-    assert not label and not shaded["value"] and "none" in shaded["label"]
+    assert not label and "Token shading: none" in shaded and 'class="token"' not in shaded
     assert "Unknown explanation method 'shap'" in notice and "occlusion" in notice
 
 
@@ -301,7 +304,7 @@ def test_lone_surrogates_in_raw_json_are_handled(server, endpoint: str) -> None:
     url = server[1]
     text = "lone \\ud800 surrogate"
     data = {"tokenize": [text], "classify": [text], "attention": [text, "lm_self", 0, -1],
-            "chat": [text, [], 3, 0, 40, 0.9, 1]}[endpoint]
+            "chat": [text, [], 3, 0, 40, 0.9, 1, 0]}[endpoint]
     body = '{"data": ' + json.dumps(data).replace("\\\\ud800", "\\ud800") + "}"
     assert "\\ud800" in body
     event = httpx.post(f"{url}/gradio_api/call/{endpoint}", content=body,
@@ -315,12 +318,12 @@ def test_lone_surrogates_in_raw_json_are_handled(server, endpoint: str) -> None:
     ((8, 0, 40, 0.95, 1), "greedy"),
     ((8, -2, 40, 0.95, 1), "greedy"),
     ((8, 1.0, 10**6, 0.95, 1), "exceeds the vocabulary"),
-    ((8, 1.0, 40, 0, 1), "Top-p must be above 0"),
-    ((0, 1.0, 40, 0.5, 1), "at least 1"),
-    ((10**6, 1.0, 40, 0.5, 1), "capped"),
-    (("many", "hot", None, "x", "seed"), "Done"),
-    ((8, 1e-38, 40, 0.95, 1), "greedy"),
-    ((10**400, -(10**400), 10**400, 10**400, -(10**400)), "capped"),
+    ((8, 1.0, 40, 0, 1, 0), "Top-p must be above 0"),
+    ((0, 1.0, 40, 0.5, 1, 0), "at least 1"),
+    ((10**6, 1.0, 40, 0.5, 1, 0), "capped"),
+    (("many", "hot", None, "x", "seed", "fast"), "Done"),  # a speed that is no number: as fast as it can
+    ((8, 1e-38, 40, 0.95, 1, -5), "greedy"),
+    ((10**400, -(10**400), 10**400, 10**400, -(10**400), 10**400), "capped"),
 ])
 def test_out_of_range_settings_are_clamped_and_explained(client, settings, expected) -> None:
     out = client.predict("This movie was", [], *settings, api_name="/chat")
@@ -332,7 +335,7 @@ def test_non_finite_numbers_in_raw_json_are_clamped(server, caplog) -> None:
     """JSON from a script can carry Infinity, -Infinity, NaN and 1e999 (gradio_client refuses to
     send them): they are clamped, explained, and leave no OverflowError in the server log."""
     url = server[1]
-    calls = {"chat": '["This movie was", [], Infinity, Infinity, -Infinity, NaN, 1e999]',
+    calls = {"chat": '["This movie was", [], Infinity, Infinity, -Infinity, NaN, 1e999, NaN]',
              "attention": '["good film", "lm_self", -Infinity, Infinity]'}
     for endpoint, data in calls.items():
         event = httpx.post(f"{url}/gradio_api/call/{endpoint}", content='{"data": ' + data + "}",
@@ -352,7 +355,7 @@ def test_bad_attention_settings_are_explained(client) -> None:
 
 def test_ablate_and_rank_heads(client) -> None:
     notice = client.predict("The movie was", "lm", ["L1 H1", "L2 H2"], "zero", api_name="/ablate")
-    assert "knocked out (zero)" in notice and "P(next token" in notice
+    assert "(zero ablation)" in notice and "P(next token" in notice and "Knocking out L1 H1, L2 H2" in notice
     figure, table, summary = client.predict("A fine film.", "sentiment", "mean", api_name="/rank_heads")
     assert len(table["data"]) == 12 and "ranks #" in summary and figure is not None
     for text, model, heads in [("", "lm", ["L1 H1"]), ("ok", "lm", ["L7 H9"]), ("ok", "sentiment", []),
@@ -381,7 +384,7 @@ def test_compare_reviews(client) -> None:
 
 def test_twenty_simultaneous_chats_all_complete(client, service: DemoService) -> None:
     prompts = [f"Review {i}: this film" for i in range(20)]
-    jobs = [client.submit(p, [], 10, 1.0, 40, 0.95, i, api_name="/chat") for i, p in enumerate(prompts)]
+    jobs = [client.submit(p, [], 10, 1.0, 40, 0.95, i, 0, api_name="/chat") for i, p in enumerate(prompts)]
     results = [job.result(timeout=120) for job in jobs]
     for i, (prompt, result) in enumerate(zip(prompts, results, strict=True)):
         expected = service.continue_text(prompt, max_new_tokens=10, temperature=1.0, top_k=40, top_p=0.95, seed=i)
@@ -440,7 +443,7 @@ def test_the_queue_polls_every_10_ms_while_a_chat_runs_and_every_1_otherwise(ser
             yield update
 
     monkeypatch.setattr(service, "stream_continuation", held_until_the_poll_slows)
-    client.submit("A long review", [], 20, 1.0, 0, 1.0, 1, api_name="/chat").result(timeout=60)
+    client.submit("A long review", [], 20, 1.0, 0, 1.0, 1, 0, api_name="/chat").result(timeout=60)
     assert polls == [QUEUE_POLL_SECONDS[0]]  # slower while the chat ran
     deadline = time.monotonic() + 5
     while queue.sleep_when_free != IDLE_POLL_SECONDS and time.monotonic() < deadline:

@@ -63,7 +63,7 @@ def test_python_demo_app_py_serves_the_page() -> None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=10) as response:
             config = response.read().decode()
         assert "Tiny Transformers, built from scratch" in config
-        assert "**Device:** CPU" in config or "**Device:** CUDA" in config
+        assert "Running on **CPU" in config or "Running on **CUDA" in config  # About, for developers
     finally:
         output = stop_server(process)
     assert "Traceback" not in output

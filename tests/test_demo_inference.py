@@ -315,6 +315,18 @@ def test_classify(service: DemoService) -> None:
     assert result.notices == []
 
 
+def test_the_deletion_test_measures_the_method_against_as_many_random_tokens(service: DemoService) -> None:
+    from demo.sentiment import DELETION_FRACTIONS
+    from model import top_count
+
+    text = "A wonderful, moving film with a clever story. Loved it, and I will watch it again!"
+    result = service.explain(text, "occlusion")
+    assert [(f, c) for f, c, _, _ in result.deletion] == [(f, top_count(f, result.tokens)) for f in DELETION_FRACTIONS]
+    assert all(0 <= p <= 1 and 0 <= q <= 1 for *_, p, q in result.deletion)
+    floor = service.explain(text, "random")  # random against random: the same tokens, the same probabilities
+    assert all(p == q for *_, p, q in floor.deletion)
+
+
 def test_classify_matches_score_candidates(service: DemoService, served_atol) -> None:
     tok, model = service.sentiment.tokenizer, service.sentiment.model
     text = "Terrible, boring film."
@@ -384,6 +396,10 @@ def test_attention_shapes(service: DemoService, kind: str) -> None:
         assert np.all(np.triu(result.weights, k=1) == 0)  # nothing attends to the future
     if kind in ("cross", "decoder_self"):
         assert result.query_tokens[0] == "<s>"
+        rows = result.query_tokens[1:]  # the label the decoder reads: one row per piece, marked inside the word
+        assert len({row.replace("[", "").replace("]", "") for row in rows} - {"negative", "positive"}) == 0
+        assert len(rows) == 1 or all(row.count("[") == 1 for row in rows)
+        assert any("which is" in n and "tokens to it" in n for n in result.notices) or len(rows) == 1
     if kind in ("encoder_self", "cross"):
         assert result.key_tokens[-1] == "</s>"
 
@@ -429,12 +445,19 @@ def test_overview_draws_every_layer_and_head_with_labels(service: DemoService) -
     image = np.asarray(pictures[n_heads + 1][0])  # layer 2, head 2
     width, height = pictures[0][0].size
     assert width > plots.CELL * t_k and height > plots.CELL * t_q  # room for the token labels
-    # the cells: the strongest weight of the whole result is the palette's brightest colour
-    layer, h, q, k = np.unravel_index(result.all_weights.argmax(), result.all_weights.shape)
+    # the cells: every picture on the heatmap's scale, the square root of the weight from 0 to 1
     left, top = width - plots.MARGIN - plots.CELL * t_k, height - plots.MARGIN - plots.CELL * t_q
-    y, x = top + q * plots.CELL + plots.CELL // 2, left + k * plots.CELL + plots.CELL // 2
-    assert tuple(np.asarray(pictures[layer * n_heads + h][0])[y, x]) == tuple(plots._palette()[255])
+    for layer, h, q, k in [np.unravel_index(result.all_weights.argmax(), result.all_weights.shape), (1, 1, 0, 2)]:
+        y, x = top + q * plots.CELL + plots.CELL // 2, left + k * plots.CELL + plots.CELL // 2
+        level = int(round(np.sqrt(result.all_weights[layer, h, q, k]) * 255))
+        assert tuple(np.asarray(pictures[layer * n_heads + h][0])[y, x]) == tuple(plots._palette()[level])
     assert image.shape == (height, width, 3)
+
+
+def test_the_heatmap_keeps_one_colour_scale(service: DemoService) -> None:
+    for head in (plots.MEAN, 0):  # a head's map and the mean's: the same scale, weight 0 to 1
+        trace = plots.heatmap(service.attention("good film", "lm_self"), head).data[0]
+        assert (trace.zmin, trace.zmax) == (0.0, 1.0)
 
 
 def test_select_head(service: DemoService) -> None:
@@ -506,6 +529,7 @@ def test_logit_lens_shows_the_last_generated_tokens(service: DemoService, monkey
     view = service.logit_lens(update.token_ids, len(update.steps))
     assert view.tokens == [visible(s.token, show_spaces=True) for s in update.steps[-4:]]
     assert any("last 4 of the 10" in n for n in view.notices)
-    figure = plots.lens_figure(view)
-    assert np.asarray(figure.data[0].z).shape == (4, len(view.layers))  # a row per token, a column per layer
-    assert "P(“" in figure.data[0].customdata[0][0]
+    table = plots.lens_html(view)
+    # a row a token (after the headings), a column a layer
+    assert table.count("<tr>") == 1 + 4 and table.count("<td") == 4 * len(view.layers)
+    assert table.count("P(“") == 4 * len(view.layers)  # each cell's hover

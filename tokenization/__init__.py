@@ -4,9 +4,9 @@ sentence splitting, word segmentation, and readable token labels."""
 from tokenization.bpe import SPECIAL_TOKENS, BatchEncoding, BPETokenizer, Piece, truncate
 from tokenization.display import token_label, visible
 from tokenization.text import clean_text, sentences
-from tokenization.words import word_ids
+from tokenization.words import in_word, word_ids
 
 __all__ = [
     "SPECIAL_TOKENS", "BPETokenizer", "BatchEncoding", "Piece", "clean_text", "sentences", "token_label", "truncate",
-    "visible", "word_ids",
+    "visible", "in_word", "word_ids",
 ]
