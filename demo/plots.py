@@ -30,7 +30,7 @@ FOR_RGB = (37, 99, 235)  # blue: pushes towards the prediction
 AGAINST_RGB = (234, 88, 12)  # orange: pushes against it
 MAX_ALPHA = 0.6  # the strongest score's shade: black text stays readable on it
 # Plotly's toolbar appears over a figure's top right corner on hover: titles start below its strip
-TOOLBAR = 34
+TOOLBAR = 44
 TITLE_LINE = 20  # pixels per title line
 VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b",
            "#fde725"]
