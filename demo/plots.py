@@ -77,7 +77,7 @@ def titled(figure, text: str, subtitle: str | None = None, size: int = 13):
     title = {"text": text, "font": {"size": size}, "x": 0, "xref": "container", "xanchor": "left",
              "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": TOOLBAR, "l": 12}}
     if subtitle is not None:
-        title["subtitle"] = {"text": subtitle}
+        title["subtitle"] = {"text": subtitle, "font": {"size": 11}}
     figure.update_layout(title=title, margin={"t": TOOLBAR + TITLE_LINE * lines + 10})
     return figure
 

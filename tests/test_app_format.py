@@ -199,23 +199,25 @@ def deletion(*left, chance=(0.9, 0.9, 0.9), counts=(1, 2, 4)):
 
 def test_deletion_verdict_passes_when_the_top_tokens_carry_the_prediction() -> None:
     text = deletion_verdict("positive", 0.94, deletion(0.8, 0.6, 0.41), 20)
-    assert text.startswith("**Passed:**") and "its top 20% (4 of 20 tokens)" in text
-    assert "dropped P(positive) 0.94 → 0.41" in text and "4 random tokens: 0.94 → 0.90" in text
+    assert text.startswith("**Passed:**") and "its top 20% (4 of 20 tokens) took P(positive) 0.940 → 0.410" in text
+    assert "lower than deleting 4 random tokens instead: → 0.900" in text
 
 
 def test_deletion_verdict_fails_when_the_probability_rises_or_falls_no_more_than_by_chance() -> None:
     rose = deletion_verdict("positive", 0.94, deletion(0.96, 0.96, 0.97), 20)
-    assert rose.startswith("**Failed: the probability rose.**") and "0.94 → 0.97" in rose
+    assert rose.startswith("**Failed: the probability rose.**") and "0.940 → 0.970" in rose
     chance = deletion_verdict("negative", 0.94, deletion(0.93, 0.93, 0.92, chance=(0.9, 0.9, 0.88)), 20)
-    assert chance.startswith("**Failed:**") and "no more than deleting 4 random tokens: 0.94 → 0.88" in chance
+    assert chance.startswith("**Failed:**") and "no lower than deleting 4 random tokens instead: → 0.880" in chance
 
 
-def test_deletion_verdict_cannot_tell_when_every_fraction_deletes_the_same_tokens() -> None:
+def test_deletion_verdict_cannot_tell_on_a_short_review_or_a_tiny_change() -> None:
     text = deletion_verdict("negative", 0.97, deletion(0.5, 0.5, 0.5, counts=(1, 1, 1)), 5)
     assert text.startswith("**Cannot tell:**") and "5%, 10% and 20% all delete the same 1 token," in text
     text = deletion_markdown("grad_x_input", "negative", 0.97, deletion(0.5, 0.5, 0.5, counts=(1, 1, 1)), 5)
     assert "**Deletion test** of gradient × input" in text and "top 10% (1) deleted: **0.50**" in text
     assert "Cannot tell" in text
+    text = deletion_verdict("positive", 0.981, deletion(0.98, 0.979, 0.975, chance=(0.981, 0.981, 0.977)), 35)
+    assert text.startswith("**Cannot tell:**") and "hardly lower" in text and "0.981 → 0.975" in text
 
 
 def test_agreement_takeaway_names_the_pairs_that_agree_and_disagree_most() -> None:
@@ -224,6 +226,8 @@ def test_agreement_takeaway_names_the_pairs_that_agree_and_disagree_most() -> No
     text = agreement_takeaway(methods, matrix)
     assert text.startswith("**gradient × input and integrated gradients agree most** (0.76)")
     assert "**attention and gradient × input disagree most** (-0.30)" in text  # random, the floor, left out
+    matrix[0][1] = matrix[1][0] = 0.55
+    assert "**attention and integrated gradients agree least** (0.10)" in agreement_takeaway(methods, matrix)
 
 
 def test_agreement_takeaway_warns_when_no_two_methods_agree() -> None:

@@ -25,11 +25,14 @@ PROBABILITY_COLOURS = {category: colour for _, category, colour in PROBABILITY_B
 REPLIES = Replies()  # the reply each visitor's session is streaming, for Stop and Clear to end
 SPEEDS = [("1", 1), ("3", 3), ("8", 8), ("20", 20), ("max", 0)]  # tokens a second; 0: as fast as it computes
 DEFAULT_SPEED = 8  # slow enough to read the tokens arrive, fast enough not to wait
-# On a phone the chat box starts small, so that the text box is on the first screen, and a table's
-# headings wrap between words, never inside one ("probab / ility")
+# On a phone the chat box starts small, so that the text box is on the first screen, a table's headings
+# wrap between words, never inside one ("probab / ility"), and the logit lens's cells narrow (more layers in view)
 CSS = """
 #chat-table th, #chat-table th * { overflow-wrap: normal !important; word-break: normal !important; hyphens: none; }
 @media (max-width: 640px) { #chatbot { max-height: 260px !important; } }
+@media (max-width: 640px) {
+  #chat-lens-table td { max-width: 4.5em !important; } #chat-lens-table table { font-size: 11px !important; }
+}
 """
 
 

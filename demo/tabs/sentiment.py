@@ -19,6 +19,8 @@ FAITHFULNESS_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "res
 PENDING_SHADING = "Token shading by {}: computing…"
 NO_SHADING = "Token shading: none (see the notice below)"
 AGREE = 0.5  # a rank correlation from which two methods read as agreeing
+MIN_DROP = 0.01  # the deletion test: a smaller fall of P(label) does not even show at two decimals
+CLEARLY = 2  # ...and a method's fall must be this many times the random tokens' to tell it from chance
 
 
 def benchmark_sentence(results: dict) -> str:
@@ -55,24 +57,29 @@ def classify(service: DemoService, text):
 
 def deletion_verdict(label: str, full: float, deletion: list[tuple[float, int, float, float]], tokens: int) -> str:
     """Passed, failed or cannot tell, from the test's own numbers. A faithful method's top tokens carry
-    the prediction, so deleting them must lower P(label), and more than deleting as many random tokens
-    does (the floor, measured on the same review); the largest fraction decides. When every fraction
-    deletes the same tokens (a short review), there is one measurement, not a test."""
+    the prediction, so deleting them must lower P(label), and clearly more than deleting as many random
+    tokens does (the floor, measured on the same review); the largest fraction decides. When every
+    fraction deletes the same tokens (a short review), or the fall is too small to tell from chance,
+    there is nothing to judge by."""
     fraction, count, left, chance = deletion[-1]
     if len({c for _, c, _, _ in deletion}) == 1:
         fractions = ", ".join(f"{f:.0%}" for f, *_ in deletion[:-1]) + f" and {fraction:.0%}"
         return (f"**Cannot tell:** on a review this short ({tokens} tokens), {fractions} all delete the same "
                 f"{count} token{'s' * (count != 1)}, so the test has one point, not a trend. Try a longer review.")
-    what = f"its top {fraction:.0%} ({count} of {tokens} tokens)"
-    versus = f"{count} random tokens: {full:.2f} → {chance:.2f}"
-    if left > full:
-        return (f"**Failed: the probability rose.** Deleting {what} took P({label}) {full:.2f} → {left:.2f} "
-                f"({versus}): the tokens this method ranks highest are not what the prediction rests on.")
-    if left >= chance:
-        return (f"**Failed:** deleting {what} moved P({label}) {full:.2f} → {left:.2f}, no more than deleting "
-                f"{versus}: the shading does not show what the prediction rests on.")
-    return (f"**Passed:** deleting {what} dropped P({label}) {full:.2f} → {left:.2f}, more than deleting {versus}: "
-            "the tokens this method ranks highest do carry the prediction.")
+    moved = f"its top {fraction:.0%} ({count} of {tokens} tokens) took P({label}) {full:.3f} → {left:.3f}"
+    floor = f"deleting {count} random tokens instead: → {chance:.3f}"
+    drop, chance_drop = full - left, max(full - chance, 0.0)
+    if drop <= -0.0005:
+        return (f"**Failed: the probability rose.** Deleting {moved} ({floor}): the tokens this method ranks "
+                "highest are not what the prediction rests on.")
+    if drop <= chance_drop:
+        return (f"**Failed:** deleting {moved}, no lower than {floor}: the shading does not show what the "
+                "prediction rests on.")
+    if drop < max(MIN_DROP, CLEARLY * chance_drop):
+        return (f"**Cannot tell:** deleting {moved}, hardly lower than {floor}: too close to chance to judge the "
+                "method by. A shorter review, where each word weighs more, tests it better.")
+    return (f"**Passed:** deleting {moved}, lower than {floor}: the tokens this method ranks highest do carry "
+            "the prediction.")
 
 
 def deletion_markdown(method: str, label: str, full: float, deletion: list[tuple[float, int, float, float]],
@@ -128,8 +135,9 @@ def agreement_takeaway(methods: list[str], matrix: list[list[float]]) -> str:
         return (f"**No two methods agree well** on this review: the closest, {names[0][0]} and {names[0][1]}, reach "
                 f"only {best[0]:.2f}. Their shadings point at different tokens, so read none of them alone: the "
                 "deletion test says which to trust.")
+    least = "disagree most" if worst[0] < 0 else "agree least"
     return (f"**{names[0][0]} and {names[0][1]} agree most** ({best[0]:.2f}): they rank the tokens alike. "
-            f"**{names[1][0]} and {names[1][1]} disagree most** ({worst[0]:.2f}).")
+            f"**{names[1][0]} and {names[1][1]} {least}** ({worst[0]:.2f}).")
 
 
 def agreement_figure(methods: list[str], matrix: list[list[float]]):
