@@ -214,7 +214,7 @@ def test_deletion_verdict_cannot_tell_on_a_short_review_or_a_tiny_change() -> No
     text = deletion_verdict("negative", 0.97, deletion(0.5, 0.5, 0.5, counts=(1, 1, 1)), 5)
     assert text.startswith("**Cannot tell:**") and "5%, 10% and 20% all delete the same 1 token," in text
     text = deletion_markdown("grad_x_input", "negative", 0.97, deletion(0.5, 0.5, 0.5, counts=(1, 1, 1)), 5)
-    assert "**Deletion test** of gradient × input" in text and "top 10% (1) deleted: **0.50**" in text
+    assert "**Deletion test** of gradient × input" in text and "top 10% (1) deleted: **0.500**" in text
     assert "Cannot tell" in text
     text = deletion_verdict("positive", 0.981, deletion(0.98, 0.979, 0.975, chance=(0.981, 0.981, 0.977)), 35)
     assert text.startswith("**Cannot tell:**") and "hardly lower" in text and "0.981 → 0.975" in text

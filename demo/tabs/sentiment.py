@@ -85,8 +85,8 @@ def deletion_verdict(label: str, full: float, deletion: list[tuple[float, int, f
 def deletion_markdown(method: str, label: str, full: float, deletion: list[tuple[float, int, float, float]],
                       tokens: int) -> str:
     """The deletion test's numbers, then its verdict."""
-    steps = " · ".join(f"top {frac:.0%} ({count}) deleted: **{p:.2f}**" for frac, count, p, _ in deletion)
-    return (f"**Deletion test** of {method_name(method)} on your review: P({label}) is {full:.2f} for the whole "
+    steps = " · ".join(f"top {frac:.0%} ({count}) deleted: **{p:.3f}**" for frac, count, p, _ in deletion)
+    return (f"**Deletion test** of {method_name(method)} on your review: P({label}) is {full:.3f} for the whole "
             f"review; {steps}.\n\n{deletion_verdict(label, full, deletion, tokens)}")
 
 
@@ -102,7 +102,7 @@ def explain(service: DemoService, text, method):
         result = service.explain(text, method)
     except Exception as e:  # the shading says so too: it no longer says which method is computing
         return None, plots.shading_html([], NO_SHADING, ""), "", failure(e), None
-    shading = (result.highlights, shading_heading(result.method, result.label), result.label)
+    shading = (result.highlights, shading_heading(result.method, result.label), f"“{result.label}”")
     deletion = deletion_markdown(result.method, result.label, result.probabilities[result.label], result.deletion,
                                  result.tokens)
     return result.probabilities, plots.shading_html(*shading), deletion, notice_markdown(result.notices), shading
