@@ -19,7 +19,7 @@ from demo.lens import LensView
 from demo.tabs.ablation_panel import effect_sentence
 from demo.tabs.about import about_markdown, curve_html, developers_markdown, header_markdown
 from demo.tabs.attention import sink_sentence
-from demo.tabs.chat import lens_summary, message_text, token_highlights, token_table
+from demo.tabs.chat import lens_summary, look_inside, message_text, token_highlights, token_table
 from demo.tabs.common import failure, notice_markdown
 from demo.tabs.sentiment import (
     agreement_takeaway,
@@ -314,6 +314,15 @@ def test_figure_titles_start_below_the_toolbar() -> None:
 
 def test_code_span_keeps_tokens_out_of_markdown() -> None:
     assert code_span("<s>") == "`<s>`" and code_span("a`b") == "`aˋb`"
+
+
+def test_look_inside_handler(service: DemoService) -> None:
+    table, notice, view = look_inside(service, None)
+    assert table == "" and view is None and "Generate a continuation first" in notice
+    update = service.continue_text("This movie was", max_new_tokens=3, temperature=0)
+    table, notice, view = look_inside(service, (list(update.token_ids), len(update.steps)))
+    assert table == plots.lens_html(view) and notice.strip() == lens_summary(view)
+    assert "**3 of 3**" in notice  # greedy: the model's own first choice every time
 
 
 def test_reliability_diagram_draws_the_non_empty_bins_of_the_calibration_json(tmp_path) -> None:
