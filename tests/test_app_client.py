@@ -19,6 +19,7 @@ from demo.app import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUE
 from demo.inference import DemoService  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
+from demo.tabs.sentiment import TRUST_NOTE  # noqa: E402
 from demo.text import TABLE_HEADERS  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
 from model import METHODS  # noqa: E402
@@ -182,7 +183,7 @@ def test_classify(client) -> None:
     assert sum(c["confidence"] for c in label["confidences"]) == pytest.approx(1.0, abs=1e-4)
     assert "".join(h["token"] for h in highlights) == "A wonderful, moving film. Loved it!"
     assert max(h["class_or_confidence"] for h in highlights) == 1.0
-    assert notice == ""
+    assert notice == f"- ℹ️ {TRUST_NOTE}"  # a few words: the before-trust note, and nothing else
 
 
 def test_classify_probabilities_are_the_calibrated_ones(client, service: DemoService, monkeypatch) -> None:
@@ -214,7 +215,7 @@ def test_explain_every_method(client, service: DemoService, method: str) -> None
     assert "".join(h["token"] for h in shaded) == text
     scores = [h["class_or_confidence"] for h in shaded]
     assert max(abs(s) for s in scores) == pytest.approx(1.0) and all(-1 <= s <= 1 for s in scores)
-    assert "Deletion test" in deletion and deletion.count("deleted:") == 3 and notice == ""
+    assert "Deletion test" in deletion and deletion.count("deleted:") == 3 and notice == f"- ℹ️ {TRUST_NOTE}"
 
 
 @pytest.mark.parametrize("text", ["", "   ", "great " * 4000, "👍🏽🎬🍿 😡", "nul\x00byte\x00", "<script>x</script>"])
