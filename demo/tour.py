@@ -905,12 +905,15 @@ def tour(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0, to
 
 
 def tour_json(t: Tour) -> dict:
-    """What the `/tour` API returns: the steps with their code ranges and checks, and the outcome."""
+    """What the `/tour` API returns: the steps with their code ranges and checks, and the outcome.
+
+    A code range names its file under "file", not "path": `gradio_client` takes any dict with a
+    "path" string in an output for a file to download, and fails on it."""
     steps = []
     for s in t.steps:
         code = s.code()
         steps.append({"title": s.title, "explanation": s.explanation, "formula": s.formula, "shape": s.shape,
-                      "code": code and {"path": code.path, "first_line": code.first_line, "last_line": code.last_line},
+                      "code": code and {"file": code.path, "first_line": code.first_line, "last_line": code.last_line},
                       "checks": [{"what": c.what, "error": c.error, "ok": c.ok} for c in s.checks]})
     out = {"model": t.model, "toy": t.toy, "layer": t.layer, "head": t.head, "steps": steps, "notices": t.notices}
     if t.model == LM:

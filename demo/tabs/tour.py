@@ -12,7 +12,7 @@ import gradio as gr
 from demo import plots
 from demo.checkpoint import LM, SENTIMENT
 from demo.inference import DemoService
-from demo.tabs.common import bind, failure, notice_markdown
+from demo.tabs.common import bind, failure, lenient, notice_markdown
 from demo.tabs.tokenizer import pieces_html
 from demo.text import TOUR_EXAMPLE, TOUR_INTRO
 from demo.tour import Step, Tour, tour_json, track_shape
@@ -131,8 +131,9 @@ def build(service: DemoService, compute: dict):
     with gr.Row():
         text = gr.Textbox(TOUR_EXAMPLE, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
                           elem_id="tour-input")
-        model = gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first, label="Model",
-                         elem_id="tour-model", scale=2)
+        # lenient: an API caller's unknown model gets the service's one-line answer, not Gradio's refusal
+        model = lenient(gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first,
+                                 label="Model", elem_id="tour-model", scale=2))
     layer_choices, head_choices = options(service, first, False)
     with gr.Row():
         layer = gr.Dropdown(layer_choices.get("choices", []), value=0, label="Layer (one block: attention, then "
