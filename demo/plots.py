@@ -210,10 +210,11 @@ TOUR_BARS = 15  # a tour bar chart's largest values shown until the visitor asks
 
 def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
     """One picture of a tour step (`demo.tour.Panel`): a heatmap, its first `TOUR_COLUMNS` columns
-    unless `show_all` (values on hover; written in the cells with `numbers`, the toy's worked-example
-    style), or bars, the `TOUR_BARS` largest unless `show_all` (then every value, in id order). No
-    colour bar (it took half a phone's width): the caption says what the colours mean; the title is
-    left-aligned, clear of Plotly's toolbar at the top right."""
+    unless `show_all` (values on hover; written in the cells when they fit, up to `TOUR_COLUMNS`
+    columns with `numbers`: the toy's worked-example style), or bars, the `TOUR_BARS` largest unless
+    `show_all` (then every value, in id order). No colour bar (it took half a phone's width): the
+    caption says what the colours mean; the title is left-aligned, clear of Plotly's toolbar at the
+    top right."""
     import plotly.graph_objects as go
 
     if panel.kind == "bars":
@@ -226,6 +227,7 @@ def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
         z = np.where(panel.masked[:, :shown], np.nan, z)
     by_token = bool(panel.columns)  # columns are keys (tokens), else dimensions
     weights = panel.kind == "weights"
+    written = shown <= (TOUR_COLUMNS if numbers else 8) and rows <= 16  # a small map shows its numbers anyway
     top = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
     hover = ("query: %{customdata[0]}<br>key: %{customdata[1]}" if by_token else
              "token: %{customdata[0]}<br>dimension: %{customdata[1]}") + "<br>value: %{z:.4f}<extra></extra>"
@@ -235,7 +237,7 @@ def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
     figure = go.Figure(go.Heatmap(
         z=z, customdata=custom, hovertemplate=hover, hoverongaps=False, showscale=False, xgap=1 if shown <= 64 else 0,
         ygap=1, colorscale="Viridis" if weights else "RdBu_r", zmin=0 if weights else -top, zmax=1 if weights else top,
-        texttemplate="%{z:.2f}" if numbers and shown <= TOUR_COLUMNS else None, textfont={"size": 9}))
+        texttemplate="%{z:.2f}" if written else None, textfont={"size": 9}))
     _tour_layout(figure, panel.name, 70 + 22 * rows + (60 if by_token else 30),
                  f"the first {shown} of {cols} columns" if shown < cols else "")
     figure.update_yaxes(tickvals=list(range(rows)), ticktext=row_labels, autorange="reversed", showgrid=False)

@@ -100,7 +100,7 @@ LM_MODULES = {
 }
 LM_BLOCKS = "decoder.layers"  # every block's input and output: the stack step
 SENTIMENT_MODULES = {
-    "positioned": "pos",  # called for the review, then for the decoder's input
+    "lookup": "embed.lut", "positioned": "pos",  # called for the review, then for the decoder's input
     "qkv": "encoder.layers.{layer}.self_attn.in_proj", "attention": "encoder.layers.{layer}.self_attn",
     "encoder_norm": "encoder.norm", "cross": "decoder.layers.{cross_layer}.src_attn", "decoder": "decoder",
 }
@@ -171,9 +171,12 @@ def recording(model: torch.nn.Module, paths: dict[str, str]):
     calls: dict[str, list[Call]] = {name: [] for name in paths}
 
     def hook_for(name: str):
-        def hook(module, args, kwargs, output):
+        # (module, args, kwargs, output) as registered; (module, args, output) when another thread's pass
+        # took the module's hooks before this one was removed and asks how to call it after (torch's
+        # `_call_impl`): it must not fail there, in another visitor's request
+        def hook(module, args, *kwargs_output):
             if threading.get_ident() == owner:
-                calls[name].append(Call(args, kwargs, output))
+                calls[name].append(Call(args, *kwargs_output))
         return hook
 
     handles = [model.get_submodule(path).register_forward_hook(hook_for(name), with_kwargs=True)
@@ -247,14 +250,14 @@ def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
     modules = {name: model.get_submodule(path) for name, path in paths.items() if not name.startswith("block_")}
     p = Pass(LM, c, ids, [_label(tok, i) for i in ids], layer, values, modules,
              {"is_causal": one["attention"].kwargs.get("is_causal", False), "mask": one["attention"].kwargs.get("mask"),
-              "tokenizer": tok, "text": text})
+              "tokenizer": tok})
     return p, notices
 
 
 def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
     """The classifier's pass over the review (cut as training cut it, at most `MAX_TOUR_TOKENS`),
     with `PADDING` pad tokens after it as a batch would add them, and the label words scored by the
-    decoder; also the same review classified without the padding, the Sentiment tab's reading."""
+    decoder; also the same review classified without the padding (the padding must change nothing)."""
     model, tok = ckpt.require()
     c = model.config
     source = read_source(text, tok, c, "review", ckpt.device, min(MAX_TOUR_TOKENS, c.max_src_len) - PADDING)
@@ -281,14 +284,13 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
     }
     key_mask = attention.kwargs.get("mask")
     decoder_ids = c.decoder_input_ids(candidates[best])
-    modules = {"lut": model.embed.lut, "qkv": model.get_submodule(paths["qkv"]),
-               "cross": model.get_submodule(paths["cross"]), "encoder_norm": model.get_submodule(paths["encoder_norm"])}
+    modules = {name: model.get_submodule(path) for name, path in paths.items()}
     p = Pass(SENTIMENT, c, ids, [_label(tok, i) for i in ids], layer, values, modules, {
         "is_causal": attention.kwargs.get("is_causal", False),
-        "key_mask": None if key_mask is None else _f64(key_mask[0, 0, 0]).bool(),
+        "key_mask": None if key_mask is None else key_mask[0, 0, 0].cpu(),
         "real": real[0].cpu().bool(), "labels": labels, "candidates": candidates, "best": best,
         "cross_layer": cross_layer, "decoder_ids": decoder_ids, "decoder_tokens": [_label(tok, i) for i in decoder_ids],
-        "tokenizer": tok, "text": source.text})
+        "tokenizer": tok})
     return p, source.notices
 
 
@@ -777,11 +779,11 @@ def sentiment_steps(p: Pass, head: int) -> list[Step]:
     attention, _, _ = attention_steps(p, head, v["qkv_in"], m["qkv"], v["qkv"], weights, ok, masking, where, focus)
     memory = layer_norm(v["memory_in"], m["encoder_norm"]) if isinstance(m["encoder_norm"], torch.nn.LayerNorm) \
         else v["memory_in"]
-    embedded = _f64(m["lut"].weight)[ids] * math.sqrt(d) + sinusoids(n, d)
+    embedded = _f64(m["lookup"].weight)[ids] * math.sqrt(d) + sinusoids(n, d)
 
     dec_ids, dec_tokens = x["decoder_ids"], x["decoder_tokens"]
     t = len(dec_ids)
-    dec_in = _f64(m["lut"].weight)[torch.tensor(dec_ids)] * math.sqrt(d) + sinusoids(t, d)
+    dec_in = _f64(m["lookup"].weight)[torch.tensor(dec_ids)] * math.sqrt(d) + sinusoids(t, d)
     cross = m["cross"]
     w, b = _f64(cross.in_proj.weight), _f64(cross.in_proj.bias)
     cq = (v["cross_query_in"] @ w[:d].T + b[:d])[:, head * d_k:(head + 1) * d_k]
@@ -789,7 +791,7 @@ def sentiment_steps(p: Pass, head: int) -> list[Step]:
     cross_ok = allowed(t, n, key_mask, False)
     cross_scaled = _masked((cq @ ck.T) / math.sqrt(d_k), cross_ok)
     cross_attn = softmax(cross_scaled)
-    label_logits = v["decoder_out"] @ _f64(m["lut"].weight).T  # (K, T, V): every candidate's decoder rows
+    label_logits = v["decoder_out"] @ _f64(m["lookup"].weight).T  # (K, T, V): every candidate's decoder rows
     log_p = torch.log_softmax(label_logits, -1)
     scores = torch.stack([sum(log_p[j, i, target] for i, target in enumerate([*cand, c.eos_token_id]))
                           for j, cand in enumerate(x["candidates"])])
@@ -857,9 +859,11 @@ def sentiment_steps(p: Pass, head: int) -> list[Step]:
 
 OVERVIEW = {  # the overview figure's parts: (label, the step it opens); {n}: the number of blocks
     LM: [("Text → tokens", "tokens"), ("Embeddings + positions", "embedding"),
-         ("{n} blocks: attention + feed-forward", "norm"), ("Logits", "logits"), ("Next token", "sampling")],
+         ("{n} blocks: attention + feed-forward", "norm"), ("Output: logits → probabilities", "logits"),
+         ("Next token", "sampling")],
     SENTIMENT: [("Review → tokens", "source_tokens"), ("Embeddings + positions", "source_embedding"),
-                ("Encoder: {n} blocks", "qkv"), ("Decoder: cross-attention", "cross"), ("Label", "label")],
+                ("Encoder: {n} blocks", "qkv"), ("Decoder: cross-attention", "cross"),
+                ("Output: the label's probability", "label")],
 }
 TRACKS: dict[str, tuple[Callable, Callable, str]] = {  # model -> pass, steps, the config's layer count
     LM: (lm_pass, lm_steps, "n_layer"), SENTIMENT: (sentiment_pass, sentiment_steps, "n_encoder_layer")}

@@ -155,6 +155,19 @@ def test_recording_sees_only_its_own_threads_calls(service: DemoService) -> None
         other.start()
         other.join()
         assert calls["embedded"] == []
+        (hook,) = model.embed._forward_hooks.values()
+        errors = []
+
+        def called_late():  # as torch calls it once removed while another thread's pass was running
+            try:
+                hook(model.embed, (x,), torch.zeros(1))
+            except Exception as e:
+                errors.append(e)
+
+        late = threading.Thread(target=called_late)
+        late.start()
+        late.join()
+        assert calls["embedded"] == [] and errors == []
         model(x)
     assert len(calls["embedded"]) == 1 and calls["embedded"][0].output.shape == (1, 3, model.config.d_model)
     assert not model.embed._forward_hooks  # removed on exit
@@ -316,6 +329,9 @@ def test_moving_between_steps_does_not_run_the_model_again(service: DemoService,
     for i in range(len(shown.steps)):
         view = tour_tab.show(shown, i, i % 2 == 0)
         assert view[0].startswith(f"### Step {i + 1} of {len(shown.steps)}")
+        parts = view[-tour_tab.PARTS:]  # the overview: the part this step belongs to is highlighted
+        here = [n for n, part in enumerate(parts) if part["variant"] == "primary"]
+        assert here == [max(n for n, (_, first) in enumerate(shown.overview) if first <= i)]
     assert len(calls) == 1
     again = tour_tab.rerun(service, "This movie was", "lm", 1, 1, False, shown, 8)  # another head: same step
     assert again[2]["value"] == 8 and again[0].head == 1 and len(calls) == 2

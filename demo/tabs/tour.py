@@ -19,12 +19,13 @@ from demo.tour import Step, Tour, tour_json, track_shape
 
 PARTS = 5  # boxes of the overview figure (`demo.tour.OVERVIEW`)
 PLOTS = 3  # the most pictures a step has (Q, K and V)
-VIEW = 7 + PLOTS  # a step's outputs: words, pieces, pictures, code, two links, Back, Next
+VIEW = 7 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, code, two links, Back, Next, the overview
 MAX_SESSION_SECONDS = 3600  # a session's pass is dropped an hour after it was computed
 LATEX = [{"left": "$$", "right": "$$", "display": True}]
 CSS = """
 #tour-overview { gap: 26px; flex-wrap: wrap; }
-#tour-overview > button { position: relative; overflow: visible; flex: 1 1 140px; }
+#tour-overview > button { position: relative; overflow: visible; flex: 1 1 140px; min-height: 46px;
+  font-weight: 600; border: 1px solid #c7d2fe; }
 #tour-overview > button:not(:last-child)::after { content: "→"; position: absolute; right: -20px; top: 50%;
   transform: translateY(-50%); color: #64748b; font-size: 18px; pointer-events: none; }
 #tour-steps .wrap { flex-direction: column; gap: 2px; }
@@ -86,11 +87,13 @@ def code_markdown(step: Step) -> str:
 
 
 def show(t: Tour | None, index, show_all):
-    """Step `index` of the session's pass: its words, pieces or pictures, code, links and Back/Next."""
+    """Step `index` of the session's pass: its words, pieces or pictures, code, links, Back/Next, and
+    the overview with the part the step belongs to highlighted."""
     if not isinstance(t, Tour):
         return (gr.skip(),) * VIEW
     i = min(max(int(index or 0), 0), len(t.steps) - 1)
     step = t.steps[i]
+    here = max(n for n, (_, first) in enumerate(t.overview) if first <= i or n == 0)
     pieces = [p for p in step.panels if p.kind == "pieces"]
     pictures = [p for p in step.panels if p.kind != "pieces"]
     figures = [gr.update(value=plots.tour_panel_figure(p, bool(show_all), t.toy), visible=True) for p in pictures]
@@ -99,18 +102,19 @@ def show(t: Tour | None, index, show_all):
         if pieces else ""
     return (step_markdown(t, i, step), gr.update(value=html, visible=bool(pieces)), *figures, code_markdown(step),
             gr.update(visible=step.link == "lens"), gr.update(visible=step.link == "sampling"),
-            gr.update(interactive=i > 0), gr.update(interactive=i < len(t.steps) - 1))
+            gr.update(interactive=i > 0), gr.update(interactive=i < len(t.steps) - 1),
+            *[gr.update(value=label, variant="primary" if n == here else "secondary")
+              for n, (label, _) in enumerate(t.overview)])
 
 
 def _opened(service: DemoService, text, model, layer, head, toy, shown: Tour | None, index: int):
     try:
         t = service.tour(text, model, layer, head, toy)
     except Exception as e:
-        return gr.skip(), gr.skip(), gr.skip(), failure(e), *[gr.skip()] * PARTS, *show(None, 0, False)
+        return gr.skip(), gr.skip(), gr.skip(), failure(e), *show(None, 0, False)
     i = index if isinstance(shown, Tour) and shown.model == t.model and index < len(t.steps) else 0
     steps = gr.update(choices=[(f"{n + 1}. {s.title}", n) for n, s in enumerate(t.steps)], value=i)
-    parts = [gr.update(value=label) for label, _ in t.overview]
-    return t, tour_json(t), steps, notice_markdown(t.notices), *parts, *show(t, i, False)
+    return t, tour_json(t), steps, notice_markdown(t.notices), *show(t, i, False)
 
 
 def run(service: DemoService, text, model, layer, head, toy):
@@ -166,8 +170,8 @@ def build(service: DemoService, compute: dict):
     data = gr.JSON(visible=False)
     shown = gr.State(None, time_to_live=MAX_SESSION_SECONDS)
 
-    view = [words, pieces, *pictures, code, lens, sampling, back, forward]
-    outputs = [shown, data, steps, notice, *parts, *view]
+    view = [words, pieces, *pictures, code, lens, sampling, back, forward, *parts]
+    outputs = [shown, data, steps, notice, *view]
     controls = [text, model, layer, head, toy]
     private = {"api_visibility": "private", "queue": False}
     go.click(bind(run, service), controls, outputs, api_name="tour", **compute)
