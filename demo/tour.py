@@ -809,7 +809,8 @@ def sentiment_steps(p: Pass, head: int) -> list[Step]:
              worked=_ids_worked(p)),
         Step("source_embedding", "Embeddings + positions",
              f"As in the language model: each id's row of the embedding table × √{d}, plus the sinusoid of its "
-             "position.",
+             f"position. The encoder then runs {c.n_encoder_layer} **layers** (blocks of self-attention then "
+             f"feed-forward) over these vectors; the tour looks inside layer {p.layer + 1}.",
              r"X = E[\text{ids}] \cdot \sqrt{d_{\text{model}}} + PE", f"X: ({n}, {d}): tokens × d_model",
              [_heat("embeddings + PE", embedded, tokens)],
              [check("the model's encoder input", embedded, v["source_positioned"])]),
@@ -840,9 +841,10 @@ def sentiment_steps(p: Pass, head: int) -> list[Step]:
              worked=f"the start token (the step that writes the label's first piece) looks most at {_t(tokens[top])} "
                     f"({_n(float(cross_attn[0, top]))})"),
         Step("label", "The label's probability",
-             "The decoder's last vectors go through the tied output projection and a softmax, as in the language "
-             "model; the log-probabilities of each label's pieces and of the end token are added up, and a softmax "
-             f"over the labels (at the fitted temperature {c.temperature:g}) gives each label's **probability**.",
+             "The decoder's last vectors go through the tied output projection, giving **logits** (raw scores, one "
+             "per token of the vocabulary), and a softmax, as in the language model. The log-probabilities of each "
+             "label's pieces and of the end token are added up, and a softmax over the labels (at the fitted "
+             f"temperature {c.temperature:g}) gives each label's **probability**.",
              _lines(r"s(\text{label}) = \sum_t \log p(y_t \mid y_{<t}, \text{review})",
                     r"P(\text{label}) = \mathrm{softmax}_{\text{labels}}\big(s / T\big)"),
              f"({len(labels)},): one per label",

@@ -40,8 +40,7 @@ CSS = """
   #tour-list { order: 2; }  /* on a phone the step comes first, the list of steps under it */
 }
 """
-COLOURS = {"signed": "colour: red above 0, blue below, white 0",
-           "weights": "colour: 0 dark to 1 yellow; blank: masked (weight 0)", "bars": "", "pieces": ""}
+COLOURS = {"signed": "colour: red above 0, blue below, white 0", "weights": "colour: 0 dark to 1 yellow"}
 
 
 def go_to(tab: str, selector: str) -> str:
@@ -65,8 +64,10 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
     """The step's words: title, mismatches first, paragraph, formula, what the picture shows, the
     worked example and the checks."""
     shown = next((p.kind for p in step.panels), "")
-    picture = f"**The live tensor:** {step.shape}" + (f"; {COLOURS[shown]}" if COLOURS.get(shown) else "") + \
-        ("; hover for the values" if shown != "pieces" else "") + "."
+    notes = [COLOURS[shown]] if shown in COLOURS else []
+    notes += ["blank: masked"] if any(p.masked is not None for p in step.panels) else []
+    notes += ["hover for the values"] if shown != "pieces" else []
+    picture = f"**The live tensor:** {'; '.join([step.shape, *notes])}."
     parts = [f"### Step {i + 1} of {len(t.steps)}: {step.title}",
              *[f"> {c.sentence()}" for c in step.mismatches],
              step.explanation, f"$${step.formula}$$", picture]
