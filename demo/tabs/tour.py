@@ -108,6 +108,14 @@ def show(t: Tour | None, index, show_all):
               for n, (label, _) in enumerate(t.overview)])
 
 
+def go(t: Tour | None, index: int, show_all):
+    """Step `index` (clamped) drawn, and the list of steps moved to it."""
+    if not isinstance(t, Tour):
+        return (gr.skip(),) * (1 + VIEW)
+    i = min(max(index, 0), len(t.steps) - 1)
+    return gr.update(value=i), *show(t, i, show_all)
+
+
 def _opened(service: DemoService, text, model, layer, head, toy, shown: Tour | None, index: int):
     try:
         t = service.tour(text, model, layer, head, toy)
@@ -146,7 +154,7 @@ def build(service: DemoService, compute: dict):
         head = gr.Dropdown(head_choices.get("choices", []), value=0, label="Head (one of the attention computations "
                            "a layer runs side by side)", elem_id="tour-head", allow_custom_value=True)
         toy = gr.Checkbox(False, label="Toy model: every number on screen", elem_id="tour-toy")
-    go = gr.Button("Run the forward pass", variant="primary", elem_id="tour-run")
+    start = gr.Button("Run the forward pass", variant="primary", elem_id="tour-run")
     notice = gr.Markdown(elem_id="tour-notice")
     gr.Markdown("**Overview: the model from your text to its output.** Click a box to open the tour there.")
     with gr.Row(elem_id="tour-overview"):
@@ -175,7 +183,7 @@ def build(service: DemoService, compute: dict):
     outputs = [shown, data, steps, notice, *view]
     controls = [text, model, layer, head, toy]
     private = {"api_visibility": "private", "queue": False}
-    go.click(bind(run, service), controls, outputs, api_name="tour", **compute)
+    start.click(bind(run, service), controls, outputs, api_name="tour", **compute)
     text.submit(bind(run, service), controls, outputs, api_visibility="private", **compute)
     redraw = {"fn": bind(rerun, service), "inputs": [*controls, shown, steps], "outputs": outputs,
               "api_visibility": "private", "trigger_mode": "always_last", **compute}
@@ -183,13 +191,16 @@ def build(service: DemoService, compute: dict):
         control.change(bind(options, service), [model, toy], [layer, head], **private).then(**redraw)
     layer.input(**redraw)
     head.input(**redraw)
-    steps.change(show, [shown, steps, show_all], view, **private)
+    # a step change is one round trip that draws the step from the session's pass: the list's own
+    # clicks (`input`, not `change`, which the moves below would trigger again), Back, Next, the overview
+    steps.input(show, [shown, steps, show_all], view, **private)
     show_all.input(show, [shown, steps, show_all], view, **private)
-    back.click(lambda i: max(int(i or 0) - 1, 0), steps, steps, **private)
-    forward.click(lambda i, t: min(int(i or 0) + 1, len(t.steps) - 1) if isinstance(t, Tour) else gr.skip(),
-                  [steps, shown], steps, **private)
+    moved = [steps, *view]
+    back.click(lambda t, i, a: go(t, int(i or 0) - 1, a), [shown, steps, show_all], moved, **private)
+    forward.click(lambda t, i, a: go(t, int(i or 0) + 1, a), [shown, steps, show_all], moved, **private)
     for n, part in enumerate(parts):
-        part.click(lambda t, n=n: t.overview[n][1] if isinstance(t, Tour) else gr.skip(), shown, steps, **private)
+        part.click(lambda t, a, n=n: go(t, t.overview[n][1] if isinstance(t, Tour) else 0, a), [shown, show_all],
+                   moved, **private)
     lens.click(None, js=go_to("Chat", "#chat-lens"), **private)
     sampling.click(None, js=go_to("Chat", "#chat-table"), **private)
     return bind(run, service), controls, outputs
