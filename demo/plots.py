@@ -270,10 +270,12 @@ def _tour_bars(panel, show_all: bool):
 
 
 def _tour_layout(figure, title: str, height: int, subtitle: str = "") -> None:
-    """The title left-aligned (Plotly's toolbar sits at the top right), a subtitle under it on its own
-    line (a phone is too narrow for both on one), room on the right for bar values."""
-    top = 58 if subtitle else 40
+    """The title left-aligned under the band where Plotly's toolbar appears (top right, 25 px high), so that
+    the toolbar never covers it on a phone; a subtitle on a line of its own (a phone is too narrow for
+    both on one); room on the right for bar values."""
+    top = 84 if subtitle else 64
     title = {"text": html.escape(title, quote=False), "x": 0, "xanchor": "left", "font": {"size": 13},
+             "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 30},
              "subtitle": {"text": subtitle, "font": {"size": 11}}}
     figure.update_layout(title=title, height=height + top - 40, margin={"l": 10, "r": 40, "t": top, "b": 10},
                          plot_bgcolor="white", font={"size": 11})

@@ -114,6 +114,12 @@ def every_slot_taken(budget):
 
 
 TOUR_TITLE = "#tour-step h3"
+# each picture's title starts under the band where Plotly's toolbar appears on hover (its top 25 px)
+TITLES_UNDER_THE_TOOLBAR = """() => [...document.querySelectorAll('[id^="tour-plot-"] .js-plotly-plot')]
+    .filter(p => p.offsetParent).every(p => {
+        const title = p.querySelector('.gtitle');
+        return title && title.getBoundingClientRect().top - p.getBoundingClientRect().top >= 25;
+    })"""
 
 
 def walk_the_tour(page) -> list[str]:
@@ -125,6 +131,7 @@ def walk_the_tour(page) -> list[str]:
         titles.append(title)
         page.locator("#tour-plot-0 .js-plotly-plot:visible, #tour-pieces span:visible").first.wait_for()
         assert page.evaluate(OVERFLOWING) == [], title
+        assert page.evaluate(TITLES_UNDER_THE_TOOLBAR), title
         assert page.locator("#tour-step .katex").count() >= 1, title  # the formula, typeset
         assert ".py:" in page.locator("#tour-code").inner_text(), title
         if page.locator("#tour-next").is_disabled():
