@@ -594,13 +594,13 @@ def lm_steps(p: Pass, head: int) -> list[Step]:
     projected = linear(all_heads, m["heads"].weight, m["heads"].bias)
     mid = x + v["attention"]
     normed_2 = layer_norm(mid, m["norm_2"])
-    hidden = gelu(linear(normed_2, m["ffn_1"].weight, m["ffn_1"].bias))
+    hidden = gelu(linear(v["norm_2"], m["ffn_1"].weight, m["ffn_1"].bias))  # each step from the model's previous values
     ffn = linear(hidden, m["ffn_2"].weight, m["ffn_2"].bias)
     pre = float(v["ffn_1"][last, 0])
     phi = 0.5 * (1 + math.erf(pre / math.sqrt(2)))  # Φ, the standard normal's distribution function
     stream = v["stream"]
     final = layer_norm(v["final_in"], m["final_norm"])
-    logits = final @ _f64(m["lookup"].weight).T
+    logits = v["final"] @ _f64(m["lookup"].weight).T
     z = logits[last]
     probs = softmax(z)
     tempered = softmax(z / SAMPLING.temperature)
@@ -691,7 +691,7 @@ def lm_steps(p: Pass, head: int) -> list[Step]:
              [_heat("GELU activations", hidden, tokens), _heat("FFN(h)", ffn, tokens)],
              [check("the model's GELU activations", hidden, v["ffn_2_in"]),
               check("the model's feed-forward output", ffn, v["ffn"]),
-              check(f"block {layer + 1}'s output", mid + ffn, stream[layer + 1])],
+              check(f"block {layer + 1}'s output", v["norm_2_in"] + ffn, stream[layer + 1])],
              worked=f"GELU({_n(pre)}) = {_n(pre)} × Φ({_n(pre)}) = {_n(pre)} × {_n(phi)} = "
                     f"**{_n(float(hidden[last, 0]))}**"),
         Step("stack", f"The stack: {c.n_layer} blocks, one after the other",
