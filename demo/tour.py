@@ -406,6 +406,8 @@ class Panel:
 
 @dataclass
 class Step:
+    """One screen of the tour: what it says, its formula, its pictures and its checks."""
+
     key: str  # its code in `CODE`
     title: str
     explanation: str  # one paragraph, Markdown
@@ -429,6 +431,8 @@ class Step:
 
 @dataclass
 class Tour:
+    """One pass as steps, and what the API reports of it; kept in the visitor's session."""
+
     model: str  # LM or SENTIMENT
     toy: bool
     text: str
@@ -479,7 +483,7 @@ def _masked(scores: torch.Tensor, ok: torch.Tensor) -> torch.Tensor:
 
 def _heat(name: str, values: torch.Tensor, rows: list[str], columns: list[str] | None = None, kind="signed",
           masked: torch.Tensor | None = None) -> Panel:
-    v = values.numpy()
+    v = values.float().numpy()  # float32: what a picture needs, half the session's memory
     return Panel(name, v, rows, columns or [], kind, None if masked is None else masked.numpy())
 
 
@@ -493,7 +497,7 @@ def _bars(name: str, values: torch.Tensor, tok, vocab_size: int, mark: int | Non
     labels = list(vocabulary_labels(tok)) + [f"<{i}>" for i in range(tok.vocab_size, vocab_size)]
     if mark is not None:
         labels[mark] += " ◀ drawn"
-    return Panel(name, values.numpy(), labels, kind="bars")
+    return Panel(name, values.float().numpy(), labels, kind="bars")
 
 
 def attention_steps(p: Pass, head: int, proj_in: torch.Tensor, proj: torch.nn.Module, qkv: torch.Tensor,
