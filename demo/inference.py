@@ -89,6 +89,7 @@ class DemoService:
         """One pass through every tab's computation, so the first visitor pays for no lazy set-up."""
         if self.lm.ready:
             self.continue_text("This movie was", max_new_tokens=2, temperature=0)
+            self.tour("This movie was")  # the page opens on it: its source lines and vocabulary labels, read once
         if self.sentiment.ready:
             self.classify("A fine film.")
 
