@@ -40,6 +40,15 @@ ATTENTION_INTRO = ("Any text, either model: rows are the tokens attending, colum
 ATTENTION_EXAMPLE = "The movie was not bad at all, I really enjoyed it."
 CAUSAL_NOTE = "The blank upper triangle is the causal mask: a token cannot look at later tokens."
 
+TOUR_INTRO = ("**How it works.** Follow your text through one forward pass of the model, one step per screen: "
+              "what each step does, its formula, the numbers the model computed (hover a cell), the same numbers "
+              "recomputed by hand, and the lines of the model's source that computed them. Click a box of the "
+              "overview or a step in the list, or use Back and Next.")
+TOUR_EXAMPLE = "This movie was"
+TOY_NOTE = ("Toy model: the same architecture at d_model 8 with 2 heads, random weights of one decimal each and a "
+            "vocabulary of 20 tokens, so that every number fits on screen. Its predictions are noise; its arithmetic "
+            "is the real one.")
+
 TOKENIZER_INTRO = ("How the byte-level BPE tokenizer cuts text into pieces (colours alternate; the small number "
                    "is the token id; ↵ is a newline, ⟨f0 9f⟩ a piece of a multi-byte character).")
 TOKENIZER_EXAMPLE = "Tokenization isn't magic: it's BPE! 🎬 naïve café, 映画"

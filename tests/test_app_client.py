@@ -17,6 +17,7 @@ gradio_client = pytest.importorskip("gradio_client")
 
 from demo.app import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUEUE_SIZE, build_app, launch  # noqa: E402
 from demo.inference import DemoService  # noqa: E402
+from demo.sentiment import label_candidates  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
 from demo.tabs.sentiment import TRUST_NOTE  # noqa: E402
@@ -30,8 +31,8 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
               pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
               pytest.mark.filterwarnings("ignore:Glyph .* missing from")]
 
-ENDPOINTS = {"/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options", "/attention",
-             "/tokenize", "/ablate", "/rank_heads", "/query_key",
+ENDPOINTS = {"/tour", "/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options",
+             "/attention", "/tokenize", "/ablate", "/rank_heads", "/query_key",
              "/compare_reviews", "/explain_token"}
 HOSTILE = ["👍🏽🎬🍿", "שלום עולם", "日本語の映画", "\x00", "nul\x00byte\x01\x1b[0m", "<script>alert(1)</script>",
            "$x^2$ {{ }} %s \\n"]
@@ -112,6 +113,49 @@ def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) 
                                                           "unlikely (1–10%)", "surprising (< 1%)"}
     assert table["data"][0][2] == pytest.approx(expected.steps[0].prob, abs=1e-3)
     assert "Done" in notice and "seed 5" in notice
+
+
+def tour_json(outputs) -> dict:
+    """The /tour output that holds the steps as JSON."""
+    return next(o for o in outputs if isinstance(o, dict) and "steps" in o)
+
+
+def test_tour_walks_the_lm_and_the_sentiment_model(client, service: DemoService) -> None:
+    lm = tour_json(client.predict("This movie was", "lm", 0, 0, False, api_name="/tour"))
+    assert len(lm["steps"]) >= 14
+    for step in lm["steps"]:
+        assert step["title"] and step["explanation"] and step["formula"] and step["shape"]
+        code = step["code"]
+        assert code["file"].startswith(("model/", "tokenization/")) and 1 <= code["first_line"] <= code["last_line"]
+        assert all(check["ok"] for check in step["checks"])
+    model, tok = service.lm.require()
+    with torch.inference_mode():  # the LM's own next-token distribution, computed here
+        probs = model(torch.tensor([[tok.bos_id, *tok.encode("This movie was")]])).logits[0, -1].softmax(-1)
+    tokens, p = zip(*lm["top_tokens"], strict=True)
+    assert 0 < sum(p) <= 1 and list(p) == sorted(p, reverse=True)
+    assert list(p) == pytest.approx(probs.topk(len(p)).values.tolist(), abs=1e-6)
+    assert list(tokens) == [tok.decode_token(i) for i in probs.topk(len(p)).indices.tolist()]
+    sentiment = tour_json(client.predict("A fine film, well acted.", "sentiment", 0, 1, False, api_name="/tour"))
+    titles = [s["title"] for s in sentiment["steps"]]
+    assert any(t.startswith("Cross-attention") for t in titles) and any("padding mask" in t for t in titles)
+    model, tok = service.sentiment.require()
+    labels, candidates = label_candidates(model, tok)
+    with torch.inference_mode():  # the classifier's probabilities in float32 (the Sentiment tab may run bf16)
+        memory = model.encode(torch.tensor(model.config.source_ids(tok, ["A fine film, well acted."])))[0]
+        expected = model.label_log_probs(memory, candidates)[0].exp().tolist()
+    assert sentiment["label_probabilities"] == pytest.approx(dict(zip(labels, expected, strict=True)), abs=1e-5)
+    toy = tour_json(client.predict("This movie was", "lm", 0, 0, True, api_name="/tour"))
+    assert toy["toy"] and "(4, 8)" in toy["steps"][1]["shape"]  # d_model 8
+
+
+def test_tour_refuses_bad_input_in_one_line(client) -> None:
+    outputs = client.predict("   ", "lm", 0, 0, False, api_name="/tour")
+    notices = [o for o in outputs if isinstance(o, str) and o.startswith("ℹ️")]
+    assert notices == ["ℹ️ Type some text first."]
+    no_trace(*outputs)
+    outputs = client.predict("This movie was", "gpt", "x", None, "maybe", api_name="/tour")
+    assert any(isinstance(o, str) and "Unknown model" in o for o in outputs)
+    no_trace(*outputs)
 
 
 def test_retry_clear_and_rate(client) -> None:
@@ -400,8 +444,8 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     handler), and the model calls inside share the service's compute slots."""
     app, _ = server
     compute = [fn for fn in app.fns.values() if fn.api_name in {
-        "chat", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
-    assert len(compute) == 7
+        "tour", "chat", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
+    assert len(compute) == 8
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in compute} == {("compute", ACTIVE_REQUESTS)}
     classify = [fn for fn in app.fns.values() if fn.api_name in {"classify", "classify_submit"}]
     assert len(classify) == 2 and not any(fn.queue for fn in classify)  # short: only the compute slots bound it
