@@ -110,6 +110,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     recipe.add_argument("--lm-weight", type=float, default=0.0,
                         help="auxiliary next-token loss on the source, times this weight "
                              "(needs --set causal_encoder=1)")
+    recipe.add_argument("--evidence", nargs="+", default=[], metavar="PATH",
+                        help="sentiment: evidence caches (python -m training.evidence) to draw snippets from")
+    recipe.add_argument("--evidence-prob", type=float, default=0.0,
+                        help="sentiment: fraction of training reviews replaced by an evidence snippet, with its label")
     p.add_argument("--seed", type=int, default=1337)
     return p.parse_args(argv)
 
@@ -197,7 +201,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         raise UsageError(f"--preset {args.preset}: choose one of {sorted(presets)}")
     preset = presets[args.preset]
     recipe = Recipe(args.layer_decay, args.unfreeze_every, args.label_smoothing, args.adversarial_eps,
-                    args.average_last, args.crop_prob, args.lm_weight)
+                    args.average_last, args.crop_prob, args.lm_weight, args.evidence_prob, tuple(args.evidence))
     train_kwargs = {**preset["train"], "seed": args.seed, "max_minutes": args.max_minutes,
                     "max_tokens": args.max_tokens, "precision": args.precision, "recipe": recipe}
     for name in ("max_steps", "batch_size", "lr", "warmup_steps", "eval_every", "eval_batches"):
