@@ -199,3 +199,13 @@ def test_evidence_needs_the_sentiment_run_s_own_held_out_rows(teacher, data_dir,
         with pytest.raises(SystemExit) as exc:
             run.main([*base, *extra, "--overwrite"])
         assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_word_is_what_spaces_part_without_its_punctuation(teacher):
+    tokenizer = BPETokenizer.from_file(teacher)
+    text = "It (honestly) doesn't disappoint, at all."
+    pieces, scores = scored(text, tokenizer, {"doesn't": 1.0, "disappoint": 1.0})
+    kept = evidence.review_evidence(text, pieces, scores)
+    assert [(s.kind, s.text) for s in kept] == [("sentence", text), ("word", "doesn't"), ("word", "disappoint"),
+                                                ("phrase", "doesn't disappoint")]
+    assert [s.score for s in kept] == pytest.approx([1.0, 0.5, 0.5, 1.0])

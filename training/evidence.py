@@ -88,7 +88,7 @@ IG_STEPS = 7  # Gauss-Legendre nodes, no refinement (module doc)
 SENTENCE_SHARE = 0.2  # of the review's evidence mass: at most five sentences of a review are kept
 PHRASE_SHARE = 0.1
 WORD_SHARE = 0.1
-EDGE_SHARE = 0.1  # of a phrase's score, carried by each of its first and last words at least
+EDGE_SHARE = 0.25  # of a phrase's score, carried by each of its first and last words at least
 AGREEMENT = 0.9  # training: a word or phrase is used with the label of at least this share of its occurrences
 CONFIDENCE = 0.9  # unlabeled reviews: the teacher's calibrated P(label) of the whole review, at least
 KINDS = ("sentence", "phrase", "word")
@@ -155,15 +155,25 @@ def review_evidence(text: str, pieces: list[Piece], scores: list[float]) -> list
 
 def short_spans(text: str, pieces: list[Piece], scores: list[float], tokens: list[int], mass: float) -> list[Snippet]:
     """The words and 2-4-word phrases of one kept sentence (its `tokens`) that carry the label
-    (module doc). A word is `word_ids`'s, one that contains a letter; a span's score is the sum of
+    (module doc). A word is written between spaces, its leading and trailing punctuation left out
+    ("doesn't", "beaten-up", "played" of "(played"), and has a letter; a span's score is the sum of
     all its tokens' scores (punctuation between its words included) over `mass`."""
     starts, words = token_starts(text, pieces), word_ids([p.text for p in pieces])
-    by_word: dict[int, list[int]] = {}
+    groups: dict[int, list[int]] = {}  # word_ids' words: punctuation stands on its own
     for t in tokens:
-        by_word.setdefault(words[t], []).append(t)
-    units = [(ts[0], ts[-1]) for ts in by_word.values()
-             if any(c.isalpha() for c in text[starts[ts[0]] : pieces[ts[-1]].end])]  # (first, last token)
+        groups.setdefault(words[t], []).append(t)
+    written: list[list[list[int]]] = []  # those groups joined where no space parts them
+    for group in groups.values():
+        if written and starts[group[0]] == pieces[written[-1][-1][-1]].end:
+            written[-1].append(group)
+        else:
+            written.append([group])
     span_text = lambda first, last: text[starts[first] : pieces[last].end]
+    units = []  # (first token, last token) of each word
+    for word in written:
+        inner = [g for g in word if any(c.isalnum() for c in span_text(g[0], g[-1]))]
+        if inner and any(c.isalpha() for c in span_text(inner[0][0], inner[-1][-1])):
+            units.append((inner[0][0], inner[-1][-1]))
     span_score = lambda first, last: sum(scores[first : last + 1])
     unit_scores = [span_score(*u) for u in units]
     snippets = [Snippet(span_text(*u), "word", score / mass) for u, score in zip(units, unit_scores, strict=True)
