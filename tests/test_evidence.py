@@ -209,3 +209,24 @@ def test_a_word_is_what_spaces_part_without_its_punctuation(teacher):
     assert [(s.kind, s.text) for s in kept] == [("sentence", text), ("word", "doesn't"), ("word", "disappoint"),
                                                 ("phrase", "doesn't disappoint")]
     assert [s.score for s in kept] == pytest.approx([1.0, 0.5, 0.5, 1.0])
+
+
+def test_training_uses_a_word_or_phrase_only_with_the_label_it_carries_across_reviews(tmp_path):
+    cache = tmp_path / "e.jsonl"
+    header = {"format": evidence.FORMAT, "val_size": VAL_SIZE, "seed": SEED}
+    reviews = ([{"review": i, "label": 1, "snippets": [{"text": "Great", "kind": "word", "score": 0.2},
+                                                       {"text": "the", "kind": "word", "score": 0.1}]}
+                for i in range(10)]
+               + [{"review": 10 + i, "label": 0, "snippets": [{"text": "great", "kind": "word", "score": 0.2},
+                                                              {"text": "the", "kind": "word", "score": 0.1},
+                                                              {"text": "Great fun? No.", "kind": "sentence",
+                                                               "score": 0.3}]}
+                  for i in range(10)] + [{"review": 30, "label": 1, "snippets": [
+                      {"text": "great", "kind": "word", "score": 0.2}]}])  # "great": 11 positive, 10 negative
+    cache.write_text("\n".join(json.dumps(line) for line in [header, *reviews]) + "\n", encoding="utf-8")
+    texts, labels, counts = evidence.load_evidence([str(cache)], VAL_SIZE, SEED)
+    assert counts == {"sentence": 10, "phrase": 0, "word": 0}
+    assert set(zip(texts, labels, strict=True)) == {("Great fun? No.", 0)}  # sentences are kept as they are
+    cache.write_text("\n".join(json.dumps(line) for line in [header, *reviews[:10], reviews[-1]]) + "\n")
+    texts, labels, _ = evidence.load_evidence([str(cache)], VAL_SIZE, SEED)
+    assert sorted(set(zip(texts, labels, strict=True))) == [("Great", 1), ("great", 1), ("the", 1)]  # one label
