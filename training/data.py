@@ -191,11 +191,14 @@ class PairSet:
                    labels: list[int] | None = None) -> "PairSet":
         """Encode as the model `config` reads them: sources by `config.source_ids` (the cut the app
         and the benchmarks read too), targets to `max_tgt_len`."""
-        src = config.source_ids(tokenizer, sources)
-        # the decoder input gets <s> in front and the target </s> at the end: one slot each
-        tgt = tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
-                                     return_tensors=False).input_ids
-        return cls(src, tgt, labels)
+        return cls(config.source_ids(tokenizer, sources), cls.target_ids(targets, tokenizer, config), labels)
+
+    @staticmethod
+    def target_ids(targets: list[str], tokenizer, config) -> list[list[int]]:
+        """Targets as the decoder writes them (also the label words of examples made during training):
+        the decoder input gets <s> in front and the target </s> at the end, one slot each."""
+        return tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
+                                      return_tensors=False).input_ids
 
     def __len__(self) -> int:
         return len(self.sources)
