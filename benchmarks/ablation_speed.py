@@ -1,6 +1,6 @@
 """How long "rank every head by its effect" takes on CPU with one thread: each head of the
 classifier knocked out alone on a 200-word review (target <= 2 s), and each head of the LM on the
-same review's first 200 tokens (`model/ablation.py`).
+same review's first 200 tokens (`inspection/ablation.py`).
 
 The review is explain_speed's: the first held-out validation review of at least 200 words, cut to
 its first 200 words, read as the app reads it.
@@ -27,8 +27,8 @@ from benchmarks.common import (
     write_json,
 )
 from benchmarks.faithfulness import source
+from inspection import MODES, all_heads, classifier_head_effects, lm_head_effects
 from model import load_pretrained
-from model.ablation import MODES, all_heads, classifier_head_effects, lm_head_effects
 from tokenization import BPETokenizer
 from training.evaluate import label_candidates
 

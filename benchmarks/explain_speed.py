@@ -29,7 +29,8 @@ from benchmarks.common import (
     write_json,
 )
 from benchmarks.faithfulness import source
-from model import METHODS, GenerationConfig, attribute, attribute_methods, autocast, load_pretrained, logit_lens
+from inspection import METHODS, attribute, attribute_methods, logit_lens
+from model import GenerationConfig, autocast, load_pretrained
 from tokenization import BPETokenizer
 from training.evaluate import label_candidates
 

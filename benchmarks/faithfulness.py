@@ -1,5 +1,5 @@
 """How faithful is each attribution method? ERASER's comprehensiveness and sufficiency
-(DeYoung et al., 2020) on the held-out validation reviews, for every method of `model.attribution`.
+(DeYoung et al., 2020) on the held-out validation reviews, for every method of `inspection.attribution`.
 
 For each review, the tokens are ranked by the method's scores for the label the model writes, and
 the probability of that label is read again after
@@ -38,15 +38,8 @@ import time
 import torch
 
 from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
-from model import (
-    ERASER_FRACTIONS,
-    METHODS,
-    attribute,
-    attribute_token,
-    faithfulness,
-    load_pretrained,
-    token_faithfulness,
-)
+from inspection import ERASER_FRACTIONS, METHODS, attribute, attribute_token, faithfulness, token_faithfulness
+from model import load_pretrained
 from tokenization import BPETokenizer, clean_text, word_ids
 from training.data import validation_rows
 from training.evaluate import label_candidates

@@ -21,7 +21,8 @@ import torch
 
 from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
 from benchmarks.faithfulness import source
-from model import attribute, autocast, bf16_native, load_pretrained, rank_correlation
+from inspection import attribute, rank_correlation
+from model import autocast, bf16_native, load_pretrained
 from tokenization import BPETokenizer
 from training.evaluate import label_candidates
 from training.heldout import add_held_out_arguments, held_out_rows

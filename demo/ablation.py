@@ -1,6 +1,6 @@
 """Knock heads out: the change in P(label) or in the next token's probability when a set of
 attention heads is ablated, and every head ranked by its own effect beside where it looks (no
-Gradio here; `demo.tabs.ablation_panel` shows it). The mechanism is `model.ablation`.
+Gradio here; `demo.tabs.ablation_panel` shows it). The mechanism is `inspection.ablation`.
 
 A visitor names heads as the panel lists them: "L2 H3" for the language model; "enc L2 H3",
 "dec L1 H3" and "cross L1 H3" for the sentiment model's encoder, decoder and cross-attention.
@@ -18,8 +18,7 @@ from demo.checkpoint import LM, Checkpoint
 from demo.inputs import DemoError, visitor_text
 from demo.sentiment import label_candidates, review_source
 from demo.tokens import EMPTY_TEXT
-from model import Head, ablate, all_heads, classifier_head_effects, lm_head_effects, rank_correlation
-from model.ablation import MODES
+from inspection import MODES, Head, ablate, all_heads, classifier_head_effects, lm_head_effects, rank_correlation
 from tokenization import clean_text, token_label, visible
 
 PREFIXES = {"encoder_self": "enc ", "decoder_self": "dec ", "cross": "cross "}  # the sentiment model's kinds
@@ -193,7 +192,7 @@ def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, 
 
 
 def rank_heads(ckpt: Checkpoint, text: object, mode: object = "zero") -> HeadRanking:
-    """Every head knocked out alone (one pass each, batched by `model.ablation`), ranked by how
+    """Every head knocked out alone (one pass each, batched by `inspection.ablation`), ranked by how
     much the prediction's probability moves, beside the token each head looks at most."""
     _, tok = ckpt.require()
     mode = check_mode(mode)

@@ -12,7 +12,7 @@ from difflib import SequenceMatcher
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError
 from demo.sentiment import _check_method, label_candidates, review_source
-from model import attribute
+from inspection import attribute
 from tokenization import word_ids
 
 MINIMAL_PAIRS = {  # name -> (first version, second version)

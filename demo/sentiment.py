@@ -7,7 +7,8 @@ import torch
 
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, visitor_text
-from model import METHODS, EncoderDecoder, EncoderDecoderConfig, attribute, attribute_methods, erase, rank_correlation
+from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation
+from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, Piece, clean_text, word_ids
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
@@ -142,7 +143,7 @@ def _attribute(model: EncoderDecoder, source: Source, candidates: list[list[int]
 
 
 def explain(ckpt: Checkpoint, text: object, method: object) -> Explanation:
-    """Token attributions for the label the model writes, by one method of `model.attribution`
+    """Token attributions for the label the model writes, by one method of `inspection.attribution`
     (`METHODS`, named as the faithfulness benchmark prints them), with the probability of that
     label left once the tokens the method ranks highest are deleted."""
     method = _check_method(method)

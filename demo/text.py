@@ -5,7 +5,7 @@ this module holds what a visitor reads on the page before doing anything.
 """
 
 from demo.checkpoint import LM, SENTIMENT
-from model import DESCRIPTIONS
+from inspection import DESCRIPTIONS
 
 TITLE = "Tiny Transformers demo"
 HEADER = ("# Tiny Transformers, built from scratch\n"

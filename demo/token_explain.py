@@ -15,7 +15,7 @@ import torch
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, read_number, visitor_text
 from demo.sampling import read_generated, window_start
-from model import METHODS, attribute_token
+from inspection import METHODS, attribute_token
 from tokenization import clean_text, token_label, visible
 
 

@@ -173,7 +173,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """src_ids: (B, S), src_mask: (B, S) 1 = real -> memory (B, S, C), attention maps.
 
         `src_embeds` (B, S, C), the scaled token embeddings `self.embed(src_ids)`, replaces the ids:
-        gradient attributions differentiate with respect to them (see `model/attribution.py`)."""
+        gradient attributions differentiate with respect to them (see `inspection/attribution.py`)."""
         mask = padding_mask(src_mask) if src_mask is not None else None
         x = self.embed(src_ids) if src_embeds is None else src_embeds
         return self.encoder(self.pos(x), mask, need_weights)
@@ -256,7 +256,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         return (scores.float() / self.config.temperature).log_softmax(-1)
 
     def new_cache(self) -> KVCache:
-        return KVCache.empty(self.config.n_decoder_layer, capacity=self.config.max_tgt_len)
+        return KVCache.empty(self.config.n_decoder_layer)
 
     def next_token_logits(self, tokens, cache: KVCache | None, src_ids, src_mask=None) -> torch.Tensor:
         """(1, T) decoder tokens so far -> (1, vocab); the source is encoded once per cache."""

@@ -1,5 +1,7 @@
-"""The building blocks of both models: embeddings, positional encoding, feed-forward, residual +
-LayerNorm, and the encoder and decoder layers and stacks (Vaswani et al., 2017, section 3).
+"""The building blocks of both models, in the order a token meets them: embeddings, positional
+encoding, residual + LayerNorm around each sublayer, the feed-forward network, then the encoder and
+decoder layers (blocks) and their stacks (Vaswani et al., 2017, section 3; attention is
+`model/attention.py`).
 
 Layers are built from the model's config (`FeedForward(config)`, `EncoderLayer(config)`, ...), as
 nanoGPT's `Block(config)` and Hugging Face's `GPT2Block(config)` are: a new option is a config field
@@ -15,24 +17,6 @@ import torch.nn.functional as F
 
 from .attention import AttentionCache, MultiHeadAttention
 from .config import TransformerConfig
-from .row_linear import Linear, row_linear
-
-
-@dataclass
-class AttentionMap:
-    """One layer's attention weights, labelled for display."""
-
-    kind: str  # "encoder_self", "decoder_self" or "cross"
-    layer: int
-    weights: torch.Tensor  # (B, H, T_q, T_k)
-
-
-@dataclass
-class LayerCache:
-    """What one decoder layer keeps between generation steps."""
-
-    self_attn: AttentionCache = field(default_factory=AttentionCache)
-    cross_attn: AttentionCache = field(default_factory=AttentionCache)
 
 
 class Embeddings(nn.Module):
@@ -50,7 +34,7 @@ class Embeddings(nn.Module):
         return self.lut(idx) * self.scale  # (B, T, C)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
-        return row_linear(x, self.lut.weight)  # (B, T, vocab)
+        return F.linear(x, self.lut.weight)  # (B, T, vocab)
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -85,19 +69,6 @@ def build_norm(config: TransformerConfig) -> nn.Module:
     return nn.LayerNorm(config.d_model)
 
 
-class FeedForward(nn.Module):
-    """FFN(x) = W₂ GELU(W₁ x + b₁) + b₂, applied to each position alone."""
-
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.w_1 = Linear(config.d_model, config.d_ff)
-        self.w_2 = Linear(config.d_ff, config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_2(self.dropout(F.gelu(self.w_1(x))))
-
-
 class SublayerConnection(nn.Module):
     """Residual connection around a sublayer, with LayerNorm after (paper) or before (pre-norm).
 
@@ -120,6 +91,21 @@ class SublayerConnection(nn.Module):
         return self.norm(x + self.dropout(out)), weights
 
 
+class FeedForward(nn.Module):
+    """FFN(x) = W₂ GELU(W₁ x + b₁) + b₂, applied to each position alone: widen to d_ff, bend, narrow
+    back. GELU (GPT's) where the paper has ReLU: smooth, so small negative inputs still pass a little."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.w_1 = nn.Linear(config.d_model, config.d_ff)
+        self.activation = nn.GELU()
+        self.w_2 = nn.Linear(config.d_ff, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w_2(self.dropout(self.activation(self.w_1(x))))  # (B, T, C) -> (B, T, d_ff) -> (B, T, C)
+
+
 class EncoderLayer(nn.Module):
     """Self-attention over the whole source, then the feed-forward network."""
 
@@ -134,6 +120,14 @@ class EncoderLayer(nn.Module):
             x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, need_weights=need_weights))
         x, _ = self.sublayer[1](x, lambda h: (self.feed_forward(h), None))
         return x, weights
+
+
+@dataclass
+class LayerCache:
+    """What one decoder layer keeps between generation steps."""
+
+    self_attn: AttentionCache = field(default_factory=AttentionCache)
+    cross_attn: AttentionCache = field(default_factory=AttentionCache)
 
 
 class DecoderLayer(nn.Module):
@@ -165,6 +159,15 @@ class DecoderLayer(nn.Module):
                                            need_weights=need_weights))
         x, _ = self.sublayer[-1](x, lambda h: (self.feed_forward(h), None))
         return x, self_w, cross_w
+
+
+@dataclass
+class AttentionMap:
+    """One layer's attention weights, labelled for display."""
+
+    kind: str  # "encoder_self", "decoder_self" or "cross"
+    layer: int
+    weights: torch.Tensor  # (B, H, T_q, T_k)
 
 
 class Encoder(nn.Module):

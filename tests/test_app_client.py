@@ -23,7 +23,7 @@ from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
 from demo.tabs.sentiment import TRUST_NOTE  # noqa: E402
 from demo.text import TABLE_HEADERS  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
-from model import METHODS  # noqa: E402
+from inspection import METHODS  # noqa: E402
 
 # Gradio's own queue bookkeeping uses pandas options that pandas 3 deprecates: not ours to fix.
 # Missing glyphs (NUL symbols, CJK) draw as boxes; the app silences this outside pytest.

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from demo.tiny import shared_tiny_checkpoints
-from model import attribute, load_pretrained
+from inspection import attribute
+from model import load_pretrained
 from storage import STATE_NAME
 from tokenization import BPETokenizer, sentence_spans, sentences
 from training import evidence, run

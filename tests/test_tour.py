@@ -33,7 +33,7 @@ COMPUTATION = {
     "position": "torch.sin", "source_embedding": "self.pos(", "norm": "self.norm(x)", "qkv": "self.in_proj(x)",
     "scores": "q @ k.transpose", "scaling": "/ math.sqrt", "mask": "masked_fill", "padding_mask": "attention_mask",
     "softmax": "softmax", "weighted_sum": "@ v", "heads": "self.out_proj(out)", "residual": "return x +",
-    "ffn": "F.gelu", "stack": "layer(", "memory": "layer(", "logits": "lut.weight",
+    "ffn": "GELU", "stack": "layer(", "memory": "layer(", "logits": "lut.weight",
     "probabilities": "config.temperature", "sampling": "top_p", "decoder_input": "bos_token_id",
     "cross": "memory", "label": "log_softmax",
 }

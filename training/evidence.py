@@ -77,7 +77,8 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from model import PRECISIONS, attribute, autocast, load_pretrained, resolve_precision
+from inspection import attribute
+from model import PRECISIONS, autocast, load_pretrained, resolve_precision
 from storage import WEIGHTS_NAME
 from tokenization import BPETokenizer, Piece, clean_text, sentence_spans, word_ids
 

@@ -9,7 +9,7 @@ from demo.compare import MINIMAL_PAIRS, Comparison
 from demo.inference import DemoService
 from demo.tabs import export_panel
 from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
-from model import METHODS
+from inspection import METHODS
 
 COMPARE_INTRO = ("### Side by side: change a word, see what changes\n"
                  "Two versions of a review: both predictions, and each token's score in both (one explanation "

@@ -12,7 +12,7 @@ from demo.inference import DemoService
 from demo.tabs import ablation_panel, compare_panel, export_panel
 from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
 from demo.text import EXPLAIN_INTRO, SENTIMENT_EXAMPLES, SENTIMENT_INTRO
-from model import METHODS
+from inspection import METHODS
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 FAITHFULNESS_RESULTS = RESULTS / "faithfulness.json"

@@ -9,7 +9,7 @@ from demo.tabs import export_panel
 from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
 from demo.tabs.sampling_panel import pick_row
 from demo.token_explain import TokenExplanation
-from model import METHODS
+from inspection import METHODS
 
 TOKEN_INTRO = ("### Why this token?\n"
                "Pick a step (or click its row in the table) and a method: every earlier token, prompt and "
