@@ -24,7 +24,7 @@ test; neither is training data). Three kinds of test:
   lower it; failure = it moves the wrong way by more than `TOLERANCE`.
 
 A label is "positive" where P(positive) > 0.5. The classifier reads each text as the app does
-(`clean_text`, then `training.evaluate.classify`: the source cut of `config.source_ids`, the label
+(`training.evaluate.classify`: the clean-up and source cut of `tokenization.source_ids`, the label
 words scored, probabilities at the checkpoint's temperature), in float32: the failures are the
 checkpoint's, not a precision's (bf16 gave the same label on all 2,500 held-out reviews,
 `benchmarks/precision_agreement.py`).
@@ -44,7 +44,7 @@ from benchmarks.common import add_checkpoint, benchmark_parser, parse, write_jso
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
 from model import load_pretrained
 from storage import resolve_checkpoint
-from tokenization import BPETokenizer, clean_text
+from tokenization import BPETokenizer, read_texts
 from training.data import PairSet
 from training.evaluate import classify
 from training.heldout import add_held_out_arguments
@@ -259,7 +259,6 @@ def checkpoint_reader(checkpoint: str, max_tokens: int = 16384) -> Callable[[lis
     labels = model.config.labels
 
     def p_positive(texts: list[str]) -> np.ndarray:
-        texts = [clean_text(t) for t in texts]
         unread = [labels[0]] * len(texts)  # PairSet's targets: `classify` scores every label word, reads none
         scores = classify(model, PairSet.from_texts(texts, unread, tokenizer, model.config), tokenizer, max_tokens)
         return (scores / model.config.temperature).softmax(-1)[:, labels.index("positive")].numpy()
@@ -281,7 +280,7 @@ def main(argv: list[str] | None = None) -> dict:
     baseline = fit_baseline(train_texts, train_labels)
     positive = list(baseline.classes_).index(POSITIVE)
     readers = {"ours": checkpoint_reader(args.checkpoint),
-               "tfidf": lambda texts: baseline.predict_proba([clean_text(t) for t in texts])[:, positive]}
+               "tfidf": lambda texts: baseline.predict_proba(read_texts(texts))[:, positive]}
     scored = {name: score(checks, reader) for name, reader in readers.items()}
     result = {"checkpoint": str(args.checkpoint), "baseline": "tfidf-uni+bigram-logreg",
               "baseline_train_examples": len(train_texts), "tolerance": TOLERANCE,

@@ -33,11 +33,11 @@ import torch
 
 from demo.checkpoint import LM, SENTIMENT, Checkpoint
 from demo.inputs import DemoError, read_number, visitor_text
-from demo.sentiment import label_candidates, read_source
+from demo.sentiment import labels_and_candidates, read_source
 from demo.text import TOY_NOTE
 from demo.tokens import EMPTY_TEXT
 from model.generation import GenerationConfig, sampling_distribution, select_token
-from tokenization import clean_text, token_label, visible
+from tokenization import read_texts, token_label, visible
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MAX_TOUR_TOKENS = 32  # a longer text keeps its last tokens (LM) or its head and tail (review): heatmaps stay legible
@@ -63,7 +63,7 @@ class CodeRef:
 
 CODE = {
     "tokens": CodeRef("tokenization.bpe.BPETokenizer.encode"),
-    "source_tokens": CodeRef("model.encoder_decoder.EncoderDecoderConfig.source_ids"),
+    "source_tokens": CodeRef("tokenization.review.read_review", r"text = clean_text", r"return Review"),
     "embedding": CodeRef("model.layers.Embeddings.forward"),
     "position": CodeRef("model.layers.sinusoidal_table"),
     "source_embedding": CodeRef("model.encoder_decoder.EncoderDecoder.encode", r"x = self\.embed", r"self\.pos\("),
@@ -261,7 +261,7 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
     model, tok = ckpt.require()
     c = model.config
     source = read_source(text, tok, c, "review", ckpt.device, min(MAX_TOUR_TOKENS, c.max_src_len) - PADDING)
-    labels, candidates = label_candidates(model, tok)
+    labels, candidates = labels_and_candidates(model, tok)
     ids = source.ids[0].tolist() + [c.pad_token_id] * PADDING
     real = torch.tensor([[1] * source.ids.size(1) + [0] * PADDING], device=ckpt.device)
     cross_layer = min(layer, c.n_decoder_layer - 1)
@@ -892,7 +892,7 @@ def tour(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0, to
     """One forward pass of `ckpt`'s model over `text`, as steps (`layer`, `head`: 0-based, clamped)."""
     n_layers, n_heads = track_shape(ckpt)
     text, notices = visitor_text(text)
-    text = clean_text(text)
+    (text,) = read_texts([text])  # as the models read it (both tracks and the result show it)
     if not text:
         raise DemoError(EMPTY_TEXT)
     run_pass, make_steps, _ = TRACKS[ckpt.name]

@@ -17,13 +17,14 @@ gradio_client = pytest.importorskip("gradio_client")
 
 from demo.app import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUEUE_SIZE, build_app, launch  # noqa: E402
 from demo.inference import DemoService  # noqa: E402
-from demo.sentiment import label_candidates  # noqa: E402
+from demo.sentiment import labels_and_candidates  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
 from demo.tabs.sentiment import TRUST_NOTE  # noqa: E402
 from demo.text import TABLE_HEADERS  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
 from inspection import METHODS  # noqa: E402
+from tokenization import source_ids  # noqa: E402
 
 # Gradio's own queue bookkeeping uses pandas options that pandas 3 deprecates: not ours to fix.
 # Missing glyphs (NUL symbols, CJK) draw as boxes; the app silences this outside pytest.
@@ -139,9 +140,9 @@ def test_tour_walks_the_lm_and_the_sentiment_model(client, service: DemoService)
     titles = [s["title"] for s in sentiment["steps"]]
     assert any(t.startswith("Cross-attention") for t in titles) and any("padding mask" in t for t in titles)
     model, tok = service.sentiment.require()
-    labels, candidates = label_candidates(model, tok)
+    labels, candidates = labels_and_candidates(model, tok)
     with torch.inference_mode():  # the classifier's probabilities in float32 (the Sentiment tab may run bf16)
-        memory = model.encode(torch.tensor(model.config.source_ids(tok, ["A fine film, well acted."])))[0]
+        memory = model.encode(torch.tensor(source_ids(["A fine film, well acted."], tok, model.config)))[0]
         expected = model.label_log_probs(memory, candidates)[0].exp().tolist()
     assert sentiment["label_probabilities"] == pytest.approx(dict(zip(labels, expected, strict=True)), abs=1e-5)
     toy = tour_json(client.predict("This movie was", "lm", 0, 0, True, api_name="/tour"))

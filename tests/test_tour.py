@@ -15,13 +15,14 @@ from demo import tour
 from demo.checkpoint import LM, SENTIMENT, Checkpoint
 from demo.inference import DemoService
 from demo.inputs import DemoError
-from demo.sentiment import label_candidates
+from demo.sentiment import labels_and_candidates
 from demo.tabs import tour as tour_tab
 from demo.text import TOY_NOTE
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
 from demo.tokens import EMPTY_TEXT
 from demo.toy import SHAPE, toy_checkpoint, toy_tokenizer
 from model import EncoderDecoder, EncoderDecoderConfig
+from tokenization import source_ids
 
 LM_KEYS = ["tokens", "embedding", "position", "norm", "qkv", "scores", "scaling", "mask", "softmax", "weighted_sum",
            "heads", "residual", "ffn", "stack", "logits", "probabilities", "sampling"]
@@ -29,7 +30,7 @@ SENTIMENT_KEYS = ["source_tokens", "source_embedding", "qkv", "scores", "scaling
                   "decoder_input", "cross", "label"]
 # what each step's source lines must hold: the computation the step names
 COMPUTATION = {
-    "tokens": "def encode", "source_tokens": "encode_batch", "embedding": "self.lut(idx) * self.scale",
+    "tokens": "def encode", "source_tokens": "cut_source(", "embedding": "self.lut(idx) * self.scale",
     "position": "torch.sin", "source_embedding": "self.pos(", "norm": "self.norm(x)", "qkv": "self.in_proj(x)",
     "scores": "q @ k.transpose", "scaling": "/ math.sqrt", "mask": "masked_fill", "padding_mask": "attention_mask",
     "softmax": "softmax", "weighted_sum": "@ v", "heads": "self.out_proj(out)", "residual": "return x +",
@@ -182,9 +183,9 @@ def test_sentiment_track_pads_masks_and_cross_attends(service: DemoService) -> N
     steps = by_key(t)
     assert [s.key for s in t.steps] == SENTIMENT_KEYS and all(c.ok for s in t.steps for c in s.checks)
     model, tok = service.sentiment.require()
-    labels, candidates = label_candidates(model, tok)
+    labels, candidates = labels_and_candidates(model, tok)
     with torch.inference_mode():  # the classifier's own reading in float32 (the Sentiment tab may run bf16)
-        memory = model.encode(torch.tensor(model.config.source_ids(tok, [text])))[0]
+        memory = model.encode(torch.tensor(source_ids([text], tok, model.config)))[0]
         expected = model.label_log_probs(memory, candidates)[0].exp().tolist()
     classified = dict(zip(labels, expected, strict=True))
     assert t.label_probabilities == pytest.approx(classified, abs=1e-5)
@@ -252,7 +253,7 @@ def test_every_step_shows_the_lines_of_its_computation_read_from_the_file() -> N
     assert set(tour.CODE) == set(LM_KEYS) | set(SENTIMENT_KEYS) == set(COMPUTATION)  # no entry unused
     for key, needle in COMPUTATION.items():
         code = tour.code_range(key)
-        assert code.path.startswith("tokenization/" if key == "tokens" else "model/"), key
+        assert code.path.startswith("tokenization/" if key in ("tokens", "source_tokens") else "model/"), key
         text = (REPO_ROOT / code.path).read_text(encoding="utf-8").splitlines()
         assert list(code.lines) == text[code.first_line - 1:code.last_line], key
         assert 1 <= code.first_line <= code.last_line and code.last_line - code.first_line < 20, key

@@ -80,11 +80,19 @@ from tqdm.auto import tqdm
 from inspection import attribute
 from model import PRECISIONS, autocast, load_pretrained, resolve_precision
 from storage import WEIGHTS_NAME
-from tokenization import BPETokenizer, Piece, clean_text, sentence_spans, word_ids
+from tokenization import (
+    BPETokenizer,
+    Piece,
+    cut_source,
+    label_candidates,
+    read_texts,
+    sentence_spans,
+    source_ids,
+    word_ids,
+)
 
 from .data import DataError, label_column, load_splits, text_column, validation_split
 from .errors import UsageError
-from .evaluate import label_candidates
 from .heldout import add_held_out_arguments
 
 SPLITS = ("train", "unsupervised")  # the training rows (gold labels) and the unlabeled reviews (the teacher's)
@@ -200,9 +208,9 @@ def short_spans(text: str, pieces: list[Piece], scores: list[float], tokens: lis
 def read_scores(model, tokenizer: BPETokenizer, candidates: list[list[int]], text: str,
                 label: int) -> tuple[list[Piece], list[float]]:
     """The review's tokens and their integrated-gradients scores toward `label`, as the model reads
-    the review (`config.source_ids`: head + tail past max_src_len); NaN for the tokens cut out."""
+    the review (`tokenization.cut_source`: head + tail past max_src_len); NaN for the tokens cut out."""
     pieces = tokenizer.pieces(text)
-    read = model.config.cut_source(list(range(len(pieces))))
+    read = cut_source(list(range(len(pieces))), model.config)
     ids = torch.tensor([*(pieces[i].id for i in read), tokenizer.eos_id])
     result = attribute(model, ids, candidates, METHOD, label=label, steps=IG_STEPS, max_steps=IG_STEPS)
     scores = [math.nan] * len(pieces)
@@ -214,7 +222,7 @@ def read_scores(model, tokenizer: BPETokenizer, candidates: list[list[int]], tex
 @torch.inference_mode()
 def teacher_label(model, tokenizer: BPETokenizer, candidates: list[list[int]], text: str) -> tuple[int, float]:
     """The teacher's label of a whole review and its calibrated probability."""
-    ids = torch.tensor([model.config.source_ids(tokenizer, [text])[0]])
+    ids = torch.tensor(source_ids([text], tokenizer, model.config))
     probs = model.label_log_probs(model.encode(ids)[0], candidates)[0].exp()
     return int(probs.argmax()), float(probs.max())
 
@@ -227,10 +235,10 @@ def held_out_free_rows(splits: dict, split: str, val_size: int, seed: int) -> li
         raise DataError(f"the data has no {split!r} split (it has {sorted(splits)})")
     train = splits["train"]
     train_rows, held_out = validation_split(len(train), val_size, seed)
-    held_texts = {clean_text(t) for t in text_column(train, "text", "train", held_out.tolist())}
+    held_texts = set(read_texts(text_column(train, "text", "train", held_out.tolist())))
     rows = train_rows.tolist() if split == "train" else range(len(splits[split]))
-    texts = text_column(splits[split], "text", split, rows)
-    return [r for r, t in zip(rows, texts, strict=True) if clean_text(t) not in held_texts]
+    texts = read_texts(text_column(splits[split], "text", split, rows))
+    return [r for r, t in zip(rows, texts, strict=True) if t not in held_texts]
 
 
 def teacher_sha(teacher: str | Path) -> str:
@@ -337,10 +345,10 @@ def build(args: argparse.Namespace) -> Path:
     if not todo:
         return out
     ds = splits[args.split]
-    texts = [clean_text(t) for t in text_column(ds, "text", args.split, todo)]
+    texts = read_texts(text_column(ds, "text", args.split, todo))
     model = load_pretrained(args.teacher).eval()
     tokenizer = BPETokenizer.from_file(args.teacher)
-    candidates = label_candidates(model, tokenizer)
+    candidates = label_candidates(tokenizer, model.config)
     gold = label_column(ds, "label", args.split, model.config.labels) if args.split == "train" else None
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

@@ -28,7 +28,7 @@ from model import (
     EncoderDecoderConfig,
     GenerationConfig,
 )
-from tokenization import BPETokenizer, clean_text
+from tokenization import BPETokenizer, prompt_ids, read_texts
 
 from . import presets
 from .bucketing import BucketSampler
@@ -113,7 +113,7 @@ class LMTask(Task):
         """A few sampled continuations, to read whether they look like reviews."""
         tokenizer, out = data.tokenizer, []
         for i, prompt in enumerate(prompts):
-            ids = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(prompt)]], device=next(model.parameters()).device)
+            ids = torch.tensor([prompt_ids(prompt, tokenizer)], device=next(model.parameters()).device)
             cfg = GenerationConfig(max_new_tokens=60, temperature=0.8, top_k=50, seed=i, eos_token_id=tokenizer.eos_id)
             out.append(prompt + tokenizer.decode(model.generate(ids, cfg)))
         return out
@@ -158,7 +158,7 @@ class Seq2SeqTask(Task):
         the file), then `max_examples` of it kept."""
         sources, targets = self._read(_split(splits, split), split)
         keep = _head(len(sources), self.options.max_examples)
-        return [clean_text(sources[i]) for i in keep], [targets[i] for i in keep]
+        return read_texts(sources[i] for i in keep), [targets[i] for i in keep]
 
     def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
         """(sources, targets) of one split, validated."""
@@ -348,7 +348,7 @@ def _special_ids(tokenizer: BPETokenizer) -> dict:
 
 def _texts(ds, column: str, split: str, max_examples: int | None) -> list[str]:
     require_columns(ds, [column], f"the {split} split")
-    return [clean_text(t) for t in text_column(ds, column, split, _head(len(ds), max_examples))]
+    return read_texts(text_column(ds, column, split, _head(len(ds), max_examples)))
 
 
 def _head(n_rows: int, n: int | None) -> list[int] | range:
