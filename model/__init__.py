@@ -1,12 +1,12 @@
 """Every Transformer part written from scratch in PyTorch, and the two models built from them.
 
 Read in the order the notebooks teach it (CONTRIBUTING.md names the six files to read first):
-`config` (what every layer is built from), `masks`, `attention` (the formula, then multi-head
-attention), `layers` (embeddings, positions, residual + LayerNorm, feed-forward, blocks, stacks),
-`outputs` (the logits and the loss), the two models (`decoder_only`, `encoder_decoder`) and
-`generation`. `pretrained` saves and loads checkpoints; `precision` and `device` pick where and in
-what precision the products run. `fast/` holds the speed, beside the lesson: the lesson hands work
-to it at two marked places and reads top to bottom without it.
+`embeddings` (token ids to vectors, positions), `masks` and `attention` (the formula, then
+multi-head attention), `layers` (residual + LayerNorm, feed-forward, blocks, stacks), `outputs`
+(the logits and the loss), the two models (`decoder_only`, `encoder_decoder`) and `generation`;
+`config` is what every layer is built from. `pretrained` saves and loads checkpoints; `precision`
+and `device` pick where and in what precision the products run. `fast/` holds the speed, beside
+the lesson: the lesson hands work to it at two marked places and reads top to bottom without it.
 
 It reads no text and serves nothing: `tokenization` turns text into ids, `inspection` looks inside
 the trained models, `training` and `demo` use them all.
@@ -16,20 +16,10 @@ from .attention import AttentionCache, MultiHeadAttention, attention, fused_atte
 from .config import TransformerConfig
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
+from .embeddings import Embeddings, PositionalEncoding, sinusoidal_table
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
 from .generation import GenerationConfig, KVCache, TokenStep, filter_logits, sampling_distribution
-from .layers import (
-    AttentionMap,
-    Decoder,
-    DecoderLayer,
-    Embeddings,
-    Encoder,
-    EncoderLayer,
-    FeedForward,
-    PositionalEncoding,
-    SublayerConnection,
-    sinusoidal_table,
-)
+from .layers import AttentionMap, Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward, SublayerConnection
 from .masks import causal_mask, causal_padding_mask, padding_mask, subsequent_mask
 from .outputs import IGNORE_INDEX, ModelOutput, head_and_loss
 from .precision import PRECISIONS, autocast, bf16_native, resolve_precision

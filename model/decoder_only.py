@@ -7,8 +7,9 @@ import torch
 
 from . import fast
 from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
+from .embeddings import Embeddings, PositionalEncoding
 from .generation import GenerationMixin, KVCache
-from .layers import Decoder, Embeddings, PositionalEncoding
+from .layers import Decoder
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel

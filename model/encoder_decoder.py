@@ -8,8 +8,9 @@ import torch
 
 from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
 from .decoder_only import DecoderOnlyLM
+from .embeddings import Embeddings, PositionalEncoding
 from .generation import GenerationMixin, KVCache
-from .layers import Decoder, Embeddings, Encoder, PositionalEncoding
+from .layers import Decoder, Encoder
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel

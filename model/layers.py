@@ -1,6 +1,6 @@
-"""The building blocks of both models, in the order a token meets them: embeddings, positional
-encoding, residual + LayerNorm around each sublayer, the feed-forward network, then the encoder and
-decoder layers (blocks) and their stacks (Vaswani et al., 2017, section 3; attention is
+"""The blocks both models stack, in the order a token meets their parts: residual + LayerNorm around
+each sublayer, the feed-forward network, then the encoder and decoder layers (blocks) and their
+stacks (Vaswani et al., 2017, section 3; the embeddings are `model/embeddings.py`, attention
 `model/attention.py`).
 
 Layers are built from the model's config (`FeedForward(config)`, `EncoderLayer(config)`, ...), as
@@ -8,60 +8,13 @@ nanoGPT's `Block(config)` and Hugging Face's `GPT2Block(config)` are: a new opti
 read where it is used, not one more positional argument threaded through every constructor.
 """
 
-import math
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from .attention import AttentionCache, MultiHeadAttention
 from .config import TransformerConfig
-
-
-class Embeddings(nn.Module):
-    """Token embeddings scaled by √d_model, so they are not drowned by the positional encoding.
-
-    The same matrix, transposed, is the output projection (`logits`): weight tying (section 3.4).
-    """
-
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.lut = nn.Embedding(config.vocab_size, config.d_model)
-        self.scale = math.sqrt(config.d_model)
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        return self.lut(idx) * self.scale  # (B, T, C)
-
-    def logits(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.lut.weight)  # (B, T, vocab)
-
-
-def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))."""
-    position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
-    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    pe = torch.zeros(max_len, d_model)
-    pe[:, 0::2] = torch.sin(position * div_term)
-    pe[:, 1::2] = torch.cos(position * div_term)
-    return pe  # (T, C)
-
-
-class PositionalEncoding(nn.Module):
-    """Adds the fixed sinusoidal table, `config.max_positions` rows; `offset` is the position of the
-    first token (KV cache)."""
-
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.dropout = nn.Dropout(config.dropout)
-        # not a parameter and not saved: it is a pure function of (max_positions, d_model)
-        self.register_buffer("pe", sinusoidal_table(config.max_positions, config.d_model), persistent=False)
-
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        T = x.size(1)
-        if offset + T > self.pe.size(0):
-            raise ValueError(f"sequence of {offset + T} positions exceeds max_len {self.pe.size(0)}")
-        return self.dropout(x + self.pe[offset : offset + T])  # (B, T, C)
 
 
 def build_norm(config: TransformerConfig) -> nn.Module:

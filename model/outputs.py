@@ -5,7 +5,8 @@ from dataclasses import dataclass
 import torch
 
 from . import fast
-from .layers import AttentionMap, Embeddings
+from .embeddings import Embeddings
+from .layers import AttentionMap
 
 IGNORE_INDEX = -100  # a target position with this id adds nothing to the loss (padding, a prompt)
 
