@@ -12,9 +12,8 @@ The lesson reaches this package at two marked two-branch `if`s: the loss (`model
 """
 
 from .cross_entropy import chunked_cross_entropy, linear_cross_entropy
-from .decode import BlockStep, can_decode, decode_step
+from .decode import can_decode, decode_step
 from .kv_buffer import KVBuffer
 from .row_layout import row_weight
 
-__all__ = ["BlockStep", "KVBuffer", "can_decode", "chunked_cross_entropy", "decode_step", "linear_cross_entropy",
-           "row_weight"]
+__all__ = ["KVBuffer", "can_decode", "chunked_cross_entropy", "decode_step", "linear_cross_entropy", "row_weight"]
