@@ -1,6 +1,6 @@
 """How long "rank every head by its effect" takes on CPU with one thread: each head of the
 classifier knocked out alone on a 200-word review (target <= 2 s), and each head of the LM on the
-same review's first 200 tokens (`model/ablation.py`).
+same review's first 200 tokens (`inspection/ablation.py`).
 
 The review is explain_speed's: the first held-out validation review of at least 200 words, cut to
 its first 200 words, read as the app reads it.
@@ -26,11 +26,9 @@ from benchmarks.common import (
     speed_review,
     write_json,
 )
-from benchmarks.faithfulness import source
+from inspection import MODES, all_heads, classifier_head_effects, lm_head_effects
 from model import load_pretrained
-from model.ablation import MODES, all_heads, classifier_head_effects, lm_head_effects
-from tokenization import BPETokenizer
-from training.evaluate import label_candidates
+from tokenization import BPETokenizer, label_candidates, prompt_ids, read_review
 
 TARGET_SECONDS = 2.0  # the classifier's ranking
 LM_TOKENS = 200
@@ -48,10 +46,10 @@ def main(argv: list[str] | None = None) -> dict:
     review = speed_review(args.data_dir)
     classifier = load_pretrained(args.sentiment, "cpu").eval()
     tokenizer = BPETokenizer.from_file(args.sentiment)
-    candidates = label_candidates(classifier, tokenizer)
-    ids, _ = source(review, tokenizer, classifier.config)
+    candidates = label_candidates(tokenizer, classifier.config)
+    ids = torch.tensor(read_review(review, tokenizer, classifier.config).ids)
     lm = load_pretrained(args.lm, "cpu").eval()
-    prompt = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(review)[: LM_TOKENS - 1]]])
+    prompt = torch.tensor([prompt_ids(review, tokenizer)[:LM_TOKENS]])
     token = int(lm(prompt).logits[0, -1].argmax())
 
     figures, heads = {}, {"classifier": len(all_heads(classifier)), "lm": len(all_heads(lm))}

@@ -32,7 +32,7 @@ from benchmarks.app_startup import (
     wait_ready,
 )
 from benchmarks.common import benchmark_parser, parse, write_json
-from model import METHODS
+from inspection import METHODS
 
 WARM_UP = 100  # the baseline is read after this many requests: allocator pools and caches are full by then
 OPENINGS = ["I went into this film", "The acting was", "Honestly, the plot", "What a waste of", "This movie was"]

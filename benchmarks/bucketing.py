@@ -21,10 +21,10 @@ import torch
 from benchmarks.common import SEED, VAL_SIZE, add_checkpoint, benchmark_parser, parse, write_json
 from benchmarks.sentiment_baseline import imdb_split
 from model import load_pretrained
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, label_candidates
 from training.bucketing import BucketSampler, cut_by_budget, length_batches
 from training.data import PairSet, step_generator
-from training.evaluate import classify, label_candidates
+from training.evaluate import classify
 from training.training_args import TrainConfig
 
 
@@ -39,7 +39,7 @@ def padding_figures(batches: list[list[int]], lengths: np.ndarray) -> dict:
 @torch.inference_mode()
 def sorted_fixed_scores(model, pairs: PairSet, tokenizer, batch_size: int) -> torch.Tensor:
     """The previous evaluation: batches of `batch_size` reviews in length order."""
-    candidates = label_candidates(model, tokenizer)
+    candidates = label_candidates(tokenizer, model.config)
     ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
     out = torch.empty(len(pairs), len(candidates))
     for idx, batch in pairs.batches(batch_size, **ids):

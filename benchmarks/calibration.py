@@ -16,7 +16,7 @@ import torch
 from benchmarks.common import add_checkpoint, benchmark_parser, parse, write_json
 from model import EncoderDecoder
 from storage import resolve_checkpoint
-from tokenization import BPETokenizer, clean_text
+from tokenization import BPETokenizer, read_texts
 from training.calibration import ECE_BINS, expected_calibration_error, fit_temperature, reliability
 from training.data import PairSet, label_column, text_column
 from training.evaluate import classify
@@ -25,7 +25,7 @@ from training.heldout import add_held_out_arguments, held_out_rows
 
 def scores_and_labels(model: EncoderDecoder, tokenizer: BPETokenizer, rows, part: str, max_tokens: int):
     """Label scores (N, K) at T = 1 and the true labels (N,) of one held-out part."""
-    texts = [clean_text(t) for t in text_column(rows, "text", part)]
+    texts = read_texts(text_column(rows, "text", part))
     labels = label_column(rows, "label", part, model.config.labels)
     pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer, model.config)
     return classify(model, pairs, tokenizer, max_tokens), torch.tensor(labels)

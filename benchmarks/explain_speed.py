@@ -28,10 +28,9 @@ from benchmarks.common import (
     speed_review,
     write_json,
 )
-from benchmarks.faithfulness import source
-from model import METHODS, GenerationConfig, attribute, attribute_methods, autocast, load_pretrained, logit_lens
-from tokenization import BPETokenizer
-from training.evaluate import label_candidates
+from inspection import METHODS, attribute, attribute_methods, logit_lens
+from model import GenerationConfig, autocast, load_pretrained
+from tokenization import BPETokenizer, label_candidates, prompt_ids, read_review
 
 TARGETS = {"attention": None, "rollout": 0.5, "grad_x_input": 0.5, "integrated_gradients": 1.5, "occlusion": 1.0,
            "random": None, "all_methods": 3.0, "logit_lens_64": 0.5}
@@ -50,8 +49,9 @@ def main(argv: list[str] | None = None) -> dict:
     review = speed_review(args.data_dir)
     classifier = load_pretrained(args.sentiment, "cpu").eval()
     tokenizer = BPETokenizer.from_file(args.sentiment)  # the folder holding tokenizer.json
-    candidates = label_candidates(classifier, tokenizer)
-    ids, words = source(review, tokenizer, classifier.config)
+    candidates = label_candidates(tokenizer, classifier.config)
+    read = read_review(review, tokenizer, classifier.config)
+    ids, words = torch.tensor(read.ids), read.word_ids
 
     figures = {}
     with autocast("cpu", args.precision):  # as `DemoService` runs explanations and the lens
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> dict:
             lambda: attribute_methods(classifier, ids, candidates, METHODS, word_ids=words), args.repeats)
 
     lm = load_pretrained(args.lm, "cpu").eval()
-    prompt = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(" ".join(review.split()[:20]))]])
+    prompt = torch.tensor([prompt_ids(" ".join(review.split()[:20]), tokenizer)])
     generated = lm.generate(prompt, GenerationConfig(max_new_tokens=64, temperature=0.8, seed=0))  # fp32, as the chat
     sequence = torch.tensor([*prompt[0].tolist(), *generated])
     with autocast("cpu", args.precision):

@@ -1,5 +1,5 @@
 """How faithful is each attribution method? ERASER's comprehensiveness and sufficiency
-(DeYoung et al., 2020) on the held-out validation reviews, for every method of `model.attribution`.
+(DeYoung et al., 2020) on the held-out validation reviews, for every method of `inspection.attribution`.
 
 For each review, the tokens are ranked by the method's scores for the label the model writes, and
 the probability of that label is read again after
@@ -38,27 +38,11 @@ import time
 import torch
 
 from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
-from model import (
-    ERASER_FRACTIONS,
-    METHODS,
-    attribute,
-    attribute_token,
-    faithfulness,
-    load_pretrained,
-    token_faithfulness,
-)
-from tokenization import BPETokenizer, clean_text, word_ids
+from inspection import ERASER_FRACTIONS, METHODS, attribute, attribute_token, faithfulness, token_faithfulness
+from model import load_pretrained
+from tokenization import BPETokenizer, label_candidates, prompt_ids, read_review
 from training.data import validation_rows
-from training.evaluate import label_candidates
 from training.heldout import add_held_out_arguments
-
-
-def source(text: str, tokenizer: BPETokenizer, config):
-    """(ids (S,), word ids) of a review as the classifier reads it: cleaned as training cleaned it,
-    then `config.source_ids` (the cut training and the app make). The end token is a word of its own."""
-    text = clean_text(text)
-    pieces = config.cut_source(tokenizer.pieces(text))
-    return torch.tensor(config.source_ids(tokenizer, [text])[0]), word_ids([p.text for p in pieces] + [""])
 
 
 def mean_and_se(values: list[float]) -> tuple[float, float]:
@@ -85,7 +69,7 @@ def lm_task(checkpoint: str, texts: list[str], methods: list[str], context: int,
     tokenizer = BPETokenizer.from_file(checkpoint)
     scores = {m: {"comprehensiveness": [], "sufficiency": [], "seconds": []} for m in methods}
     for i, text in enumerate(texts):
-        ids = torch.tensor([tokenizer.bos_id, *tokenizer.encode(clean_text(text))[:context]], device=device)
+        ids = torch.tensor(prompt_ids(text, tokenizer)[: 1 + context], device=device)
         with torch.inference_mode():
             chosen = lm(ids[None]).logits[0, -1].argmax()
         ids = torch.cat([ids, chosen[None]])
@@ -134,16 +118,16 @@ def classifier_task(args: argparse.Namespace, texts: list[str]) -> dict:
     """The classifier's label, explained on each review."""
     model = load_pretrained(args.checkpoint, args.device).eval()
     tokenizer = BPETokenizer.from_file(args.checkpoint)  # the folder holding tokenizer.json
-    candidates = label_candidates(model, tokenizer)
+    candidates = label_candidates(tokenizer, model.config)
     scores = {m: {"comprehensiveness": [], "sufficiency": [], "seconds": []} for m in args.methods}
     ig_gaps, lengths = [], []
     for i, text in enumerate(texts):
-        ids, words = source(text, tokenizer, model.config)
-        ids = ids.to(args.device)
+        review = read_review(text, tokenizer, model.config)
+        ids = torch.tensor(review.ids, device=args.device)
         lengths.append(ids.numel())
         for method in args.methods:
             start = time.perf_counter()
-            result = attribute(model, ids, candidates, method, seed=i, word_ids=words)
+            result = attribute(model, ids, candidates, method, seed=i, word_ids=review.word_ids)
             scores[method]["seconds"].append(time.perf_counter() - start)
             for name, value in faithfulness(model, ids, candidates, result).items():
                 scores[method][name].append(value)

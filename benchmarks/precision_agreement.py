@@ -20,10 +20,9 @@ import sys
 import torch
 
 from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
-from benchmarks.faithfulness import source
-from model import attribute, autocast, bf16_native, load_pretrained, rank_correlation
-from tokenization import BPETokenizer
-from training.evaluate import label_candidates
+from inspection import attribute, rank_correlation
+from model import autocast, bf16_native, load_pretrained
+from tokenization import BPETokenizer, label_candidates, read_review
 from training.heldout import add_held_out_arguments, held_out_rows
 
 
@@ -48,13 +47,14 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv, precision="fp32 and bf16")  # compared
     model = load_pretrained(args.checkpoint, args.device).eval()
     tokenizer = BPETokenizer.from_file(args.checkpoint)
-    candidates = label_candidates(model, tokenizer)
+    candidates = label_candidates(tokenizer, model.config)
     rows = held_out_rows(args.data_dir, args.val_size, args.seed, "validation")
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
 
     same, changes, correlations = [], [], []
     for i, text in enumerate(rows["text"]):
-        ids, words = source(text, tokenizer, model.config)
+        review = read_review(text, tokenizer, model.config)
+        ids, words = torch.tensor(review.ids), review.word_ids
         ids = ids.to(args.device)
         fp32, bf16 = (probabilities(model, ids, candidates, p, args.device) for p in ("fp32", "bf16"))
         same.append(int(fp32.argmax()) == int(bf16.argmax()))

@@ -8,10 +8,10 @@ import torch
 
 from demo.checkpoint import LM, SENTIMENT, Checkpoint
 from demo.inputs import DemoError, read_number, visitor_text
-from demo.sentiment import label_candidates, read_source
+from demo.sentiment import labels_and_candidates, read_source
 from demo.tokens import EMPTY_TEXT
 from model import AttentionMap
-from tokenization import clean_text, in_word, token_label, visible
+from tokenization import in_word, prompt_ids, token_label, visible
 
 MAX_ATTENTION_TOKENS = 64  # beyond this a heatmap's labels are unreadable
 
@@ -66,10 +66,12 @@ def attention_shape(ckpt: Checkpoint, kind: str) -> tuple[int, int]:
 
 
 def _lm_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[list[AttentionMap], list[int], list[int]]:
-    """Self-attention maps of `[bos] + text`; queries and keys are the same tokens."""
+    """Self-attention maps of `[bos] + text` (`prompt_ids`); queries and keys are the same tokens."""
     model, tok = ckpt.require()
     limit = min(model.config.block_size, MAX_ATTENTION_TOKENS)
-    ids = [tok.bos_id, *tok.encode(text)]
+    ids = prompt_ids(text, tok)
+    if len(ids) == 1:
+        raise DemoError(EMPTY_TEXT)
     if len(ids) > limit:
         notices.append(f"The text is {len(ids)} tokens with the start token; the heatmap shows the first {limit}.")
         ids = ids[:limit]
@@ -84,8 +86,10 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
     model, tok = ckpt.require()
     limit = min(model.config.max_src_len, MAX_ATTENTION_TOKENS)
     source = read_source(text, tok, model.config, "text", ckpt.device, limit)
+    if not source.text:
+        raise DemoError(EMPTY_TEXT)
     notices += [n + " (heatmap limit)" if limit < model.config.max_src_len else n for n in source.notices]
-    labels, candidates = label_candidates(model, tok)
+    labels, candidates = labels_and_candidates(model, tok)
     memory, enc_maps = model.encode(source.ids, need_weights=True)
     best = int(model.candidate_scores(memory, candidates).argmax(-1)[0])
     tgt_ids = model.config.decoder_input_ids(candidates[best])
@@ -107,10 +111,7 @@ def attention_maps(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer:
     spec = attention_kind(kind)
     n_layers, n_heads = attention_shape(ckpt, kind)
     _, tok = ckpt.require()
-    text, notices = visitor_text(text)
-    text = clean_text(text)
-    if not text:
-        raise DemoError(EMPTY_TEXT)
+    text, notices = visitor_text(text)  # `_lm_maps` and `_sentiment_maps` read it as their model does
     layer_i = int(round(read_number(layer, 0)))
     if not 0 <= layer_i < n_layers:
         notices.append(f"Layer {layer_i} does not exist (0 to {n_layers - 1}): showing the nearest.")

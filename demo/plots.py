@@ -269,3 +269,80 @@ def reliability_figure(result: dict):
     figure.update_xaxes(title_text="confidence (the probability shown)", range=[0.5, 1])
     figure.update_yaxes(title_text="accuracy", range=[0, 1.02])
     return figure
+
+
+TOUR_COLUMNS = 16  # a tour heatmap's columns shown until the visitor asks for every one
+TOUR_BARS = 15  # a tour bar chart's largest values shown until the visitor asks for every one
+
+
+def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
+    """One picture of a tour step (`demo.tour.Panel`): a heatmap, its first `TOUR_COLUMNS` columns
+    unless `show_all` (values on hover; written in the cells when they fit, up to `TOUR_COLUMNS`
+    columns with `numbers`: the toy's worked-example style), or bars, the `TOUR_BARS` largest unless
+    `show_all` (then every value, in id order). No colour bar (it took half a phone's width): the
+    caption says what the colours mean; the title is left-aligned, clear of Plotly's toolbar at the
+    top right."""
+    import plotly.graph_objects as go
+
+    if panel.kind == "bars":
+        return _tour_bars(panel, show_all)
+    values = panel.values
+    rows, cols = values.shape
+    shown = cols if show_all else min(cols, TOUR_COLUMNS)
+    z = values[:, :shown].astype(float)
+    if panel.masked is not None:
+        z = np.where(panel.masked[:, :shown], np.nan, z)
+    by_token = bool(panel.columns)  # columns are keys (tokens), else dimensions
+    weights = panel.kind == "weights"
+    written = shown <= (TOUR_COLUMNS if numbers else 8) and rows <= 16  # a small map shows its numbers anyway
+    top = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+    hover = ("query: %{customdata[0]}<br>key: %{customdata[1]}" if by_token else
+             "token: %{customdata[0]}<br>dimension: %{customdata[1]}") + "<br>value: %{z:.4f}<extra></extra>"
+    row_labels = _plotly_text(panel.rows)
+    col_labels = _plotly_text(panel.columns[:shown]) if by_token else [str(i) for i in range(shown)]
+    custom = np.array([[[r, c] for c in col_labels] for r in row_labels], dtype=object)
+    figure = go.Figure(go.Heatmap(
+        z=z, customdata=custom, hovertemplate=hover, hoverongaps=False, showscale=False, xgap=1 if shown <= 64 else 0,
+        ygap=1, colorscale="Viridis" if weights else "RdBu_r", zmin=0 if weights else -top, zmax=1 if weights else top,
+        texttemplate="%{z:.2f}" if written else None, textfont={"size": 9}))
+    _tour_layout(figure, panel.name, 70 + 22 * rows + (60 if by_token else 30),
+                 f"the first {shown} of {cols} columns" if shown < cols else "")
+    figure.update_yaxes(tickvals=list(range(rows)), ticktext=row_labels, autorange="reversed", showgrid=False)
+    if by_token:
+        figure.update_xaxes(tickvals=list(range(shown)), ticktext=col_labels, tickangle=-60, showgrid=False)
+    else:
+        figure.update_xaxes(title_text="dimension", showgrid=False, dtick=1 if shown <= TOUR_COLUMNS else None)
+    return figure
+
+
+def _tour_bars(panel, show_all: bool):
+    import plotly.graph_objects as go
+
+    values, labels = panel.values.astype(float), _plotly_text(panel.rows)
+    if show_all and len(values) > TOUR_BARS:  # every value, by id: the whole distribution's shape
+        figure = go.Figure(go.Bar(x=list(range(len(values))), y=values, customdata=labels, marker_color="#2563eb",
+                                  hovertemplate="id %{x}: %{customdata}<br>%{y:.4f}<extra></extra>"))
+        figure.update_xaxes(title_text="token id")
+        height = 320
+    else:
+        order = np.argsort(-values)[:TOUR_BARS]
+        figure = go.Figure(go.Bar(
+            x=values[order], y=list(range(len(order))), orientation="h", marker_color="#2563eb",
+            text=[f"{values[i]:.3f}" for i in order], textposition="outside", cliponaxis=False,
+            customdata=[labels[i] for i in order], hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
+        figure.update_yaxes(tickvals=list(range(len(order))), ticktext=[labels[i] for i in order], autorange="reversed")
+        height = 90 + 24 * len(order)
+    _tour_layout(figure, panel.name, height)
+    return figure
+
+
+def _tour_layout(figure, title: str, height: int, subtitle: str = "") -> None:
+    """The title left-aligned under the band where Plotly's toolbar appears (top right, 25 px high), so that
+    the toolbar never covers it on a phone; a subtitle on a line of its own (a phone is too narrow for
+    both on one); room on the right for bar values."""
+    top = 84 if subtitle else 64
+    title = {"text": html.escape(title, quote=False), "x": 0, "xanchor": "left", "font": {"size": 13},
+             "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 30},
+             "subtitle": {"text": subtitle, "font": {"size": 11}}}
+    figure.update_layout(title=title, height=height + top - 40, margin={"l": 10, "r": 40, "t": top, "b": 10},
+                         plot_bgcolor="white", font={"size": 11})

@@ -5,14 +5,14 @@ this module holds what a visitor reads on the page before doing anything.
 """
 
 from demo.checkpoint import LM, SENTIMENT
-from model import DESCRIPTIONS, METHODS
+from inspection import DESCRIPTIONS, METHODS
 
 TITLE = "Tiny Transformers demo"
 HEADER = ("# Tiny Transformers, built from scratch\n"
           "Two small Transformers written from scratch in PyTorch, trained on IMDb movie reviews: a **language "
           "model** that continues a review you start (**Chat**), and a **sentiment model** that says whether a "
-          "review is positive or negative (**Sentiment**). The other tabs look inside them; sizes and scores "
-          "are under **About**.\n")
+          "review is positive or negative (**Sentiment**). **How it works** follows your text through one of "
+          "them step by step; the other tabs look inside them; sizes and scores are under **About**.\n")
 INTERNAL_ERROR = "Sorry, something went wrong on our side (it has been logged). Please try other input."
 
 # Each word a learner needs, defined once; a tab's text says it where the word first appears there.
@@ -41,7 +41,7 @@ def term(word: str) -> str:
     return f"**{word}** ({DEFINITIONS[word]})"
 
 
-# The attribution methods as people name them (`model.METHODS` are identifiers, for the API)
+# The attribution methods as people name them (`inspection.METHODS` are identifiers, for the API)
 METHOD_NAMES = {"attention": "attention", "rollout": "attention rollout", "grad_x_input": "gradient × input",
                 "integrated_gradients": "integrated gradients", "occlusion": "occlusion",
                 "random": "random (baseline)"}
@@ -82,6 +82,15 @@ ATTENTION_INTRO = ("Attention is how a token gathers information from other toke
                    "every map uses the same colours, from weight 0 to 1.")
 ATTENTION_EXAMPLE = "The movie was not bad at all, I really enjoyed it."
 CAUSAL_NOTE = f"The blank upper triangle is the causal {term('mask')}."
+
+TOUR_INTRO = ("**How it works.** Follow your text through one forward pass of the model, one step per screen: "
+              "what each step does, its formula, the numbers the model computed (hover a cell), the same numbers "
+              "recomputed by hand, and the lines of the model's source that computed them. Click a box of the "
+              "overview or a step in the list, or use Back and Next.")
+TOUR_EXAMPLE = "This movie was"
+TOY_NOTE = ("Toy model: the same architecture at d_model 8 with 2 heads, random weights of one decimal each and a "
+            "vocabulary of 20 tokens, so that every number fits on screen. Its predictions are noise; its arithmetic "
+            "is the real one.")
 
 TOKENIZER_INTRO = ("How the byte-level BPE tokenizer cuts text into pieces (colours alternate; the small number "
                    "is the token id; ↵ is a newline, ⟨f0 9f⟩ a piece of a multi-byte character).")

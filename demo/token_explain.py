@@ -16,8 +16,8 @@ from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, read_number, visitor_text
 from demo.sampling import read_generated, window_start
 from demo.text import code_span, method_name
-from model import METHODS, attribute_token
-from tokenization import clean_text, token_label, visible
+from inspection import METHODS, attribute_token
+from tokenization import prompt_ids, token_label, visible
 
 
 @dataclass
@@ -92,14 +92,13 @@ def explain_ids(ckpt: Checkpoint, ids: list[int], position: int, start: int, met
 
 def explain_text(ckpt: Checkpoint, text: object, position: object, method: object,
                  alternative: object = None) -> TokenExplanation:
-    """Token `position` (1-based) of `text` as the chat reads it, `[bos] + encode(text)`."""
+    """Token `position` (1-based) of `text` as the chat reads it, `[bos] + encode(text)` (`prompt_ids`)."""
     model, tok = ckpt.require()
     text, notices = visitor_text(text)
-    text = clean_text(text)
-    if not text:
-        raise DemoError("Type a text first, then pick one of its tokens.")
-    ids = [tok.bos_id, *tok.encode(text)]
+    ids = prompt_ids(text, tok)
     n = len(ids) - 1
+    if not n:
+        raise DemoError("Type a text first, then pick one of its tokens.")
     k = int(round(read_number(position, 0)))
     if not 1 <= k <= n:
         raise DemoError(f"Position {k} is outside the text's tokens: pick 1..{n}.")

@@ -18,11 +18,14 @@ gradio_client = pytest.importorskip("gradio_client")
 
 from demo.app import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUEUE_SIZE, build_app, launch  # noqa: E402
 from demo.inference import DemoService  # noqa: E402
+from demo.sentiment import labels_and_candidates  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
+from demo.tabs.sentiment import TRUST_NOTE  # noqa: E402
 from demo.text import METHOD_NAMES, TABLE_HEADERS  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
-from model import METHODS  # noqa: E402
+from inspection import METHODS  # noqa: E402
+from tokenization import source_ids  # noqa: E402
 
 # Gradio's own queue bookkeeping uses pandas options that pandas 3 deprecates: not ours to fix.
 # Missing glyphs (NUL symbols, CJK) draw as boxes; the app silences this outside pytest.
@@ -30,8 +33,8 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
               pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
               pytest.mark.filterwarnings("ignore:Glyph .* missing from")]
 
-ENDPOINTS = {"/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options", "/attention",
-             "/tokenize", "/ablate", "/rank_heads", "/query_key",
+ENDPOINTS = {"/tour", "/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options",
+             "/attention", "/tokenize", "/ablate", "/rank_heads", "/query_key",
              "/compare_reviews", "/explain_token"}
 HOSTILE = ["👍🏽🎬🍿", "שלום עולם", "日本語の映画", "\x00", "nul\x00byte\x01\x1b[0m", "<script>alert(1)</script>",
            "$x^2$ {{ }} %s \\n"]
@@ -115,6 +118,49 @@ def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) 
     assert "Done" in notice and "seed 5" in notice
 
 
+def tour_json(outputs) -> dict:
+    """The /tour output that holds the steps as JSON."""
+    return next(o for o in outputs if isinstance(o, dict) and "steps" in o)
+
+
+def test_tour_walks_the_lm_and_the_sentiment_model(client, service: DemoService) -> None:
+    lm = tour_json(client.predict("This movie was", "lm", 0, 0, False, api_name="/tour"))
+    assert len(lm["steps"]) >= 14
+    for step in lm["steps"]:
+        assert step["title"] and step["explanation"] and step["formula"] and step["shape"]
+        code = step["code"]
+        assert code["file"].startswith(("model/", "tokenization/")) and 1 <= code["first_line"] <= code["last_line"]
+        assert all(check["ok"] for check in step["checks"])
+    model, tok = service.lm.require()
+    with torch.inference_mode():  # the LM's own next-token distribution, computed here
+        probs = model(torch.tensor([[tok.bos_id, *tok.encode("This movie was")]])).logits[0, -1].softmax(-1)
+    tokens, p = zip(*lm["top_tokens"], strict=True)
+    assert 0 < sum(p) <= 1 and list(p) == sorted(p, reverse=True)
+    assert list(p) == pytest.approx(probs.topk(len(p)).values.tolist(), abs=1e-6)
+    assert list(tokens) == [tok.decode_token(i) for i in probs.topk(len(p)).indices.tolist()]
+    sentiment = tour_json(client.predict("A fine film, well acted.", "sentiment", 0, 1, False, api_name="/tour"))
+    titles = [s["title"] for s in sentiment["steps"]]
+    assert any(t.startswith("Cross-attention") for t in titles) and any("padding mask" in t for t in titles)
+    model, tok = service.sentiment.require()
+    labels, candidates = labels_and_candidates(model, tok)
+    with torch.inference_mode():  # the classifier's probabilities in float32 (the Sentiment tab may run bf16)
+        memory = model.encode(torch.tensor(source_ids(["A fine film, well acted."], tok, model.config)))[0]
+        expected = model.label_log_probs(memory, candidates)[0].exp().tolist()
+    assert sentiment["label_probabilities"] == pytest.approx(dict(zip(labels, expected, strict=True)), abs=1e-5)
+    toy = tour_json(client.predict("This movie was", "lm", 0, 0, True, api_name="/tour"))
+    assert toy["toy"] and "(4, 8)" in toy["steps"][1]["shape"]  # d_model 8
+
+
+def test_tour_refuses_bad_input_in_one_line(client) -> None:
+    outputs = client.predict("   ", "lm", 0, 0, False, api_name="/tour")
+    notices = [o for o in outputs if isinstance(o, str) and o.startswith("ℹ️")]
+    assert notices == ["ℹ️ Type some text first."]
+    no_trace(*outputs)
+    outputs = client.predict("This movie was", "gpt", "x", None, "maybe", api_name="/tour")
+    assert any(isinstance(o, str) and "Unknown model" in o for o in outputs)
+    no_trace(*outputs)
+
+
 def test_retry_clear_and_rate(client) -> None:
     history = chat(client, "The acting was", seed=3, temperature=1.0)[0]
     again = client.predict(history, 8, 1.0, 40, 0.95, 4, 0, api_name="/retry")
@@ -184,7 +230,7 @@ def test_classify(client) -> None:
     assert sum(c["confidence"] for c in label["confidences"]) == pytest.approx(1.0, abs=1e-4)
     assert "".join(h["token"] for h in highlights) == "A wonderful, moving film. Loved it!"
     assert max(h["class_or_confidence"] for h in highlights) == 1.0
-    assert notice == ""
+    assert notice == f"- ℹ️ {TRUST_NOTE}"  # a few words: the before-trust note, and nothing else
 
 
 def test_classify_probabilities_are_the_calibrated_ones(client, service: DemoService, monkeypatch) -> None:
@@ -216,7 +262,7 @@ def test_explain_every_method(client, service: DemoService, method: str) -> None
     assert html.unescape(re.sub(r"<[^>]+>", "", tokens)) == text  # the shaded tokens tile the review
     scores = [float(score) for score in re.findall(r': ([+-]\d\.\d\d)">', tokens)]  # each token's score on hover
     assert max(abs(s) for s in scores) == 1.0 and all(-1 <= s <= 1 for s in scores)
-    assert "Deletion test" in deletion and deletion.count("deleted:") == 3 and notice == ""
+    assert "Deletion test" in deletion and deletion.count("deleted:") == 3 and notice == f"- ℹ️ {TRUST_NOTE}"
     assert re.search(r"\*\*(Passed|Failed|Cannot tell)", deletion)  # and its verdict
 
 
@@ -402,8 +448,8 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     handler), and the model calls inside share the service's compute slots."""
     app, _ = server
     compute = [fn for fn in app.fns.values() if fn.api_name in {
-        "chat", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
-    assert len(compute) == 7
+        "tour", "chat", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
+    assert len(compute) == 8
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in compute} == {("compute", ACTIVE_REQUESTS)}
     classify = [fn for fn in app.fns.values() if fn.api_name in {"classify", "classify_submit"}]
     assert len(classify) == 2 and not any(fn.queue for fn in classify)  # short: only the compute slots bound it

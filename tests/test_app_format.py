@@ -31,7 +31,7 @@ from demo.tabs.sentiment import (
 from demo.tabs.tokenizer import pieces_html, tokenize
 from demo.text import INTERNAL_ERROR, METHOD_CHOICES, METHOD_NAMES, code_span
 from demo.tiny import shared_tiny_checkpoints
-from model import METHODS
+from inspection import METHODS
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Token attributions (`model.attribution`): each method checked against an independent
+"""Token attributions (`inspection.attribution`): each method checked against an independent
 computation, and all of them on a toy classifier whose answer depends on one marker token only."""
 
 import math
@@ -7,12 +7,10 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from model import (
+from inspection import (
     ATTRIBUTIONS,
     DESCRIPTIONS,
     METHODS,
-    EncoderDecoder,
-    EncoderDecoderConfig,
     attribute,
     attribute_methods,
     attribution,
@@ -21,7 +19,8 @@ from model import (
     rank_correlation,
     top_count,
 )
-from model.attribution import IG_MAX_STEPS, evaluating, ig_rules, label_step_attention
+from inspection.attribution import IG_MAX_STEPS, evaluating, ig_rules, label_step_attention
+from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import in_word, word_ids
 
 PAD, BOS, EOS, NEG, POS, MARKER = 0, 1, 2, 3, 4, 5

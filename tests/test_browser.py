@@ -1,6 +1,7 @@
 """A real browser (the system Chromium, driven by Playwright) uses every tab of the app.
 
-Loads the page, types an opening and sees the reply stream in, rates it and opens its logit lens,
+Loads the page, which opens on the "How it works" tour, walks the tour through every step at desktop
+and phone sizes, types an opening and sees the reply stream in, rates it and opens its logit lens,
 classifies a review and explains it by a chosen method, finds the Attention and Tokenizer tabs
 already drawn, hovers the heatmap and draws a thumbnail's head in it, and opens About, with a
 screenshot of each view (in a temporary directory). Then what issue 19 asks: every view follows its input
@@ -115,6 +116,87 @@ def every_slot_taken(budget):
     finally:
         for _ in range(budget.slots):
             budget.release()
+
+
+TOUR_TITLE = "#tour-step h3"
+# each picture's title starts under the band where Plotly's toolbar appears on hover (its top 25 px)
+TITLES_UNDER_THE_TOOLBAR = """() => [...document.querySelectorAll('[id^="tour-plot-"] .js-plotly-plot')]
+    .filter(p => p.offsetParent).every(p => {
+        const title = p.querySelector('.gtitle');
+        return title && title.getBoundingClientRect().top - p.getBoundingClientRect().top >= 25;
+    })"""
+
+
+def walk_the_tour(page) -> list[str]:
+    """Next, from the step shown to the last: each step's title, each with its words, a picture (or the
+    pieces) and its code, and nothing past the right edge of the window."""
+    titles = []
+    while True:
+        title = page.locator(TOUR_TITLE).inner_text()
+        titles.append(title)
+        page.locator("#tour-plot-0 .js-plotly-plot:visible, #tour-pieces span:visible").first.wait_for()
+        assert page.evaluate(OVERFLOWING) == [], title
+        assert page.evaluate(TITLES_UNDER_THE_TOOLBAR), title
+        assert page.locator("#tour-step .katex").count() >= 1, title  # the formula, typeset
+        assert ".py:" in page.locator("#tour-code").inner_text(), title
+        if page.locator("#tour-next").is_disabled():
+            return titles
+        page.locator("#tour-next").click()
+        page.wait_for_function("before => document.querySelector('#tour-step h3').innerText !== before", arg=title)
+
+
+def test_the_app_opens_on_the_tour_and_it_walks_every_step_on_desktop_and_phone(page, url, shots: Path) -> None:
+    for size, name in (({"width": 1400, "height": 1000}, "screenshot_tour.png"),
+                       ({"width": 390, "height": 844}, "screenshot_tour_phone.png")):
+        tour = page.context.browser.new_page(viewport=size)
+        tour.set_default_timeout(TIMEOUT_MS)
+        errors: list[str] = []
+        tour.on("pageerror", lambda e: errors.append(str(e)))
+        tour.goto(url)
+        tour.locator(TOUR_TITLE).get_by_text("Step 1 of").wait_for()  # drawn on load, no tab clicked
+        assert tour.get_by_role("tab", name="How it works").get_attribute("aria-selected") == "true"
+        titles = walk_the_tour(tour)
+        assert len(titles) == len(set(titles)) >= 14 and titles[-1].startswith(f"Step {len(titles)} of {len(titles)}")
+        tour.locator("#tour-steps").get_by_text("9. Softmax").click()  # the list opens any step
+        tour.locator(TOUR_TITLE).get_by_text("Step 9 of").wait_for()
+        tour.screenshot(path=shots / name, full_page=True)
+        assert_no_error_box(tour)
+        assert errors == []
+        tour.close()
+
+
+def test_tour_overview_back_sentiment_track_and_toy(page, shots: Path) -> None:
+    open_tab(page, "How it works")
+    page.locator(TOUR_TITLE).wait_for()
+    page.locator("#tour-overview button").get_by_text("Logits").click()  # a box of the overview opens its step
+    page.locator(TOUR_TITLE).get_by_text("logits").wait_for()
+    shown = page.locator(TOUR_TITLE).inner_text()
+    page.locator("#tour-back").click()
+    page.wait_for_function("before => document.querySelector('#tour-step h3').innerText !== before", arg=shown)
+    assert "The stack" in page.locator(TOUR_TITLE).inner_text()
+    assert page.locator("#tour-lens").is_visible()  # the stack step links to the logit lens
+    page.locator("#tour-model").get_by_text("Sentiment model").click()
+    page.locator(TOUR_TITLE).get_by_text("Step 1 of 11").wait_for()
+    page.locator("#tour-steps").get_by_text("Cross-attention").click()
+    page.locator(TOUR_TITLE).get_by_text("Cross-attention").wait_for()
+    page.locator("#tour-plot-0 .js-plotly-plot").wait_for()
+    cells = page.locator("#tour-plot-0 .nsewdrag").first
+    box = cells.bounding_box()
+    cells.hover(position={"x": box["width"] * 0.1, "y": box["height"] * 0.2})
+    hover = page.locator("#tour-plot-0 .hovertext").first
+    hover.wait_for()
+    assert "query:" in hover.text_content() and "value:" in hover.text_content()
+    page.screenshot(path=shots / "screenshot_tour_sentiment.png", full_page=True)
+    page.locator("#tour-toy input").check()  # the toy: every number written in its cell
+    page.locator("#tour-notice").get_by_text("Toy model").wait_for()
+    page.locator("#tour-steps").get_by_text("Queries, keys and values").click()
+    page.locator(TOUR_TITLE).get_by_text("Queries, keys and values").wait_for()
+    page.wait_for_function("() => document.querySelectorAll('#tour-plot-0 .heatmaplayer text, #tour-plot-0 "
+                           "text.textpoint').length >= 4")
+    page.locator("#tour-toy input").uncheck()
+    page.locator("#tour-model").get_by_text("Language model").click()
+    page.locator(TOUR_TITLE).get_by_text("Step 1 of").wait_for()
+    assert_no_error_box(page)
 
 
 def test_chat_streams_the_reply(page, shots: Path) -> None:
@@ -625,7 +707,7 @@ def test_every_tab_reads_well_on_a_desktop_and_a_phone(page, url, viewport) -> N
     view.set_default_timeout(TIMEOUT_MS)
     view.goto(url)
     view.get_by_text("Tiny Transformers, built from scratch").wait_for()
-    for tab in ("Chat", "Sentiment", "Attention", "Tokenizer", "About"):
+    for tab in ("How it works", "Chat", "Sentiment", "Attention", "Tokenizer", "About"):
         view.get_by_role("tab", name=tab).click(timeout=5_000)  # in reach: none behind an overflow menu
         view.wait_for_timeout(1_000)
         if tab == "Chat":

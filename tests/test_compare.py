@@ -9,7 +9,8 @@ from demo.inference import DemoService
 from demo.inputs import DemoError
 from demo.tabs import compare_panel
 from demo.tiny import shared_tiny_checkpoints
-from model import attribute, autocast
+from inspection import attribute
+from model import autocast
 
 
 @pytest.fixture(scope="module")

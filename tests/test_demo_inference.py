@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.faithfulness import source
 from demo import plots
 from demo.attention import MAX_ATTENTION_TOKENS
 from demo.chat import MAX_NEW_TOKENS, MIN_TOP_P
@@ -23,7 +22,7 @@ from demo.sentiment import merge_spans, review_source
 from demo.tiny import shared_tiny_checkpoints
 from model import autocast
 from storage import IN_PROGRESS_NAME
-from tokenization import Piece, clean_text, token_label, visible
+from tokenization import Piece, clean_text, read_review, token_label, visible
 from training.data import PairSet
 
 UNICODE = [
@@ -317,7 +316,7 @@ def test_classify(service: DemoService) -> None:
 
 def test_the_deletion_test_measures_the_method_against_as_many_random_tokens(service: DemoService) -> None:
     from demo.sentiment import DELETION_FRACTIONS
-    from model import top_count
+    from inspection import top_count
 
     text = "A wonderful, moving film with a clever story. Loved it, and I will watch it again!"
     result = service.explain(text, "occlusion")
@@ -366,8 +365,9 @@ def test_head_and_tail_truncation_reads_what_training_read(service: DemoService,
 @pytest.mark.parametrize("tail", [0, 8])
 @pytest.mark.parametrize("repeats", [1, 60])  # a short review, and one over the model's limit
 def test_training_and_serving_read_a_review_alike(service: DemoService, monkeypatch, tail: int, repeats: int) -> None:
-    """The data path (PairSet), the app's read path and the benchmarks' cut a review into the same
-    ids: the head and the last `src_keep_tail` tokens of encode(text), then eos (checked by slicing)."""
+    """The data path (PairSet: `source_ids`), the app's read path and the benchmarks' (`read_review`)
+    cut a review into the same ids: the head and the last `src_keep_tail` tokens of encode(text), then
+    eos (checked by slicing)."""
     model, tok = service.sentiment.model, service.sentiment.tokenizer
     monkeypatch.setattr(model.config, "src_keep_tail", tail)
     text = " ".join(["A slow start, but great acting."] * repeats + ["In the end I loved it."])
@@ -376,8 +376,8 @@ def test_training_and_serving_read_a_review_alike(service: DemoService, monkeypa
     assert (len(every) >= limit) == (repeats > 1)
     trained = PairSet.from_texts([text], [model.config.labels[0]], tok, model.config).sources[0]
     served = review_source(service.sentiment, text)
-    benchmarked, _ = source(text, tok, model.config)
-    assert trained == served.ids[0].tolist() == benchmarked.tolist() == [*expected, tok.eos_id]
+    benchmarked = read_review(text, tok, model.config)
+    assert trained == served.ids[0].tolist() == benchmarked.ids == [*expected, tok.eos_id]
     assert [p.id for p in served.pieces] == expected
 
 

@@ -11,7 +11,7 @@ from demo.app import parse_args
 from demo.inference import PRECISION_ENV, DemoService
 from demo.tabs.about import developers_markdown
 from demo.tiny import shared_tiny_checkpoints
-from model import METHODS
+from inspection import METHODS
 
 REVIEW = "A slow start, but the acting is wonderful and the ending moved me."
 

@@ -91,6 +91,7 @@ def test_clicking_a_table_row_shows_its_sampling_in_the_browser(service: DemoSer
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.set_default_timeout(30_000)
             page.goto(url)
+            page.get_by_role("tab", name="Chat").click()  # the app opens on the tour
             page.locator("#chat-input textarea").fill("This movie was")
             page.locator("#chat-send").click()
             page.get_by_text("Done:").wait_for()

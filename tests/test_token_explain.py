@@ -10,7 +10,7 @@ from demo.app import build_app, launch
 from demo.inference import DemoService
 from demo.inputs import DemoError
 from demo.tiny import shared_tiny_checkpoints
-from model import METHODS, attribute_token
+from inspection import METHODS, attribute_token
 
 gradio_client = pytest.importorskip("gradio_client")
 

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import torch
 
 from model import IGNORE_INDEX
+from tokenization import source_ids
 
 from .errors import DataError
 
@@ -189,13 +190,16 @@ class PairSet:
     @classmethod
     def from_texts(cls, sources: list[str], targets: list[str], tokenizer, config,
                    labels: list[int] | None = None) -> "PairSet":
-        """Encode as the model `config` reads them: sources by `config.source_ids` (the cut the app
-        and the benchmarks read too), targets to `max_tgt_len`."""
-        src = config.source_ids(tokenizer, sources)
-        # the decoder input gets <s> in front and the target </s> at the end: one slot each
-        tgt = tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
-                                     return_tensors=False).input_ids
-        return cls(src, tgt, labels)
+        """Encode as the model `config` reads them: sources by `tokenization.source_ids` (the reading
+        the app and the benchmarks share), targets to `max_tgt_len`."""
+        return cls(source_ids(sources, tokenizer, config), cls.target_ids(targets, tokenizer, config), labels)
+
+    @staticmethod
+    def target_ids(targets: list[str], tokenizer, config) -> list[list[int]]:
+        """Targets as the decoder writes them (also the label words of examples made during training):
+        the decoder input gets <s> in front and the target </s> at the end, one slot each."""
+        return tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
+                                      return_tensors=False).input_ids
 
     def __len__(self) -> int:
         return len(self.sources)

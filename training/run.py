@@ -112,6 +112,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(needs --set causal_encoder=1)")
     recipe.add_argument("--schedule", choices=SCHEDULES, default="cosine",
                         help="learning-rate schedule: warmup + cosine, or ULMFiT's slanted triangular (stlr)")
+    recipe.add_argument("--evidence", nargs="+", default=[], metavar="PATH",
+                        help="sentiment: evidence caches (python -m training.evidence) to draw snippets from")
+    recipe.add_argument("--evidence-prob", type=float, default=0.0,
+                        help="sentiment: fraction of training reviews replaced by an evidence snippet, with its label")
     p.add_argument("--seed", type=int, default=1337)
     return p.parse_args(argv)
 
@@ -199,7 +203,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict | None:
         raise UsageError(f"--preset {args.preset}: choose one of {sorted(presets)}")
     preset = presets[args.preset]
     recipe = Recipe(args.layer_decay, args.unfreeze_every, args.label_smoothing, args.adversarial_eps,
-                    args.average_last, args.crop_prob, args.lm_weight, args.schedule)
+                    args.average_last, args.crop_prob, args.lm_weight, args.schedule, args.evidence_prob,
+                    tuple(args.evidence))
     train_kwargs = {**preset["train"], "seed": args.seed, "max_minutes": args.max_minutes,
                     "max_tokens": args.max_tokens, "precision": args.precision, "recipe": recipe}
     for name in ("max_steps", "batch_size", "lr", "warmup_steps", "eval_every", "eval_batches"):

@@ -1,6 +1,7 @@
 """The Sentiment tab: the classifier's label probabilities, the review shaded by a chosen
 explanation method, how much the methods agree, and a live deletion test of the explanation; each
-view with a sentence, computed from its numbers, that says what it means."""
+view with a sentence, computed from its numbers, that says what it means; under a short review, a
+note of how often the behavioural check found the classifier wrong on such text."""
 
 import json
 import math
@@ -13,9 +14,15 @@ from demo.inference import DemoService
 from demo.tabs import ablation_panel, compare_panel, export_panel
 from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
 from demo.text import EXPLAIN_INTRO, METHOD_CHOICES, SENTIMENT_EXAMPLES, SENTIMENT_INTRO, method_name
-from model import METHODS
+from inspection import METHODS
 
-FAITHFULNESS_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "faithfulness.json"
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+FAITHFULNESS_RESULTS = RESULTS / "faithfulness.json"
+BEHAVIOUR_RESULTS = RESULTS / "behaviour.json"
+SHORT_TEXT_WORDS = 20  # fewer words than this: the short text the behavioural check is made of
+WORST = 3  # capabilities the before-trust note names
+TRUST_LEAD = ("**Before you trust this label:** the classifier learned from whole reviews, and a few words are "
+              "where it is weakest.")
 PENDING_SHADING = "Token shading by {}: computing…"
 NO_SHADING = "Token shading: none (see the notice below)"
 AGREE = 0.5  # a rank correlation from which two methods read as agreeing
@@ -46,13 +53,51 @@ def read_benchmark_sentence(path: Path = FAITHFULNESS_RESULTS) -> str:
         return ""
 
 
+def how_often(rate: float) -> str:
+    """A failure rate as a visitor reads it: "4 times in 10 (41%)"."""
+    tenths = round(rate * 10)
+    words = ("always" if rate == 1 else "almost always" if tenths == 10 else "rarely" if tenths == 0
+             else f"{tenths} times in 10")
+    return f"{words} ({rate:.0%})"
+
+
+def trust_note(results: dict) -> str:
+    """The note under a short review's label: the behavioural check's (`python -m benchmarks.behaviour`)
+    worst capabilities of the shipped classifier, with how often it fails them; without the check's
+    figures, only that short text is its weak spot. A visitor who types "not bad" should know the
+    label is usually wrong there before reading anything into it."""
+    capabilities = results.get("capabilities") or {}
+    worst = sorted(capabilities.values(), key=lambda c: c["ours"]["failure_rate"], reverse=True)[:WORST]
+    if not worst:
+        return TRUST_LEAD
+    failures = "; ".join(f"on {c['about']}, {c['fails']} {how_often(c['ours']['failure_rate'])}" for c in worst)
+    return (f"{TRUST_LEAD} Measured by its behavioural check (`python -m benchmarks.behaviour`): {failures}. "
+            "Don't trust its label on such text.")
+
+
+def read_trust_note(path: Path = BEHAVIOUR_RESULTS) -> str:
+    """The note, with no figures when the check has not been run (e.g. a Space without benchmarks/)."""
+    try:
+        return trust_note(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        return TRUST_LEAD
+
+
+TRUST_NOTE = read_trust_note()  # read once, at start-up
+
+
+def review_notices(text, notices: list[str]) -> str:
+    """A classified review's notices, and the before-trust note where the review is short text."""
+    return notice_markdown(notices + [TRUST_NOTE] * (len(str(text).split()) < SHORT_TEXT_WORDS))
+
+
 def classify(service: DemoService, text):
     """Label probabilities, the review shaded by the label step's attention, and notices."""
     try:
         result = service.classify(text)
     except Exception as e:
         return None, None, failure(e)
-    return result.probabilities, result.highlights, notice_markdown(result.notices)
+    return result.probabilities, result.highlights, review_notices(text, result.notices)
 
 
 def deletion_verdict(label: str, full: float, deletion: list[tuple[float, int, float, float]], tokens: int) -> str:
@@ -105,7 +150,7 @@ def explain(service: DemoService, text, method):
     shading = (result.highlights, shading_heading(result.method, result.label), f"“{result.label}”")
     deletion = deletion_markdown(result.method, result.label, result.probabilities[result.label], result.deletion,
                                  result.tokens)
-    return result.probabilities, plots.shading_html(*shading), deletion, notice_markdown(result.notices), shading
+    return result.probabilities, plots.shading_html(*shading), deletion, review_notices(text, result.notices), shading
 
 
 def pending(method):

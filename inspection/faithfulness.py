@@ -1,5 +1,5 @@
 """How faithful is an attribution? ERASER's deletion tests (DeYoung et al., 2020) and rank
-agreement between methods, for the scores of `model.attribution`.
+agreement between methods, for the scores of `inspection.attribution`.
 
 `erase` reads P(label) once a method's top tokens are deleted (or all but them kept);
 `faithfulness` turns that into comprehensiveness and sufficiency (AOPC over `ERASER_FRACTIONS`);
@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 import torch
 
+from model import EncoderDecoder
+
 from .attribution import Attribution, deletion_log_probs, special_mask
-from .encoder_decoder import EncoderDecoder
 
 ERASER_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)  # the top-k% bins of ERASER's AOPC
 
