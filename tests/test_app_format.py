@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import gradio as gr
 import numpy as np
 import pytest
 
@@ -24,6 +25,7 @@ from demo.tabs.common import failure, notice_markdown
 from demo.tabs.sentiment import (
     agreement_takeaway,
     benchmark_sentence,
+    compare,
     deletion_markdown,
     deletion_verdict,
     read_benchmark_sentence,
@@ -228,6 +230,14 @@ def test_agreement_takeaway_names_the_pairs_that_agree_and_disagree_most() -> No
     assert "**attention and gradient × input disagree most** (-0.30)" in text  # random, the floor, left out
     matrix[0][1] = matrix[1][0] = 0.55
     assert "**attention and integrated gradients agree least** (0.10)" in agreement_takeaway(methods, matrix)
+
+
+def test_comparing_the_methods_leaves_the_reviews_notices_alone(service: DemoService) -> None:
+    """The before-trust note and a truncation notice stay on screen when every method is compared;
+    a failure replaces them with its message."""
+    figure, takeaway, notice = compare(service, "A fine film.")
+    assert figure is not None and "agree" in takeaway and notice == gr.skip()
+    assert "type a movie review" in compare(service, "   ")[2]
 
 
 def test_agreement_takeaway_warns_when_no_two_methods_agree() -> None:

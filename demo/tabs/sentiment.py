@@ -202,12 +202,13 @@ def agreement_figure(methods: list[str], matrix: list[list[float]]):
 
 
 def compare(service: DemoService, text):
-    """Every method on the review: their pairwise rank correlations, and the takeaway."""
+    """Every method on the review: their pairwise rank correlations, and the takeaway. The notices
+    stay as the classification left them (a truncation, the before-trust note) unless this fails."""
     try:
         methods, matrix = service.agreement(text)
     except Exception as e:
         return None, "", failure(e)
-    return agreement_figure(methods, matrix), agreement_takeaway(methods, matrix), ""
+    return agreement_figure(methods, matrix), agreement_takeaway(methods, matrix), gr.skip()
 
 
 def build(service: DemoService, compute: dict):
