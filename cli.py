@@ -6,9 +6,10 @@ names the flag and points at `--help`, and exits with status 2, as argparse does
 
     error: argument --lr: invalid float value: 'abc'; see: python -m training.run --help
 
-`python -m training.run`, `training.evaluate`, `training.sample` and `python -m demo` build their
-parsers from it, and report the usage errors they find after parsing (a preset the task lacks, a
-folder that holds no model) through `Parser.error` too, so that every usage error reads alike.
+`python -m training.run`, `training.evaluate`, `training.sample`, `training.evidence`,
+`publishing.snapshots` and `python -m demo` build their parsers from it (the benchmarks keep theirs,
+in `benchmarks/common.py`), and report the usage errors they find after parsing (a preset the task
+lacks, a folder that holds no model) through `Parser.error` too, so that every usage error reads alike.
 
 A top-level module, not part of a package: the app must not import `training`, and `training`
 must not import the app. Abbreviated flags are off (`--ou` is not `--out`): a run records its

@@ -1,6 +1,6 @@
 """Measurements, each a script run from the repository root as `python -m benchmarks.NAME`: model
 quality (faithfulness, calibration, the sentiment report), speed (training, generation,
-attribution, ablation) and the app's own latency, load, start-up and serving device (only those import `demo`).
-Each writes its figures with the command that made them to `benchmarks/results/`; what they
-share (held-out rows, timing, the `--json` step) is in `benchmarks/common.py`.
+attribution, ablation) and the app's own latency, load, start-up and serving device. All take the
+same shared options and write their figures the same way (`benchmarks/results/NAME.json`, with the
+command, the machine and the precision they came from): `benchmarks/common.py` says how.
 """

@@ -1,42 +1,55 @@
 """How long "rank every head by its effect" takes on CPU with one thread: each head of the
 classifier knocked out alone on a 200-word review (target <= 2 s), and each head of the LM on the
-same review's first 200 tokens (`model/ablation.py`).
+same review's first 200 tokens (`inspection/ablation.py`).
 
 The review is explain_speed's: the first held-out validation review of at least 200 words, cut to
 its first 200 words, read as the app reads it.
 
-    python -m benchmarks.ablation_speed [--repeats 5] [--json PATH]
+    python -m benchmarks.ablation_speed [--repeats 5] [--json PATH | --no-json]
 
-Prints one line per model and mode (median seconds of `--repeats` runs after one warm-up) and
-writes them as JSON (default benchmarks/results/ablation_speed.json).
+It takes no `--precision`: the app knocks heads out in float32 whatever its precision
+(`DemoService.ablate` and `rank_heads` run outside its bf16 passes), and so does this. Prints one
+line per model and mode (median seconds of `--repeats` runs after one warm-up) and writes them as
+JSON (`benchmarks/common.py`).
 """
 
-import sys
+import argparse
 
 import torch
 
-from benchmarks.common import WORDS, median_seconds, speed_arguments, speed_review, write_json
-from benchmarks.faithfulness import source
+from benchmarks.common import (
+    WORDS,
+    add_speed_arguments,
+    benchmark_parser,
+    median_seconds,
+    parse,
+    speed_review,
+    write_json,
+)
+from inspection import MODES, all_heads, classifier_head_effects, lm_head_effects
 from model import load_pretrained
-from model.ablation import MODES, all_heads, classifier_head_effects, lm_head_effects
-from tokenization import BPETokenizer
-from training.evaluate import label_candidates
+from tokenization import BPETokenizer, label_candidates, prompt_ids, read_review
 
 TARGET_SECONDS = 2.0  # the classifier's ranking
 LM_TOKENS = 200
 
 
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("ablation_speed", __doc__)
+    add_speed_arguments(parser)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> dict:
-    args = speed_arguments("ablation_speed", __doc__, argv)
-    torch.set_num_threads(1)
+    args = parse(arguments(), argv)
 
     review = speed_review(args.data_dir)
     classifier = load_pretrained(args.sentiment, "cpu").eval()
     tokenizer = BPETokenizer.from_file(args.sentiment)
-    candidates = label_candidates(classifier, tokenizer)
-    ids, _ = source(review, tokenizer, classifier.config)
+    candidates = label_candidates(tokenizer, classifier.config)
+    ids = torch.tensor(read_review(review, tokenizer, classifier.config).ids)
     lm = load_pretrained(args.lm, "cpu").eval()
-    prompt = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(review)[: LM_TOKENS - 1]]])
+    prompt = torch.tensor([prompt_ids(review, tokenizer)[:LM_TOKENS]])
     token = int(lm(prompt).logits[0, -1].argmax())
 
     figures, heads = {}, {"classifier": len(all_heads(classifier)), "lm": len(all_heads(lm))}
@@ -49,11 +62,9 @@ def main(argv: list[str] | None = None) -> dict:
         verdict = (f" (target <= {TARGET_SECONDS:g} s: {'met' if seconds <= TARGET_SECONDS else 'MISSED'})"
                    if model == "classifier" else "")
         print(f"rank {heads[model]} heads, {name}: {seconds:.3f} s{verdict}")
-    result = {"device": "cpu", "threads": 1, "review_words": WORDS, "review_tokens": ids.numel(),
-              "lm_tokens": prompt.size(1), "heads": heads, "repeats": args.repeats, "median_seconds": figures,
-              "target_seconds": TARGET_SECONDS,
-              "command": "python -m benchmarks.ablation_speed " + " ".join(sys.argv[1:] if argv is None else argv)}
-    write_json(result, args.json)
+    result = {"review_words": WORDS, "review_tokens": ids.numel(), "lm_tokens": prompt.size(1), "heads": heads,
+              "repeats": args.repeats, "median_seconds": figures, "target_seconds": TARGET_SECONDS}
+    write_json(result, args)
     return result
 
 

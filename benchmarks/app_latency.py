@@ -1,11 +1,12 @@
 """Latency of the running demo, measured the way a visitor's browser sees it (through the server).
 
     python -m benchmarks.app_latency [--url URL | --checkpoints DIR] [--chat-runs 5] [--tokens 64]
-                                     [--requests 100] [--json out.json]
+                                     [--requests 100] [--threads 1] [--precision auto|fp32|bf16]
 
 Run from the repository root. Without `--url`, a `python -m demo --device cpu` server is started
-on a free port (shipped `checkpoints/` when complete, else a tiny random checkpoint) and stopped
-at the end. Reported:
+on a free port (shipped `checkpoints/` when complete, else a tiny random checkpoint) with the
+benchmark's `--threads` and `--precision` (resolved as the app resolves it), and stopped at the end;
+the direct calls run with the same. Reported:
 
 - chat: time to first streamed token (from submitting the request to the first update holding a
   generated token) and decode speed in tokens/s after the first token, medians over
@@ -29,13 +30,12 @@ say whether they meet issue 21's targets (`TARGETS`).
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks.app_startup import add_server_arguments, pick_checkpoints, serving
-from benchmarks.common import timings, write_json
+from benchmarks.common import benchmark_parser, parse, timings, write_json
 
 PROMPT = "I went into this film expecting very little, but"
 REVIEW = ("I went into this film expecting very little, but it turned out to be one of the most charming "
@@ -103,8 +103,9 @@ def first_token_and_speed(updates, tokens_in) -> tuple[float | None, float | Non
 
 
 def chat_through_server(stream, tokens: int, seed: int) -> tuple[float | None, float | None, int]:
-    """One streamed chat request: its token table (output 3) holds a row per token so far."""
-    return first_token_and_speed(stream("/chat", [PROMPT, [], tokens, 0.8, 40, 0.95, seed]),
+    """One streamed chat request at full speed (the last argument, 0: not the page's pace for reading): its
+    token table (output 3) holds a row per token so far."""
+    return first_token_and_speed(stream("/chat", [PROMPT, [], tokens, 0.8, 40, 0.95, seed, 0]),
                                  lambda update: len(update[3]["data"]) if update[3] else 0)
 
 
@@ -160,24 +161,26 @@ def ms(figures: dict) -> str:
             f"mean {figures['mean_s'] * 1000:.0f} ms")
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_server_arguments(parser)  # --url, --checkpoints, --threads (server and direct), --json
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("app_latency", __doc__)
+    add_server_arguments(parser)  # --url, --checkpoints, --precision (server and direct)
     parser.add_argument("--chat-runs", type=int, default=5, help="timed chat requests (default 5)")
     parser.add_argument("--tokens", type=int, default=64, help="new tokens per chat request (default 64)")
     parser.add_argument("--requests", type=int, default=100, help="sentiment requests (default 100)")
-    args = parser.parse_args(argv)
+    return parser
 
-    import torch
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv)
+
     from gradio_client import Client
 
     from demo.inference import DemoService
 
-    torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as scratch:
         checkpoints, kind = pick_checkpoints(args.checkpoints, Path(scratch))
-        service = DemoService(checkpoints, device="cpu")
-        with serving(args.url, checkpoints, args.threads) as url:
+        service = DemoService(checkpoints, device="cpu", precision=args.precision)
+        with serving(args, checkpoints) as url:
             through_client, through_http = client_stream(Client(url, verbose=False)), http_stream(url)
             chats = chat_rounds({"client": lambda n, seed: chat_through_server(through_client, n, seed),
                                  "http": lambda n, seed: chat_through_server(through_http, n, seed),
@@ -189,14 +192,13 @@ def main(argv: list[str] | None = None) -> dict:
             floor_http = floor_through_server(through_http, args.requests)
     served, served_http, direct = chats["client"], chats["http"], chats["direct"]
 
-    result = {"checkpoints": kind if args.url is None else "server at " + args.url, "device": "cpu",
+    result = {"checkpoints": kind if args.url is None else "server at " + args.url,
               "chat_server": served, "chat_direct": direct, "sentiment_server": sentiment,
               "chat_server_raw_http": served_http, "sentiment_server_raw_http": sentiment_http,
               "floor_server": floor, "floor_server_raw_http": floor_http,
-              "new_tokens_requested": args.tokens, "threads": args.threads, "targets": TARGETS,
-              "command": "python -m benchmarks.app_latency " + " ".join(sys.argv[1:] if argv is None else argv)}
+              "new_tokens_requested": args.tokens, "targets": TARGETS}
     tps = served["tokens_per_s"]
-    print(f"checkpoints: {result['checkpoints']} (CPU, {args.threads} torch thread(s))")
+    print(f"checkpoints: {result['checkpoints']}")
     print(f"chat via server: time to first token {served['time_to_first_token_s'] * 1000:.0f} ms, "
           f"{tps:.1f} tokens/s" if tps else "chat via server: no tokens generated")
     print(f"chat direct (no server): time to first token {direct['time_to_first_token_s'] * 1000:.0f} ms, "
@@ -213,8 +215,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"streamed tokens/s, raw HTTP: {100 * tps / direct['tokens_per_s']:.0f}% of direct "
               f"(medians of {args.chat_runs} turns each)")
     print(f"floor, no model (/clear) via server: {ms(floor)}; raw HTTP: {ms(floor_http)}")
-    if args.json:
-        write_json(result, args.json)
+    write_json(result, args)
     return result
 
 

@@ -1,9 +1,10 @@
 """Does the running demo's memory stay put? A soak of mixed requests over every public endpoint.
 
-    python -m benchmarks.app_soak [--requests 1000] [--checkpoints DIR] [--json out.json]
+    python -m benchmarks.app_soak [--requests 1000] [--checkpoints DIR] [--threads 1] [--precision auto|fp32|bf16]
 
 Run from the repository root. A `python -m demo --device cpu` server is started on a free loopback
-port (shipped `checkpoints/` when complete, else a tiny random checkpoint) and stopped at the end.
+port (shipped `checkpoints/` when complete, else a tiny random checkpoint) with the benchmark's
+`--threads` and `--precision` (resolved as the app resolves it), and stopped at the end.
 Requests go one at a time through `gradio_client`, cycling over chats, classifications, every
 explanation method, two reviews side by side, attention maps, query·key,
 head ablation and ranking, and the tokenizer, with texts that vary from request to request.
@@ -21,9 +22,17 @@ import time
 from pathlib import Path
 
 from benchmarks.app_latency import REVIEW
-from benchmarks.app_startup import free_port, pick_checkpoints, start_server, stop_server, wait_ready
-from benchmarks.common import write_json
-from model import METHODS
+from benchmarks.app_startup import (
+    add_server_arguments,
+    free_port,
+    pick_checkpoints,
+    server_arguments,
+    start_server,
+    stop_server,
+    wait_ready,
+)
+from benchmarks.common import benchmark_parser, parse, write_json
+from inspection import METHODS
 
 WARM_UP = 100  # the baseline is read after this many requests: allocator pools and caches are full by then
 OPENINGS = ["I went into this film", "The acting was", "Honestly, the plot", "What a waste of", "This movie was"]
@@ -44,7 +53,7 @@ def requests_cycle():
         opening = OPENINGS[i % len(OPENINGS)]
         review = f"{opening} {REVIEW[: 80 + 37 * (i % 7)]}"  # lengths vary: new shapes now and then
         yield from [
-            ("/chat", [opening, [], 12, 0.8, 40, 0.95, i]),
+            ("/chat", [opening, [], 12, 0.8, 40, 0.95, i, 0]),  # 0: full speed, not the page's pace
             ("/classify", [review]),
             ("/explain", [review, next(methods)]),
             ("/explain_token", [review, 6 + i % 5, next(methods), ""]),
@@ -58,14 +67,16 @@ def requests_cycle():
         ]
 
 
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("app_soak", __doc__)
+    add_server_arguments(parser, url=False)  # it reads the server's memory: it starts its own
+    parser.add_argument("--requests", type=int, default=1000, help=f"more than {WARM_UP} (default 1000)")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.app_soak", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--checkpoints", metavar="DIR", help="default: checkpoints/ if complete, else tiny")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads of the server (default 1)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
-    args = parser.parse_args(argv)
+    parser = arguments()
+    args = parse(parser, argv)
     if args.requests <= WARM_UP:
         parser.error(f"--requests must be more than {WARM_UP} (the baseline is read after {WARM_UP})")
     from gradio_client import Client
@@ -73,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         checkpoints, kind = pick_checkpoints(args.checkpoints, Path(scratch))
         port = free_port()
-        process = start_server(checkpoints, port, device="cpu", extra_args=["--threads", str(args.threads)])
+        process = start_server(checkpoints, port, device="cpu", extra_args=server_arguments(args))
         errors, per_endpoint, memory = [], {}, {}
         t0 = time.perf_counter()
         try:
@@ -96,15 +107,13 @@ def main(argv: list[str] | None = None) -> dict:
     growth = memory[args.requests] / memory[WARM_UP]
     result = {"checkpoints": kind, "requests": args.requests, "errors": len(errors), "error_samples": errors[:5],
               "resident_mib": memory, "growth_after_warm_up": growth, "per_endpoint": per_endpoint,
-              "seconds": time.perf_counter() - t0, "threads": args.threads,
-              "command": "python -m benchmarks.app_soak " + " ".join(sys.argv[1:] if argv is None else argv)}
+              "seconds": time.perf_counter() - t0}
     print(f"checkpoints: {kind}; {args.requests} requests over {len(per_endpoint)} endpoints, {len(errors)} errors")
     print(f"resident memory: {memory[WARM_UP]:.0f} MiB after {WARM_UP} requests, {memory[args.requests]:.0f} MiB "
           f"after {args.requests} ({100 * (growth - 1):+.1f}%)")
     for error in errors[:5]:
         print("error:", error)
-    if args.json:
-        write_json(result, args.json)
+    write_json(result, args)
     return result
 
 

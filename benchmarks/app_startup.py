@@ -1,13 +1,15 @@
 """Start-up to ready: seconds from launching the demo process to its server answering HTTP.
 
-    python -m benchmarks.app_startup [--checkpoints DIR] [--runs 3] [--entry module|script] [--json out.json]
+    python -m benchmarks.app_startup [--checkpoints DIR] [--runs 3] [--entry module|script]
+                                     [--threads 1] [--precision auto|fp32|bf16]
 
 Run from the repository root. Each run starts a fresh `python -m demo` (or `python demo/app.py`,
 the Hugging Face Spaces way, with `--entry script`) on a free port and polls `GET /` until it
 answers 200; the time includes the Python, torch and Gradio imports, loading the checkpoints and
 the warm-up pass. Without `--checkpoints`, the shipped `checkpoints/` is used when it holds both
 models, else a tiny random checkpoint is built in a temporary directory (and reported as such).
-The median over `--runs` is printed.
+The server gets `--threads` and `--precision` (resolved here as the app resolves it, so the record
+says what it ran: its warm-up pass is part of the time). The median over `--runs` is printed.
 """
 
 import argparse
@@ -23,7 +25,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from benchmarks.common import write_json
+from benchmarks.common import add_precision, benchmark_parser, parse, write_json
+from model import resolve_device
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,23 +104,31 @@ def stop_server(process: subprocess.Popen) -> str:
     return output
 
 
-def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of the benchmarks that talk to a demo server (see `serving`)."""
-    parser.add_argument("--url", help="an already running demo (default: start one)")
+def add_server_arguments(parser: argparse.ArgumentParser, url: bool = True) -> None:
+    """The options of the benchmarks that start a demo server: the checkpoints it serves and its
+    `--precision` (its `--threads` are the shared option), and with `url`, a running one instead
+    (see `serving`)."""
+    if url:
+        parser.add_argument("--url", help="an already running demo, whose own settings then hold (default: start one)")
     parser.add_argument("--checkpoints", metavar="DIR", help="default: checkpoints/ if complete, else tiny")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads of the server (default 1)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
+    add_precision(parser)
+
+
+def server_arguments(args: argparse.Namespace) -> list[str]:
+    """The command-line options a started server gets from the benchmark's (after `parse`)."""
+    return ["--threads", str(args.threads), "--precision", args.precision]
 
 
 @contextmanager
-def serving(url: str | None, checkpoints: Path, threads: int, log: list[str] | None = None):
-    """The URL of a demo: `url` when given, else a `python -m demo --device cpu` started on a free
-    port and stopped at the end (its output appended to `log`)."""
-    if url is not None:
-        yield url
+def serving(args: argparse.Namespace, checkpoints: Path, log: list[str] | None = None):
+    """The URL of a demo: `args.url` when given, else a `python -m demo --device cpu` with the
+    benchmark's threads and precision, started on a free port and stopped at the end (its output
+    appended to `log`)."""
+    if args.url is not None:
+        yield args.url
         return
     port = free_port()
-    process = start_server(checkpoints, port, device="cpu", extra_args=["--threads", str(threads)])
+    process = start_server(checkpoints, port, device="cpu", extra_args=server_arguments(args))
     try:
         wait_ready(process, port)
         yield f"http://127.0.0.1:{port}/"
@@ -127,10 +138,10 @@ def serving(url: str | None, checkpoints: Path, threads: int, log: list[str] | N
             log.append(output)
 
 
-def measure(checkpoints: Path, entry: str = "module") -> float:
+def measure(checkpoints: Path, entry: str, extra_args: list[str]) -> float:
     port = free_port()
     t0 = time.perf_counter()
-    process = start_server(checkpoints, port, entry)
+    process = start_server(checkpoints, port, entry, extra_args=extra_args)
     try:
         wait_ready(process, port)
         return time.perf_counter() - t0
@@ -138,27 +149,29 @@ def measure(checkpoints: Path, entry: str = "module") -> float:
         stop_server(process)
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoints", metavar="DIR", help="default: checkpoints/ if complete, else tiny")
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("app_startup", __doc__)
+    add_server_arguments(parser, url=False)
     parser.add_argument("--runs", type=int, default=3, help="fresh starts to time (default 3)")
     parser.add_argument("--entry", choices=["module", "script"], default="module",
                         help="python -m demo (module) or python demo/app.py (script)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv, device=resolve_device("auto"))  # the server's --device auto
 
     with tempfile.TemporaryDirectory() as scratch:
         checkpoints, kind = pick_checkpoints(args.checkpoints, Path(scratch))
-        seconds = [measure(checkpoints, args.entry) for _ in range(args.runs)]
+        seconds = [measure(checkpoints, args.entry, server_arguments(args)) for _ in range(args.runs)]
     result = {"startup_to_ready_s": {"median": statistics.median(seconds), "min": min(seconds),
                                      "max": max(seconds), "runs": seconds},
               "entry": "python -m demo" if args.entry == "module" else "python demo/app.py",
-              "checkpoints": kind, "cpu_count": os.cpu_count()}
+              "checkpoints": kind}
     print(f"start-up to ready ({result['entry']}, {kind} checkpoints, {args.runs} runs): "
           f"median {result['startup_to_ready_s']['median']:.2f} s "
           f"(min {min(seconds):.2f} s, max {max(seconds):.2f} s)")
-    if args.json:
-        write_json(result, args.json)
+    write_json(result, args)
     return result
 
 

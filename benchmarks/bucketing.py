@@ -1,14 +1,15 @@
 """How much of a sentiment batch is padding: random or length-sorted batches of a fixed size
 against token-budget, length-bucketed batches (`training.bucketing`).
 
-    python -m benchmarks.bucketing [--data-dir ../shared/data/imdb] [--time 300] [--json PATH]
+    python -m benchmarks.bucketing [--data-dir ../shared/data/imdb] [--time 300] [--json PATH | --no-json]
 
 The reviews are the 22,500 training reviews of `training.run --task sentiment`, cut as the shipped
 classifier reads them (its tokenizer, max_src_len and src_keep_tail). Printed per scheme: batches
 per epoch, mean reviews per batch, and the share of the padded (B x T_max) source tokens that are
 real; these counts do not depend on the machine. `--time N` also times the shipped classifier's
 evaluation of N held-out selection reviews, in sorted batches of 32 (the previous scheme) and in
-token-budget batches, and checks both give the same predictions.
+token-budget batches (float32, as `training.evaluate` scores), and checks both give the same
+predictions.
 """
 
 import argparse
@@ -17,13 +18,13 @@ import time
 import numpy as np
 import torch
 
-from benchmarks.common import SEED, VAL_SIZE, write_json
+from benchmarks.common import SEED, VAL_SIZE, add_checkpoint, benchmark_parser, parse, write_json
 from benchmarks.sentiment_baseline import imdb_split
 from model import load_pretrained
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, label_candidates
 from training.bucketing import BucketSampler, cut_by_budget, length_batches
 from training.data import PairSet, step_generator
-from training.evaluate import classify, label_candidates
+from training.evaluate import classify
 from training.training_args import TrainConfig
 
 
@@ -38,7 +39,7 @@ def padding_figures(batches: list[list[int]], lengths: np.ndarray) -> dict:
 @torch.inference_mode()
 def sorted_fixed_scores(model, pairs: PairSet, tokenizer, batch_size: int) -> torch.Tensor:
     """The previous evaluation: batches of `batch_size` reviews in length order."""
-    candidates = label_candidates(model, tokenizer)
+    candidates = label_candidates(tokenizer, model.config)
     ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
     out = torch.empty(len(pairs), len(candidates))
     for idx, batch in pairs.batches(batch_size, **ids):
@@ -46,17 +47,20 @@ def sorted_fixed_scores(model, pairs: PairSet, tokenizer, batch_size: int) -> to
     return out
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("bucketing", __doc__)
     parser.add_argument("--data-dir", default="../shared/data/imdb")
-    parser.add_argument("--checkpoint", default="checkpoints/sentiment")
+    add_checkpoint(parser)
     parser.add_argument("--batch-size", type=int, default=32, help="the fixed batch size compared against")
     parser.add_argument("--train-tokens", type=int, default=32 * 1024,
                         help="training token budget (default: the worst case of a fixed batch of full reviews)")
     parser.add_argument("--eval-tokens", type=int, default=16384, help="evaluation token budget")
     parser.add_argument("--time", type=int, default=0, metavar="N", help="also time evaluation of N selection reviews")
-    parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv)
 
     model = load_pretrained(args.checkpoint)
     tokenizer = BPETokenizer.from_file(args.checkpoint)
@@ -88,9 +92,8 @@ def main(argv: list[str] | None = None) -> dict:
         result["timing"] = {"reviews": args.time, f"sorted {B} s": round(fixed_s, 1),
                             f"bucketed {args.eval_tokens} s": round(bucketed_s, 1),
                             "same_predictions": bool(torch.equal(before.argmax(-1), after.argmax(-1))),
-                            "max_abs_score_change": float((before - after).abs().max()),
-                            "threads": torch.get_num_threads()}
-    write_json(result, args.json, echo=True)
+                            "max_abs_score_change": float((before - after).abs().max())}
+    write_json(result, args, echo=True)
     return result
 
 

@@ -1,5 +1,5 @@
 """How faithful is each attribution method? ERASER's comprehensiveness and sufficiency
-(DeYoung et al., 2020) on the held-out validation reviews, for every method of `model.attribution`.
+(DeYoung et al., 2020) on the held-out validation reviews, for every method of `inspection.attribution`.
 
 For each review, the tokens are ranked by the method's scores for the label the model writes, and
 the probability of that label is read again after
@@ -20,10 +20,12 @@ its probability is read again with the top context tokens deleted or kept alone
 
     python -m benchmarks.faithfulness --limit 100 [--tasks classifier lm] [--data-dir ../shared/data/imdb]
 
-Prints exactly one line per method and task, `<method>: comprehensiveness X sufficiency Y` for the
-classifier and `lm <method>: ...` for the LM (progress goes to stderr), and writes the figures,
-with standard errors and timings, as JSON (default benchmarks/results/faithfulness.json; the LM's
-under "lm").
+Prints the machine line, then exactly one line per method and task, `<method>: comprehensiveness X
+sufficiency Y` for the classifier and `lm <method>: ...` for the LM (progress goes to stderr), and
+writes the figures, with standard errors and timings, as JSON (benchmarks/results/faithfulness.json
+unless `--json`/`--no-json`; the LM's under "lm", each task with the run that made it). Everything
+runs in float32, the reference: how far bf16 moves an explanation is `benchmarks.precision_agreement`'s
+question.
 """
 
 import argparse
@@ -32,32 +34,15 @@ import math
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-from benchmarks.common import RESULTS, write_json
-from model import (
-    ERASER_FRACTIONS,
-    METHODS,
-    attribute,
-    attribute_token,
-    faithfulness,
-    load_pretrained,
-    token_faithfulness,
-)
-from tokenization import BPETokenizer, clean_text, word_ids
+from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
+from inspection import ERASER_FRACTIONS, METHODS, attribute, attribute_token, faithfulness, token_faithfulness
+from model import load_pretrained
+from tokenization import BPETokenizer, label_candidates, prompt_ids, read_review
 from training.data import validation_rows
-from training.evaluate import label_candidates
 from training.heldout import add_held_out_arguments
-
-
-def source(text: str, tokenizer: BPETokenizer, config):
-    """(ids (S,), word ids) of a review as the classifier reads it: cleaned as training cleaned it,
-    then `config.source_ids` (the cut training and the app make). The end token is a word of its own."""
-    text = clean_text(text)
-    pieces = config.cut_source(tokenizer.pieces(text))
-    return torch.tensor(config.source_ids(tokenizer, [text])[0]), word_ids([p.text for p in pieces] + [""])
 
 
 def mean_and_se(values: list[float]) -> tuple[float, float]:
@@ -84,7 +69,7 @@ def lm_task(checkpoint: str, texts: list[str], methods: list[str], context: int,
     tokenizer = BPETokenizer.from_file(checkpoint)
     scores = {m: {"comprehensiveness": [], "sufficiency": [], "seconds": []} for m in methods}
     for i, text in enumerate(texts):
-        ids = torch.tensor([tokenizer.bos_id, *tokenizer.encode(clean_text(text))[:context]], device=device)
+        ids = torch.tensor(prompt_ids(text, tokenizer)[: 1 + context], device=device)
         with torch.inference_mode():
             chosen = lm(ids[None]).logits[0, -1].argmax()
         ids = torch.cat([ids, chosen[None]])
@@ -98,36 +83,34 @@ def lm_task(checkpoint: str, texts: list[str], methods: list[str], context: int,
     return {"checkpoint": checkpoint, "context_tokens": context, "methods": summarise(scores, "lm ")}
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.faithfulness", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", default="checkpoints/sentiment")
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("faithfulness", __doc__)
+    add_checkpoint(parser)
+    add_device(parser)
     add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, default=None, help="score only the first N validation reviews")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--tasks", nargs="+", choices=["classifier", "lm"], default=["classifier", "lm"])
     parser.add_argument("--lm-checkpoint", default="checkpoints/lm")
     parser.add_argument("--lm-context", type=int, default=64, help="review tokens before the LM's explained token")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--json", default=str(RESULTS / "faithfulness.json"))
-    args = parser.parse_args(argv)
+    return parser
 
-    torch.set_num_threads(args.threads)
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv)
     rows = validation_rows(args.data_dir, args.val_size, args.seed)
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
-    command = "python -m benchmarks.faithfulness " + " ".join(sys.argv[1:] if argv is None else argv)
-    path = Path(args.json)
-    # a run of one task keeps the other task's figures in the file
-    result = json.loads(path.read_text(encoding="utf-8")) if set(args.tasks) != {"classifier", "lm"} and \
-        path.exists() else {}
+    run = {"command": args.command, "machine": args.machine}
+    # a run of one task keeps the other task's figures in the file, with the run that made them
+    # (None: a file written before the machine was recorded)
+    kept = set(args.tasks) != {"classifier", "lm"} and args.json and args.json.exists()
+    result = {"machine": None, **json.loads(args.json.read_text(encoding="utf-8"))} if kept else {}
     if "classifier" in args.tasks:
-        result.update(classifier_task(args, rows["text"]), command=command)
+        result.update(classifier_task(args, rows["text"]), **run)
     if "lm" in args.tasks:
         lm = lm_task(args.lm_checkpoint, rows["text"], args.methods, args.lm_context, args.device)
-        result["lm"] = {**lm, "reviews": len(rows), "val_size": args.val_size, "seed": args.seed,
-                        "threads": args.threads, "device": args.device, "command": command}
-    write_json(result, path)
+        result["lm"] = {**lm, "reviews": len(rows), "val_size": args.val_size, "seed": args.seed, **run}
+    write_json(result, args)
     return result
 
 
@@ -135,16 +118,16 @@ def classifier_task(args: argparse.Namespace, texts: list[str]) -> dict:
     """The classifier's label, explained on each review."""
     model = load_pretrained(args.checkpoint, args.device).eval()
     tokenizer = BPETokenizer.from_file(args.checkpoint)  # the folder holding tokenizer.json
-    candidates = label_candidates(model, tokenizer)
+    candidates = label_candidates(tokenizer, model.config)
     scores = {m: {"comprehensiveness": [], "sufficiency": [], "seconds": []} for m in args.methods}
     ig_gaps, lengths = [], []
     for i, text in enumerate(texts):
-        ids, words = source(text, tokenizer, model.config)
-        ids = ids.to(args.device)
+        review = read_review(text, tokenizer, model.config)
+        ids = torch.tensor(review.ids, device=args.device)
         lengths.append(ids.numel())
         for method in args.methods:
             start = time.perf_counter()
-            result = attribute(model, ids, candidates, method, seed=i, word_ids=words)
+            result = attribute(model, ids, candidates, method, seed=i, word_ids=review.word_ids)
             scores[method]["seconds"].append(time.perf_counter() - start)
             for name, value in faithfulness(model, ids, candidates, result).items():
                 scores[method][name].append(value)
@@ -155,8 +138,7 @@ def classifier_task(args: argparse.Namespace, texts: list[str]) -> dict:
         print(f"{i + 1}/{len(texts)} reviews ({ids.numel()} tokens)", file=sys.stderr, flush=True)
     return {
         "checkpoint": args.checkpoint, "reviews": len(texts), "val_size": args.val_size, "seed": args.seed,
-        "mean_tokens": statistics.fmean(lengths), "fractions": list(ERASER_FRACTIONS),
-        "threads": args.threads, "device": args.device, "methods": summarise(scores),
+        "mean_tokens": statistics.fmean(lengths), "fractions": list(ERASER_FRACTIONS), "methods": summarise(scores),
         "integrated_gradients_completeness": {
             "mean_abs_error": statistics.fmean(g[0] for g in ig_gaps), "max_abs_error": max(g[0] for g in ig_gaps),
             "mean_rel_error": statistics.fmean(g[1] for g in ig_gaps), "max_rel_error": max(g[1] for g in ig_gaps),

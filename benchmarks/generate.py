@@ -1,6 +1,6 @@
 """Generation speed: our KV cache against full recomputation, and against Hugging Face `generate`.
 
-    python -m benchmarks.generate --threads 1 [--tokens 200] [--rounds 5] [--checkpoint DIR] [--json out.json]
+    python -m benchmarks.generate [--threads 1] [--tokens 200] [--rounds 5] [--checkpoint DIR]
 
 Run from the repository root. A DecoderOnlyLM of the shipped LM's shape (read from
 checkpoints/lm/config.json), randomly initialised unless `--checkpoint` names a saved one,
@@ -16,11 +16,13 @@ fits in the 256-token context, so no mode slides the window. Modes:
 
 The modes alternate over `--rounds` rounds (who goes first rotates), so that a slow spell of a
 shared machine hits all of them, and the median new tokens per second are reported, with
-`ratio ours/HF X` (cache over hf). Both run under `torch.inference_mode()`. The same ratio in
+`ratio ours/HF X` (cache over hf). Both run under `torch.inference_mode()`, in float32: the app's
+chat decodes in float32 whatever its `--precision` (bf16 gains nothing on one-row steps), so this
+takes no `--precision`. The same ratio in
 process CPU time follows it: on a machine shared with other jobs it varies much less than the
 wall-clock one (with --threads 1 it is the run's own work).
 
-On a machine shared with other jobs, prefix the command with OMP_WAIT_POLICY=PASSIVE (or pass
+On a machine shared with other jobs, prefix the command with OMP_WAIT_POLICY=PASSIVE (or keep
 --threads 1): otherwise an OpenMP thread that spins waiting for a descheduled partner can make
 every parallel op wait out a time slice, and the run slows down tens of times.
 """
@@ -33,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import write_json
+from benchmarks.common import add_checkpoint, benchmark_parser, parse, write_json
 from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig, read_config
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "lm"
@@ -52,16 +54,16 @@ def hf_twin(c: DecoderOnlyConfig) -> torch.nn.Module:
     return model
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("generate", __doc__)
     parser.add_argument("--tokens", type=int, default=200, help="new tokens per run (default 200)")
     parser.add_argument("--rounds", type=int, default=5, help="timed runs per mode (default 5)")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    parser.add_argument("--checkpoint", metavar="DIR", help="a DecoderOnlyLM saved with save_pretrained")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    add_checkpoint(parser, None, "a DecoderOnlyLM saved with save_pretrained (default: random weights, shipped shape)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv)
 
     torch.manual_seed(0)
     if args.checkpoint:
@@ -104,7 +106,7 @@ def main() -> None:
     tps = {m: args.tokens / statistics.median(s) for m, s in seconds.items()}
     result = {
         "config": {**vars(c), "new_tokens": args.tokens, "prompt_tokens": 1, "batch": 1, "greedy": True,
-                   "threads": torch.get_num_threads(), "rounds": args.rounds, "checkpoint": args.checkpoint},
+                   "rounds": args.rounds, "checkpoint": args.checkpoint},
         "new_tokens_per_s": tps,
         "seconds_per_round": seconds,
         "cpu_seconds_per_round": cpu_seconds,
@@ -128,7 +130,8 @@ def main() -> None:
         print(f"ratio ours/HF {result['ratio_ours_over_hf']:.3f} (in CPU time "
               f"{result['cpu_time_ratio_ours_over_hf']:.3f}; transformers {transformers.__version__}, "
               f"attention {result['hf_attention']})")
-    write_json(result, args.json)
+    write_json(result, args)
+    return result
 
 
 if __name__ == "__main__":

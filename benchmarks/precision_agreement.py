@@ -5,9 +5,10 @@ Per review: the label each precision writes, the largest change of any class pro
 the first `--ig-limit` reviews the rank correlation (Spearman) of integrated gradients' token scores
 in bf16 against fp32. Goals (issue #21): the same label on >= 99.5% of reviews, IG rank correlation
 >= 0.95. Only the numbers are compared, not the speed: bf16 is run here even on a CPU without
-AVX512-BF16/AMX, where it is correct but emulated and slower (use `--limit` there).
+AVX512-BF16/AMX, where it is correct but emulated and slower (use `--limit` there). It compares
+the two precisions, so it takes no `--precision`.
 
-    python -m benchmarks.precision_agreement [--limit N] [--ig-limit N] [--json PATH]
+    python -m benchmarks.precision_agreement [--limit N] [--ig-limit N]
 
 Prints `same label X% (n/N)`, `largest probability change X`, `IG rank correlation median X min Y`.
 """
@@ -18,11 +19,10 @@ import sys
 
 import torch
 
-from benchmarks.common import RESULTS, write_json
-from benchmarks.faithfulness import source
-from model import attribute, autocast, bf16_native, load_pretrained, rank_correlation
-from tokenization import BPETokenizer
-from training.evaluate import label_candidates
+from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
+from inspection import attribute, rank_correlation
+from model import autocast, bf16_native, load_pretrained
+from tokenization import BPETokenizer, label_candidates, read_review
 from training.heldout import add_held_out_arguments, held_out_rows
 
 
@@ -33,28 +33,28 @@ def probabilities(model, ids: torch.Tensor, candidates: list[list[int]], precisi
         return model.label_log_probs(memory, candidates)[0].float().exp().cpu()
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.precision_agreement", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", default="checkpoints/sentiment")
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("precision_agreement", __doc__)
+    add_checkpoint(parser)
+    add_device(parser)
     add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, default=None, help="only the first N held-out reviews")
     parser.add_argument("--ig-limit", type=int, default=100, help="integrated gradients on the first N of those")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--json", default=str(RESULTS / "precision_agreement.json"))
-    args = parser.parse_args(argv)
+    return parser
 
-    torch.set_num_threads(args.threads)
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv, precision="fp32 and bf16")  # compared
     model = load_pretrained(args.checkpoint, args.device).eval()
     tokenizer = BPETokenizer.from_file(args.checkpoint)
-    candidates = label_candidates(model, tokenizer)
+    candidates = label_candidates(tokenizer, model.config)
     rows = held_out_rows(args.data_dir, args.val_size, args.seed, "validation")
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
 
     same, changes, correlations = [], [], []
     for i, text in enumerate(rows["text"]):
-        ids, words = source(text, tokenizer, model.config)
+        review = read_review(text, tokenizer, model.config)
+        ids, words = torch.tensor(review.ids), review.word_ids
         ids = ids.to(args.device)
         fp32, bf16 = (probabilities(model, ids, candidates, p, args.device) for p in ("fp32", "bf16"))
         same.append(int(fp32.argmax()) == int(bf16.argmax()))
@@ -76,15 +76,14 @@ def main(argv: list[str] | None = None) -> dict:
               f"({len(correlations)} reviews)")
     result = {
         "checkpoint": args.checkpoint, "reviews": len(same), "val_size": args.val_size, "seed": args.seed,
-        "device": args.device, "bf16_native": bf16_native(args.device), "threads": args.threads,
+        "bf16_native": bf16_native(args.device),
         "same_label": agree, "largest_probability_change": max(changes),
         "median_probability_change": statistics.median(changes),
         "ig_reviews": len(correlations),
         "ig_rank_correlation_median": statistics.median(correlations) if correlations else None,
         "ig_rank_correlation_min": min(correlations) if correlations else None,
-        "command": "python -m benchmarks.precision_agreement " + " ".join(sys.argv[1:] if argv is None else argv),
     }
-    write_json(result, args.json)
+    write_json(result, args)
     return result
 
 

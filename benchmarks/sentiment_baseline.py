@@ -8,7 +8,7 @@ last sentences of those reviews instead, labelled with the review's label.
 
     pip install -r benchmarks/requirements.txt
     python -m benchmarks.sentiment_baseline --data-dir ../shared/data/imdb [--split report] [--short-text]
-                                            [--json PATH]
+                                            [--json PATH | --no-json]
 
 `--max-src-len 256 [--keep-tail 191]` scores it on the reviews cut exactly as the sentiment model
 reads them (its tokenizer, its length limit with the end token, its head or head + tail), which
@@ -24,8 +24,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 
 from benchmarks.bootstrap import accuracy_with_interval
-from benchmarks.common import write_json
-from tokenization import BPETokenizer, clean_text
+from benchmarks.common import benchmark_parser, parse, write_json
+from tokenization import BPETokenizer, read_texts
 from training.data import load_splits, validation_split
 from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, selection_report_split, short_texts
 
@@ -40,15 +40,15 @@ def imdb_split(data_dir: str, val_size: int, seed: int, part: str) -> tuple[list
     """(train texts, train labels, scored texts, scored labels), cleaned: train minus all held-out
     reviews, and the held-out `part` in its fixed order."""
     train = load_splits(data_dir)["train"]
-    texts, labels = [clean_text(t) for t in train["text"]], list(train["label"])
+    texts, labels = read_texts(train["text"]), list(train["label"])
     tr, va = validation_split(len(texts), val_size, seed)
     if part != "validation":
         va = dict(zip(("selection", "report"), selection_report_split(va), strict=True))[part]
     return [texts[i] for i in tr], [labels[i] for i in tr], [texts[i] for i in va], [labels[i] for i in va]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("sentiment_baseline", __doc__)
     add_held_out_arguments(parser)
     parser.add_argument("--split", default="validation", choices=HELD_OUT_PARTS, help="which held-out rows to score")
     parser.add_argument("--short-text", action="store_true", help="score their first and last sentences instead")
@@ -56,8 +56,11 @@ def main() -> None:
     parser.add_argument("--max-src-len", type=int, help="cut reviews as a model with this max_src_len reads them")
     parser.add_argument("--keep-tail", type=int, default=0, help="as the model's src_keep_tail (with --max-src-len)")
     parser.add_argument("--tokenizer", default="checkpoints/tokenizer.json", help="for --max-src-len")
-    parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv, precision=None)  # no neural network: scikit-learn's float64
 
     train_texts, train_labels, texts, labels = imdb_split(args.data_dir, args.val_size, args.seed, args.split)
     if args.short_text:
@@ -77,7 +80,8 @@ def main() -> None:
               "features": len(baseline[0].vocabulary_), "C": args.C,
               "max_src_len": args.max_src_len, "keep_tail": args.keep_tail if args.max_src_len else None,
               "fit_time_s": round(time.perf_counter() - start, 1)}
-    write_json(result, args.json, echo=True)
+    write_json(result, args, echo=True)
+    return result
 
 
 if __name__ == "__main__":

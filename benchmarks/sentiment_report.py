@@ -8,7 +8,8 @@ interval; the difference (ours - baseline, same rows) has a paired bootstrap int
 
 The baseline trains on the same 22,500 reviews as `training.run --task sentiment` and reads each
 review whole; the checkpoint reads it as its config says (max_src_len, src_keep_tail). Reviews are
-scored in length-bucketed batches (`--max-tokens` padded tokens each).
+scored in length-bucketed batches (`--max-tokens` padded tokens each), in float32: the accuracy is
+the checkpoint's, not a precision's.
 """
 
 import argparse
@@ -20,7 +21,7 @@ import numpy as np
 import torch
 
 from benchmarks.bootstrap import accuracy_with_interval, bootstrap_interval
-from benchmarks.common import write_json
+from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
 from model import load_pretrained
 from storage import METRICS_NAME, resolve_checkpoint
@@ -38,15 +39,18 @@ def compare(ours: np.ndarray, baseline: np.ndarray) -> dict:
             "difference": diff, "difference_ci95": [low, high]}
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", default="checkpoints/sentiment")
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("sentiment_report", __doc__)
+    add_checkpoint(parser)
+    add_device(parser)
     add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, help="score only the first N report reviews (a quick check)")
     parser.add_argument("--max-tokens", type=int, default=16384, help="padded source tokens per batch")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv)
 
     ckpt = resolve_checkpoint(args.checkpoint)
     model = load_pretrained(ckpt, args.device)
@@ -76,7 +80,6 @@ def main(argv: list[str] | None = None) -> dict:
         metrics = json.loads(metrics_path.read_text())
         result["checkpoint_chosen_on_examples"] = metrics.get("val_examples")
         result["checkpoint_command"] = metrics.get("command")
-    result["device"], result["threads"] = args.device, torch.get_num_threads()
 
     print(f"{'':14}{'ours':>24}{'baseline':>24}{'ours - baseline':>26}")
     for name in checks:
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
         low, high = (100 * x for x in r["difference_ci95"])
         diff = f"{r['difference'] * 100:+.2f} [{low:+.2f}, {high:+.2f}]"
         print(f"{name:14}{cell(r['ours']):>24}{cell(r['baseline']):>24}{diff:>26}   n={r['ours']['examples']}")
-    write_json(result, args.json)
+    write_json(result, args)
     return result
 
 

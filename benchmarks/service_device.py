@@ -1,12 +1,13 @@
 """The app's service layer on a given device: every tab answered once, warm requests timed.
 
-    python -m benchmarks.service_device [--device cuda] [--checkpoints checkpoints] [--json out.json]
+    python -m benchmarks.service_device [--device cuda] [--checkpoints checkpoints] [--precision auto|fp32|bf16]
 
 Run from the repository root. `demo.inference.DemoService` is what every Gradio tab calls, so
 this checks the app's GPU path on a machine that has no Gradio server to start (and gives the
-CPU figures to compare). Printed per device: load time, the median of 5 warm requests for a
-64-token chat continuation, a ~200-word review's classification and one attention map, plus
-checks that the attention rows sum to 1 and that an empty review gets the UI's message.
+CPU figures to compare). Its batched passes run in `--precision`, resolved as the app resolves it.
+Printed per device: load time, the median of 5 warm requests for a 64-token chat continuation, a
+~200-word review's classification and one attention map, plus checks that the attention rows sum
+to 1 and that an empty review gets the UI's message.
 """
 
 import argparse
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from benchmarks.common import timings, write_json
+from benchmarks.common import add_device, add_precision, benchmark_parser, parse, timings, write_json
 from demo.inference import DemoService
 from demo.inputs import DemoError
 
@@ -31,9 +32,9 @@ def timed(request: Callable[[], T], runs: int = 5) -> tuple[T, float]:
     return answer, round(statistics.median(seconds) * 1000, 1)
 
 
-def check(device: str, checkpoints: Path) -> dict:
+def check(device: str, checkpoints: Path, precision: str) -> dict:
     start = time.perf_counter()
-    service = DemoService(checkpoints, device=device)
+    service = DemoService(checkpoints, device=device, precision=precision)
     service.warmup()
     result = {"device": service.device_description(), "load_s": round(time.perf_counter() - start, 2),
               "notices": service.notices}
@@ -53,14 +54,19 @@ def check(device: str, checkpoints: Path) -> dict:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
-    parser.add_argument("--checkpoints", type=Path, default=Path("checkpoints"))
-    parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args()
-    result = check(args.device, args.checkpoints)
-    write_json(result, args.json, echo=True)
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("service_device", __doc__)
+    add_device(parser, default="cuda")  # the app's GPU path is what this is for
+    add_precision(parser)
+    parser.add_argument("--checkpoints", metavar="DIR", type=Path, default=Path("checkpoints"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv)
+    result = check(args.device, args.checkpoints, args.precision)
+    write_json(result, args, echo=True)
+    return result
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """How much storing a classifier in float16 changes its answers.
 
     python -m benchmarks.storage_dtype [--checkpoint checkpoints/sentiment] [--data-dir ../shared/data/imdb]
-                                       [--limit N] [--json out.json]
+                                       [--limit N] [--json PATH | --no-json]
 
 Run from the repository root, after `python -m training.run ... --save-dtype float16`: it takes
 the float32 weights of that run's last step from `trainer_state.pt` (not committed: it exists where
@@ -19,22 +19,25 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from benchmarks.common import write_json
+from benchmarks.common import add_checkpoint, benchmark_parser, parse, write_json
 from model import load_pretrained
 from storage import STATE_NAME, WEIGHTS_NAME
-from tokenization import BPETokenizer, clean_text
+from tokenization import BPETokenizer, read_texts
 from training.data import PairSet, validation_rows
 from training.evaluate import classify
 from training.heldout import add_held_out_arguments
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", default="checkpoints/sentiment")
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("storage_dtype", __doc__)
+    add_checkpoint(parser)
     add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, help="score only the first N validation reviews")
-    parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args()
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv)
 
     ckpt = Path(args.checkpoint)
     state_path = ckpt / STATE_NAME
@@ -52,7 +55,7 @@ def main() -> None:
     tokenizer = BPETokenizer.from_file(ckpt)
     rows = validation_rows(args.data_dir, args.val_size, args.seed)
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
-    texts, labels = [clean_text(t) for t in rows["text"]], torch.tensor(rows["label"])
+    texts, labels = read_texts(rows["text"]), torch.tensor(rows["label"])
     words = [stored.config.labels[y] for y in labels.tolist()]
     pairs = PairSet.from_texts(texts, words, tokenizer, stored.config)
 
@@ -64,7 +67,8 @@ def main() -> None:
         "same_prediction": (p16.argmax(-1) == p32.argmax(-1)).float().mean().item(),
         "max_abs_prob_change": (p16 - p32).abs().max().item(),
     }
-    write_json(result, args.json, echo=True)
+    write_json(result, args, echo=True)
+    return result
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """Training throughput of our DecoderOnlyLM against nanoGPT's GPT, at two shapes.
 
-    OMP_WAIT_POLICY=PASSIVE python -m benchmarks.train_throughput [--rounds 6] [--repeats 3] [--threads N]
-        [--json benchmarks/results/train_throughput.json]
+    OMP_WAIT_POLICY=PASSIVE python -m benchmarks.train_throughput [--rounds 6] [--repeats 3] [--threads 1]
 
 Run from the repository root. The reference follows nanoGPT's `model.py` layout (Karpathy, 2022),
 written out here: learned position embedding, a fused qkv `Linear` with bias,
@@ -16,7 +15,8 @@ One step is forward + backward + AdamW update on a (batch, 256) batch of random 
 dropout 0. Ours runs twice, in float32 and under bfloat16 autocast (`model.precision`, as
 `training.run --precision bf16` trains: float32 weights, optimizer state and loss); the reference
 in float32, as nanoGPT's `train.py` runs on a CPU (its autocast context is a no-op there). The
-`bf16/fp32` line says whether this CPU gains from bfloat16: only CPUs with AVX512-BF16 or AMX do.
+`bf16/fp32` line says whether this CPU gains from bfloat16: only CPUs with AVX512-BF16 or AMX do
+(so it takes no `--precision`: it times both).
 Two shapes: 4 layers x 256 (4 heads, d_ff 1024) and the shipped LM's shape,
 read from checkpoints/lm/config.json. Ours is called as training calls it, with `loss_only=True`
 (its loss without storing the logits). Both models get the same batches; after a warm-up step
@@ -29,7 +29,7 @@ the step's work alone; with more threads it adds up every thread's time, waiting
 Each shape's line also gives the median page faults per step of each model (`minor_faults`):
 fresh memory costs time on first touch, and the timings include it.
 
-On a machine shared with other jobs, prefix the command with OMP_WAIT_POLICY=PASSIVE (or pass
+On a machine shared with other jobs, prefix the command with OMP_WAIT_POLICY=PASSIVE (or keep
 --threads 1): otherwise an OpenMP thread that spins waiting for a descheduled partner can make
 every parallel op wait out a time slice, and the run slows down tens of times.
 """
@@ -47,7 +47,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from benchmarks.common import write_json
+from benchmarks.common import benchmark_parser, parse, write_json
 from model import DecoderOnlyConfig, DecoderOnlyLM, autocast, bf16_native, read_config
 from training.trainer import make_optimizer
 from training.training_args import TrainConfig
@@ -200,16 +200,16 @@ def run_shape(config: DecoderOnlyConfig, batch: int, rounds: int, repeats: int) 
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments() -> argparse.ArgumentParser:
+    parser = benchmark_parser("train_throughput", __doc__)
     parser.add_argument("--rounds", type=int, default=6, help="timed steps per model per repeat (default 6)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats per shape; their median ratio is printed")
     parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv, precision="fp32 and bf16")  # side by side
 
     fields = read_config(SHIPPED)
     fields.pop("model_type", None)
@@ -231,9 +231,9 @@ def main() -> None:
         print(f"ratio {res['ratio_ours_over_ref']:.3f}  ({name}, ours/ref tokens per second, median of repeats; "
               f"in CPU time {res['cpu_time_ratio_ours_over_ref']:.3f}); ours bf16/ref "
               f"{res['ratio_ours_bf16_over_ref']:.3f}; bf16/fp32 {res['ratio_bf16_over_fp32']:.3f}")
-    if args.json:
-        result = {"threads": torch.get_num_threads(), "rounds": args.rounds, "repeats": args.repeats, **results}
-        write_json(result, args.json)
+    result = {"rounds": args.rounds, "repeats": args.repeats, **results}
+    write_json(result, args)
+    return result
 
 
 if __name__ == "__main__":

@@ -2,10 +2,10 @@
 
 Layout, one idea per module:
 - `demo.checkpoint`: one `Checkpoint` record per served model (model, tokenizer, config, metrics).
-- `demo.chat`, `demo.sentiment`, `demo.attention`, `demo.tokens` (and the panels' `ablation`, `compare`,
-  `export`, `lens`, `qk`, `sampling`, `token_explain`): each tab's computation, as plain Python (no
-  Gradio), so it can be unit-tested and benchmarked without a server; `demo.inputs` guards what
-  visitors send and `demo.plots` draws.
+- `demo.tour`, `demo.chat`, `demo.sentiment`, `demo.attention`, `demo.tokens`, `demo.snapshots` (and the
+  panels' `ablation`, `compare`, `export`, `lens`, `qk`, `sampling`, `token_explain`): each tab's
+  computation, as plain Python (no Gradio), so it can be unit-tested and benchmarked without a server;
+  `demo.toy` builds the tour's toy models; `demo.inputs` guards what visitors send and `demo.plots` draws.
 - `demo.inference.DemoService`: the checkpoints loaded once, the shared compute budget
   (`demo.budget`), one method per tab.
 - `demo.tabs.<tab>`: each tab's layout and its handlers, at module level; `demo.text` holds the

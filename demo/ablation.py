@@ -1,6 +1,6 @@
 """Knock heads out: the change in P(label) or in the next token's probability when a set of
 attention heads is ablated, and every head ranked by its own effect beside where it looks (no
-Gradio here; `demo.tabs.ablation_panel` shows it). The mechanism is `model.ablation`.
+Gradio here; `demo.tabs.ablation_panel` shows it). The mechanism is `inspection.ablation`.
 
 A visitor names heads as the panel lists them: "L2 H3" for the language model; "enc L2 H3",
 "dec L1 H3" and "cross L1 H3" for the sentiment model's encoder, decoder and cross-attention.
@@ -16,11 +16,10 @@ import torch
 
 from demo.checkpoint import LM, Checkpoint
 from demo.inputs import DemoError, visitor_text
-from demo.sentiment import label_candidates, review_source
+from demo.sentiment import labels_and_candidates, review_source
 from demo.tokens import EMPTY_TEXT
-from model import Head, ablate, all_heads, classifier_head_effects, lm_head_effects, rank_correlation
-from model.ablation import MODES
-from tokenization import clean_text, token_label, visible
+from inspection import MODES, Head, ablate, all_heads, classifier_head_effects, lm_head_effects, rank_correlation
+from tokenization import in_word, prompt_ids, token_label, visible
 
 PREFIXES = {"encoder_self": "enc ", "decoder_self": "dec ", "cross": "cross "}  # the sentiment model's kinds
 NO_HEADS = "Pick at least one head to knock out."
@@ -90,10 +89,9 @@ def _target(ckpt: Checkpoint, text: object, model) -> Target:
     tok = ckpt.tokenizer
     if ckpt.name == LM:
         text, notices = visitor_text(text)
-        text = clean_text(text)
-        if not text:
+        ids = prompt_ids(text, tok)
+        if len(ids) == 1:
             raise DemoError(EMPTY_TEXT)
-        ids = [tok.bos_id, *tok.encode(text)]
         block = model.config.block_size
         if len(ids) > block:
             notices.append(f"The text is {len(ids)} tokens with the start token; the model reads the last {block}.")
@@ -104,7 +102,7 @@ def _target(ckpt: Checkpoint, text: object, model) -> Target:
         return Target(ids_t, [token_label(tok, i) for i in ids], token, visible(token_label(tok, token), True),
                       notices)
     source = review_source(ckpt, text)
-    labels, candidates = label_candidates(model, tok)
+    labels, candidates = labels_and_candidates(model, tok)
     with torch.inference_mode():
         label = int(model.label_log_probs(model.encode(source.ids)[0], candidates)[0].argmax())
     return Target(source.ids, [token_label(tok, i) for i in source.ids[0].tolist()], label, labels[label],
@@ -115,7 +113,7 @@ def _probability(ckpt: Checkpoint, model, target: Target) -> float:
     with torch.inference_mode():
         if ckpt.name == LM:
             return float(model(target.ids).logits[0, -1].float().softmax(-1)[target.index])
-        _, candidates = label_candidates(model, ckpt.tokenizer)
+        _, candidates = labels_and_candidates(model, ckpt.tokenizer)
         return float(model.label_log_probs(model.encode(target.ids)[0], candidates)[0, target.index].exp())
 
 
@@ -153,7 +151,7 @@ class HeadRow:
     head: str
     ablated: float  # the probability with this head knocked out
     delta: float  # ablated - base
-    looks_at: str  # the token this head attends to most (from the prediction's query row)
+    looks_at: str  # the token this head attends to most (from the prediction's query row), inside its word
     weight: float  # and its weight
 
 
@@ -168,19 +166,20 @@ class HeadRanking:
 
 
 def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, float]]:
-    """Each head's most-attended key token and its weight, read where the prediction is made: the
-    LM's last query; the classifier's label step in cross-attention (as the app's attention shading
-    reads it); elsewhere, where no one row makes the prediction, the mean over the queries (in the
-    decoder's self-attention the label step's row alone would be trivial: it sees only the start)."""
+    """Each head's most-attended key token, shown inside its word ("ne[g]ative", `in_word`), and its
+    weight, read where the prediction is made: the LM's last query; the classifier's label step in
+    cross-attention (as the app's attention shading reads it); elsewhere, where no one row makes the
+    prediction, the mean over the queries (in the decoder's self-attention the label step's row alone
+    would be trivial: it sees only the start)."""
     tok = ckpt.tokenizer
     with torch.inference_mode():
         if ckpt.name == LM:
             maps = model(target.ids, output_attentions=True).attentions
             rows = {m.layer: m.weights[0, :, -1] for m in maps}  # (H, T)
-            return {Head("decoder_self", layer, h): (target.tokens[int(w.argmax())], float(w.max()))
+            return {Head("decoder_self", layer, h): (in_word(target.tokens, int(w.argmax())), float(w.max()))
                     for layer, ws in rows.items() for h, w in enumerate(ws)}
         memory, enc_maps = model.encode(target.ids, need_weights=True)
-        label_ids = label_candidates(model, tok)[1][target.index]
+        label_ids = labels_and_candidates(model, tok)[1][target.index]
         tgt = [model.config.bos_token_id, *label_ids]
         _, dec_maps = model.decode(torch.tensor([tgt], device=target.ids.device), memory, need_weights=True)
     looks = {}
@@ -188,12 +187,12 @@ def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, 
         keys = [token_label(tok, i) for i in tgt] if m.kind == "decoder_self" else target.tokens
         rows = m.weights[0, :, 0].float() if m.kind == "cross" else m.weights[0].float().mean(1)  # (H, T_k)
         for h, w in enumerate(rows):
-            looks[Head(m.kind, m.layer, h)] = (keys[int(w.argmax())], float(w.max()))
+            looks[Head(m.kind, m.layer, h)] = (in_word(keys, int(w.argmax())), float(w.max()))
     return looks
 
 
 def rank_heads(ckpt: Checkpoint, text: object, mode: object = "zero") -> HeadRanking:
-    """Every head knocked out alone (one pass each, batched by `model.ablation`), ranked by how
+    """Every head knocked out alone (one pass each, batched by `inspection.ablation`), ranked by how
     much the prediction's probability moves, beside the token each head looks at most."""
     _, tok = ckpt.require()
     mode = check_mode(mode)
@@ -203,10 +202,10 @@ def rank_heads(ckpt: Checkpoint, text: object, mode: object = "zero") -> HeadRan
         if ckpt.name == LM:
             effects = lm_head_effects(model, target.ids, target.index, mode)
         else:
-            candidates = label_candidates(model, tok)[1]
+            candidates = labels_and_candidates(model, tok)[1]
             effects = classifier_head_effects(model, target.ids, candidates, target.index, mode)
         looks = _looks_at(ckpt, model, target)
-    rows = [HeadRow(head_name(ckpt.name, h), p, p - effects.base, visible(looks[h][0], True), looks[h][1])
+    rows = [HeadRow(head_name(ckpt.name, h), p, p - effects.base, visible(looks[h][0].strip(), True), looks[h][1])
             for h, p in effects.ablated.items()]
     rows.sort(key=lambda r: -abs(r.delta))
     agreement = rank_correlation(torch.tensor([abs(r.delta) for r in rows]), torch.tensor([r.weight for r in rows]))

@@ -1,5 +1,5 @@
-"""The Gradio app: one `gr.Blocks` page with Chat, Sentiment, Attention, Tokenizer, Watch it learn and
-About tabs.
+"""The Gradio app: one `gr.Blocks` page with How it works (where it opens), Chat, Sentiment, Attention,
+Tokenizer, Watch it learn and About tabs.
 
 This module only assembles the page: each tab's layout and handlers live in `demo.tabs.<tab>`,
 its computation in `demo.<tab>` (through `demo.inference.DemoService`), its words in `demo.text`.
@@ -46,7 +46,7 @@ from demo.checkpoint import LM, SENTIMENT  # noqa: E402
 from demo.inference import PRECISION_ENV, DemoService  # noqa: E402
 from demo.memory import trim_when_idle  # noqa: E402
 from demo.sessions import start_sessions_lazily  # noqa: E402
-from demo.tabs import about, attention, chat, learning, sentiment, tokenizer  # noqa: E402
+from demo.tabs import about, attention, chat, learning, sentiment, tokenizer, tour  # noqa: E402
 from demo.text import TITLE  # noqa: E402
 from model import PRECISIONS  # noqa: E402
 
@@ -72,7 +72,6 @@ DELETE_CACHE = (3600, 3600)  # every hour, delete the files Gradio wrote (plot i
 CSS = """
 .prose pre, .prose pre code { white-space: pre-wrap; overflow-wrap: anywhere; }
 .prose code { overflow-wrap: anywhere; }
-#chat-lens-plot { max-height: 560px; overflow-y: auto !important; }  /* the logit lens: one row a token, scrolled */
 @media (max-width: 640px) { .row > .column, .row > .form, .form > .block { min-width: 100% !important; } }
 """
 
@@ -83,12 +82,14 @@ def build_app(service: DemoService) -> gr.Blocks:
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=DELETE_CACHE) as app:
         gr.Markdown(about.header_markdown(service), elem_id="header")
         with gr.Tabs(overflow_behavior="wrap"):  # on a phone the tabs wrap: none hides behind a "⋯" menu
+            with gr.Tab("How it works", id="tour"):  # the first tab: where a learner starts
+                on_load = [tour.build(service, COMPUTE)]
             with gr.Tab("Chat", id="chat"):
                 chat.build(service, COMPUTE)
             with gr.Tab("Sentiment", id="sentiment"):
                 opened = sentiment.build(service, COMPUTE)
             with gr.Tab("Attention", id="attention"):
-                on_load = [attention.build(service, COMPUTE)]
+                on_load.append(attention.build(service, COMPUTE))
             with gr.Tab("Tokenizer", id="tokenizer"):
                 on_load.append(tokenizer.build(service, COMPUTE))
             on_load.append(opened)
@@ -129,7 +130,7 @@ def launch(app: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, share: boo
     """Start the server. No `allowed_paths`: Gradio serves only its own assets and the files the
     app creates (plot images), never the repository or the checkpoints."""
     return app.launch(server_name=host, server_port=port, share=share, show_error=False,
-                      theme=gr.themes.Soft(), css=CSS + attention.CSS + tokenizer.CSS,
+                      theme=gr.themes.Soft(), css=CSS + chat.CSS + attention.CSS + tokenizer.CSS + tour.CSS,
                       max_file_size=MAX_FILE_SIZE, **kwargs)
 
 

@@ -8,10 +8,10 @@ import torch
 
 from demo.checkpoint import LM, SENTIMENT, Checkpoint
 from demo.inputs import DemoError, read_number, visitor_text
-from demo.sentiment import label_candidates, read_source
+from demo.sentiment import labels_and_candidates, read_source
 from demo.tokens import EMPTY_TEXT
 from model import AttentionMap
-from tokenization import clean_text, token_label, visible
+from tokenization import in_word, prompt_ids, token_label, visible
 
 MAX_ATTENTION_TOKENS = 64  # beyond this a heatmap's labels are unreadable
 
@@ -66,10 +66,12 @@ def attention_shape(ckpt: Checkpoint, kind: str) -> tuple[int, int]:
 
 
 def _lm_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[list[AttentionMap], list[int], list[int]]:
-    """Self-attention maps of `[bos] + text`; queries and keys are the same tokens."""
+    """Self-attention maps of `[bos] + text` (`prompt_ids`); queries and keys are the same tokens."""
     model, tok = ckpt.require()
     limit = min(model.config.block_size, MAX_ATTENTION_TOKENS)
-    ids = [tok.bos_id, *tok.encode(text)]
+    ids = prompt_ids(text, tok)
+    if len(ids) == 1:
+        raise DemoError(EMPTY_TEXT)
     if len(ids) > limit:
         notices.append(f"The text is {len(ids)} tokens with the start token; the heatmap shows the first {limit}.")
         ids = ids[:limit]
@@ -84,8 +86,10 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
     model, tok = ckpt.require()
     limit = min(model.config.max_src_len, MAX_ATTENTION_TOKENS)
     source = read_source(text, tok, model.config, "text", ckpt.device, limit)
+    if not source.text:
+        raise DemoError(EMPTY_TEXT)
     notices += [n + " (heatmap limit)" if limit < model.config.max_src_len else n for n in source.notices]
-    labels, candidates = label_candidates(model, tok)
+    labels, candidates = labels_and_candidates(model, tok)
     memory, enc_maps = model.encode(source.ids, need_weights=True)
     best = int(model.candidate_scores(memory, candidates).argmax(-1)[0])
     tgt_ids = model.config.decoder_input_ids(candidates[best])
@@ -93,15 +97,21 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
     return enc_maps + dec_maps, source.ids[0].tolist(), tgt_ids, labels[best]
 
 
+def _labels(tok, ids: list[int], whole_words: bool) -> list[str]:
+    """Axis labels: each token as it reads, the decoder's label pieces inside their word ("[p]ositive",
+    `in_word`): the decoder reads the label word, which BPE cuts into pieces such as "p", "os"."""
+    labels = [token_label(tok, i) for i in ids]
+    if whole_words:
+        labels = [in_word(labels, k) for k in range(len(labels))]
+    return [visible(label, show_spaces=True) for label in labels]
+
+
 def attention_maps(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer: object = 0) -> AttentionResult:
     """All layers' and heads' attention weights of one kind, with the tokens for both axes."""
     spec = attention_kind(kind)
     n_layers, n_heads = attention_shape(ckpt, kind)
     _, tok = ckpt.require()
-    text, notices = visitor_text(text)
-    text = clean_text(text)
-    if not text:
-        raise DemoError(EMPTY_TEXT)
+    text, notices = visitor_text(text)  # `_lm_maps` and `_sentiment_maps` read it as their model does
     layer_i = int(round(read_number(layer, 0)))
     if not 0 <= layer_i < n_layers:
         notices.append(f"Layer {layer_i} does not exist (0 to {n_layers - 1}): showing the nearest.")
@@ -113,7 +123,10 @@ def attention_maps(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer:
         else:
             maps, src_ids, tgt_ids, label = _sentiment_maps(ckpt, text, notices)
             if kind != "encoder_self":
-                notices.append(f"The decoder rows are the start token and the predicted label “{label}”.")
+                pieces = [token_label(tok, i) for i in tgt_ids[1:]]
+                notices.append(f"The decoder reads the start token, then the label it writes, “{label}”"
+                               + (f", which is {len(pieces)} tokens to it ({', '.join(pieces)}): each row marks its "
+                                  f"token inside the word, as in {in_word(pieces, 0)}." if len(pieces) > 1 else "."))
             query_ids = src_ids if kind == "encoder_self" else tgt_ids
             key_ids = tgt_ids if kind == "decoder_self" else src_ids
         chosen = sorted((m for m in maps if m.kind == spec.map_kind), key=lambda m: m.layer)
@@ -124,6 +137,6 @@ def attention_maps(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer:
     return AttentionResult(
         kind=kind, title=spec.title + (" (masked)" if causal and not spec.causal else ""), layer=layer_i,
         n_layers=n_layers, n_heads=n_heads,
-        query_tokens=[visible(token_label(tok, i), show_spaces=True) for i in query_ids],
-        key_tokens=[visible(token_label(tok, i), show_spaces=True) for i in key_ids],
+        query_tokens=_labels(tok, query_ids, whole_words=kind in ("cross", "decoder_self")),
+        key_tokens=_labels(tok, key_ids, whole_words=kind == "decoder_self"),
         all_weights=weights, causal=causal, notices=notices)

@@ -11,9 +11,8 @@ from difflib import SequenceMatcher
 
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError
-from demo.sentiment import _check_method, label_candidates, review_source
-from model import attribute
-from tokenization import word_ids
+from demo.sentiment import _check_method, labels_and_candidates, review_source
+from inspection import attribute
 
 MINIMAL_PAIRS = {  # name -> (first version, second version)
     "negation": ("The movie was bad.", "The movie was not bad."),
@@ -72,7 +71,7 @@ def compare(ckpt: Checkpoint, text_a: object, text_b: object, method: object) ->
     """Both versions classified and explained by `method` for the first version's label."""
     method = _check_method(method)
     model, tok = ckpt.require()
-    labels, candidates = label_candidates(model, tok)
+    labels, candidates = labels_and_candidates(model, tok)
     sources, results, notices = [], [], []
     label = None
     for name, text in (("first", text_a), ("second", text_b)):
@@ -81,8 +80,7 @@ def compare(ckpt: Checkpoint, text_a: object, text_b: object, method: object) ->
         except DemoError as e:
             raise DemoError(f"The {name} version: {e}") from None
         notices += [f"The {name} version: {n}" for n in source.notices]
-        words = word_ids([p.text for p in source.pieces] + [""])  # the end token: a unit of its own
-        result = attribute(model, source.ids, candidates, method, label=label, word_ids=words)
+        result = attribute(model, source.ids, candidates, method, label=label, word_ids=source.words)
         label = result.label
         sources.append(source)
         results.append(result)

@@ -1,7 +1,10 @@
 """Export: any explanation on the page as one standalone HTML file that opens offline (plotly.js
 inlined, no link to anything), built from what the page shows: label probabilities, shaded
-tokens, Markdown notes, tables and Plotly figures. Each figure in it keeps Plotly's toolbar and
-gets PNG and SVG download buttons (no Gradio here; `demo.tabs.export_panel` wires it to the page).
+tokens, the logit lens, Markdown notes, tables and Plotly figures. Each figure in it keeps Plotly's
+toolbar and gets PNG and SVG download buttons (no Gradio here; `demo.tabs.export_panel` wires it to
+the page). The HTML views (shading, lens) are drawn again here from their data, kept on the server,
+by the functions that drew them on the page: markup sent by a browser is never written into a file
+the server serves.
 """
 
 import functools
@@ -11,14 +14,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from demo import plots
 from demo.inputs import DemoError
 
 EXPORT_DIR = Path(tempfile.gettempdir()) / "tiny-transformers-exports"  # Gradio serves files from the temp dir
 NOTHING = "Nothing to export yet: compute the view first."
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#1f2937}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}table{border-collapse:collapse;font-size:.9em}
-td,th{border:1px solid #d1d5db;padding:2px 8px;text-align:left}.tokens{line-height:2;white-space:pre-wrap}
-.tokens span{padding:1px 0;border-radius:3px}button{margin:2px 6px 8px 0}.note{color:#6b7280;font-size:.85em}"""
+td,th{border:1px solid #d1d5db;padding:2px 8px;text-align:left}.lens td,.lens th{border:none}
+button{margin:2px 6px 8px 0}.note{color:#6b7280;font-size:.85em}"""
 
 
 @functools.cache
@@ -26,14 +30,6 @@ def _plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
     return get_plotlyjs()
-
-
-def _shade(score: float | None) -> str:
-    """Red for the label, blue against, as the page shades them; unscored text stays plain."""
-    if score is None:
-        return "transparent"
-    alpha = min(abs(score), 1.0) * 0.6
-    return f"rgba(220,38,38,{alpha:.2f})" if score >= 0 else f"rgba(37,99,235,{alpha:.2f})"
 
 
 def _markdown(text: str) -> str:
@@ -51,15 +47,9 @@ def _label(value: dict) -> str:
     return f"<table><tr><th>label</th><th>probability</th></tr>{rows}</table>"
 
 
-def _highlights(value: list) -> str:
-    """A `gr.HighlightedText` value: [{"token", "class_or_confidence"}] or [(text, score)] pairs."""
-    spans = []
-    for item in value:
-        text, score = (item.get("token"), item.get("class_or_confidence")) if isinstance(item, dict) else item
-        score = score if isinstance(score, int | float) else None
-        spans.append(f'<span style="background:{_shade(score)}" title="{"" if score is None else f"{score:.3f}"}">'
-                     f"{html.escape(str(text))}</span>")
-    return f'<div class="tokens">{"".join(spans)}</div>'
+def _shading(value: tuple) -> str:
+    """A shading's data, as the page drew it: (segments, heading, prediction)."""
+    return plots.shading_html(*value)
 
 
 def _table(value: dict) -> str:
@@ -81,9 +71,10 @@ def _figure(plot_json: str, i: int, name: str) -> str:
 
 
 def page(title: str, parts: list[tuple[str, object]], name: str = "explanation") -> str:
-    """The standalone page: `parts` are (kind, value) with kind one of "markdown", "label",
-    "highlights", "table" and "figure" (a Plotly figure's JSON), in page order; empty ones are skipped."""
-    render = {"markdown": _markdown, "label": _label, "highlights": _highlights, "table": _table}
+    """The standalone page: `parts` are (kind, value) with kind one of "markdown", "label", "shading"
+    (segments, heading, prediction), "lens" (a `demo.lens.LensView`), "table" and "figure" (a Plotly
+    figure's JSON), in page order; empty ones are skipped."""
+    render = {"markdown": _markdown, "label": _label, "shading": _shading, "lens": plots.lens_html, "table": _table}
     body, figures = [], 0
     for kind, value in parts:
         if not value:

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import torch
 
-from demo import ablation, chat, compare, lens, qk, sampling, sentiment, snapshots, token_explain, tokens
+from demo import ablation, chat, compare, lens, qk, sampling, sentiment, snapshots, token_explain, tokens, tour
 from demo.attention import ATTENTION_KINDS, AttentionResult, attention_kind, attention_maps, attention_shape
 from demo.budget import ComputeBudget, machine_slots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
 from demo.inputs import DemoError
+from demo.toy import toy_checkpoint
 from model import autocast, resolve_device, resolve_precision
 
 MAX_WAITING = 64  # requests waiting for a compute slot before new ones are told "busy"
@@ -95,6 +96,7 @@ class DemoService:
         """One pass through every tab's computation, so the first visitor pays for no lazy set-up."""
         if self.lm.ready:
             self.continue_text("This movie was", max_new_tokens=2, temperature=0)
+            self.tour("This movie was")  # the page opens on it: its source lines and vocabulary labels, read once
         if self.sentiment.ready:
             self.classify("A fine film.")
 
@@ -185,6 +187,21 @@ class DemoService:
         spec = attention_kind(kind)
         with self.budget.slot():
             return qk.query_key(self.checkpoint(spec.checkpoint), text, kind, layer, head, query)
+
+    # -- the tour -----------------------------------------------------------------------------
+
+    def tour_checkpoint(self, model_name: object, toy: bool = False) -> Checkpoint:
+        """The model the tour follows: a served one, or its toy (`demo.toy`)."""
+        ckpt = self._model_checkpoint(model_name)
+        return toy_checkpoint(ckpt.name) if toy else ckpt
+
+    def tour(self, text: object, model_name: object = LM, layer: object = 0, head: object = 0,
+             toy: object = False) -> tour.Tour:
+        """One forward pass as the "How it works" steps (see `demo.tour`); `toy`: the toy model instead."""
+        toy = toy is True or str(toy).lower() == "true"  # an API caller's "false" is not a toy
+        ckpt = self.tour_checkpoint(model_name, toy)
+        with self.budget.slot():
+            return tour.tour(ckpt, text, layer, head, toy)
 
     # -- head ablation ------------------------------------------------------------------------
 

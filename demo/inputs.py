@@ -19,7 +19,8 @@ class DemoError(Exception):
 
 def visitor_text(text: object) -> tuple[str, list[str]]:
     """Make any visitor input safe to tokenize; return the text and notices about changes. (The
-    clean-up training applied, `<br />` to newlines, is `tokenization.clean_text`, applied after.)"""
+    clean-up training applied, `<br />` to newlines, comes after, where `tokenization.review` reads
+    the text for a model.)"""
     if text is None:
         return "", []
     if not isinstance(text, str):

@@ -1,4 +1,4 @@
-"""The Chat tab's look inside: the logit lens (`model.logit_lens`) over the generated tokens, i.e.
+"""The Chat tab's look inside: the logit lens (`inspection.logit_lens`) over the generated tokens, i.e.
 what each layer would predict at each position, if the model stopped there."""
 
 from collections.abc import Sequence
@@ -9,7 +9,7 @@ import torch
 
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError
-from model import logit_lens
+from inspection import logit_lens
 from tokenization import token_label, visible
 
 MAX_LENS_POSITIONS = 256  # generated tokens shown (the last ones): the chat's most, in a scroll box

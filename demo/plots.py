@@ -1,13 +1,19 @@
-"""Attention pictures: an interactive Plotly heatmap and an overview of every layer and head.
+"""The app's pictures, and the one colour convention they share.
 
-The heatmap is a `plotly` figure (shown by `gr.Plot`): hovering a cell names the query token,
-the key token and the weight, as bertviz's views do. The overview is one picture per layer and
-head, drawn with Pillow straight from the weights (30 of them would take seconds with
-matplotlib); each is drawn at a size where its token labels are legible, its caption (layer and
-head) beside it in the gallery, not inside the picture.
+Signed scores (attributions, agreement, a head's effect) are blue where they push towards the
+prediction (the label, the token written) and orange where they push against, deeper for stronger:
+`score_colour`, in every view and in the exported pages. Blue and orange stay apart for colour-blind
+visitors, and neither reads as "good" or "bad" (praise in a negative review may push against its label).
 
-Both use a square-root colour scale: a few large weights (the first token often takes all of its
-own row) would otherwise squash every other weight into the darkest colour.
+Attention: an interactive Plotly heatmap (hovering a cell names the query token, the key token and
+the weight, as bertviz's views do) and an overview of every layer and head, one picture each, drawn
+with Pillow straight from the weights (30 of them would take seconds with matplotlib), each at a size
+where its token labels are legible, its caption beside it in the gallery. Both use one square-root
+scale from weight 0 to 1, so that every map reads alike: a few large weights (the first token often
+takes most of a row) would otherwise squash every other weight into the darkest colour.
+
+The logit lens is an HTML table rather than a figure: one cell of text per layer and token (hundreds
+of them) drew in seconds as Plotly's SVG text, and a table keeps its headings in view by CSS alone.
 """
 
 import functools
@@ -20,13 +26,20 @@ from demo.attention import AttentionResult
 from demo.inputs import read_number
 
 MEAN = -1  # "head" value meaning the mean over heads
+FOR_RGB = (37, 99, 235)  # blue: pushes towards the prediction
+AGAINST_RGB = (234, 88, 12)  # orange: pushes against it
+MAX_ALPHA = 0.6  # the strongest score's shade: black text stays readable on it
+# Plotly's toolbar appears over a figure's top right corner on hover: titles start below its strip
+TOOLBAR = 44
+TITLE_LINE = 20  # pixels per title line
 VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b",
            "#fde725"]
 MASKED_RGB = (255, 255, 255)  # what the model could not look at: blank
 CELL = 14  # pixels per cell in the overview pictures, enough for an 11 px label per row
 FONT_SIZE = 11
 MARGIN = 4  # white pixels right of and under an overview picture's cells
-LENS_ROW = 17  # pixels per generated token in the logit lens (the app shows it in a scroll box)
+LENS_FLOOR = 1e-4  # the logit lens's colour scale: log10 of the probability, from 0.01% (palest) to 1
+LENS_HEIGHT = 560  # the lens's scroll box, in pixels: a long reply scrolls under its headings
 FONTS = [Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"), Path("/usr/share/fonts/dejavu/DejaVuSans.ttf")]
 
 
@@ -42,6 +55,52 @@ def _plotly_text(tokens: list[str]) -> list[str]:
     """Plotly reads a few HTML tags in labels (`<s>` would strike the rest through and vanish):
     tokens are escaped, which it shows as the characters they are."""
     return [html.escape(t, quote=False) for t in tokens]
+
+
+def score_colour(score: float | None, alpha: float = MAX_ALPHA) -> str:
+    """The app's colour of a signed score in [-1, 1] (see the module doc); no score: no colour."""
+    if score is None:
+        return "transparent"
+    r, g, b = FOR_RGB if score >= 0 else AGAINST_RGB
+    return f"rgba({r},{g},{b},{min(abs(score), 1.0) * alpha:.2f})"
+
+
+def diverging_scale() -> list[list]:
+    """The convention as a Plotly colour scale from -1 to 1: orange, white, blue."""
+    return [[0.0, score_colour(-1, 1.0)], [0.5, "white"], [1.0, score_colour(1, 1.0)]]
+
+
+def titled(figure, text: str, subtitle: str | None = None, size: int = 13):
+    """`figure` with its title below the toolbar's strip and the top margin to hold it. Plotly never
+    wraps a title: a long one takes `<br>`s, so that it fits a phone's 390 px."""
+    lines = text.count("<br>") + 1 + (0 if subtitle is None else subtitle.count("<br>") + 1)
+    title = {"text": text, "font": {"size": size}, "x": 0, "xref": "container", "xanchor": "left",
+             "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": TOOLBAR, "l": 12}}
+    if subtitle is not None:
+        title["subtitle"] = {"text": subtitle, "font": {"size": 11}}
+    figure.update_layout(title=title, margin={"t": TOOLBAR + TITLE_LINE * lines + 10})
+    return figure
+
+
+def shading_html(segments: list[tuple[str, float | None]], heading: str, prediction: str) -> str:
+    """Text shaded by its tokens' scores in [-1, 1] (None: unscored, plain), under a heading and a
+    legend drawn in the same colours; hovering a token shows its score. Styles are inline, so an
+    exported page shows the same."""
+    towards, against = (html.escape(f"pushes towards {prediction}"), html.escape("pushes against"))
+    swatch = 'style="background:{};padding:0 4px;border-radius:3px"'
+    legend = (f'<span {swatch.format(score_colour(1))}>blue</span> {towards} · '
+              f'<span {swatch.format(score_colour(-1))}>orange</span> {against}; deeper = stronger; '
+              "hover a token for its score")
+    spans = []
+    for text, score in segments:
+        if score is None:
+            spans.append(f"<span>{html.escape(text)}</span>")
+        else:
+            spans.append(f'<span class="token" style="background:{score_colour(score)};border-radius:3px" '
+                         f'title="{html.escape(text.strip(), quote=True)}: {score:+.2f}">{html.escape(text)}</span>')
+    return (f'<div class="shading"><div style="font-weight:600">{html.escape(heading)}</div>'
+            f'<div style="font-size:.85em;margin:2px 0 6px">{legend}</div>'
+            f'<div style="white-space:pre-wrap;line-height:1.9">{"".join(spans)}</div></div>')
 
 
 def select_head(result: AttentionResult, head: object) -> tuple[np.ndarray, str]:
@@ -66,21 +125,17 @@ def heatmap(result: AttentionResult, head: object = MEAN):
     labels = np.array([[[q, k] for k in keys] for q in queries], dtype=object)
     ticks = [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0]
     figure = go.Figure(go.Heatmap(
-        z=shown, customdata=np.dstack([labels, hover]), colorscale="Viridis", zmin=0.0,
-        zmax=max(float(np.sqrt(weights.max())), 1e-3), xgap=1, ygap=1, hoverongaps=False,
+        z=shown, customdata=np.dstack([labels, hover]), colorscale="Viridis", zmin=0.0, zmax=1.0, xgap=1, ygap=1,
+        hoverongaps=False,
         hovertemplate="query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{customdata[2]:.3f}"
                       "<extra></extra>",
         colorbar={"title": {"text": "weight"}, "tickvals": np.sqrt(ticks).tolist(),
-                  "ticktext": [str(t) for t in ticks]},
+                  "ticktext": [str(t) for t in ticks], "thickness": 12},
     ))
-    figure.update_layout(
-        # the title on two lines at the top, above the key labels: it fits a phone and nothing covers it
-        title={"text": f"{result.title}<br>layer {result.layer + 1}, {which}", "font": {"size": 14},
-               "subtitle": {"text": "hover a cell: query, key, weight"}, "yref": "container", "y": 1,
-               "yanchor": "top", "pad": {"t": 14}},
-        height=min(max(400, 200 + 18 * t_q), 1460), margin={"l": 10, "r": 10, "t": 170, "b": 10},
-        plot_bgcolor="white", font={"size": 11},
-    )
+    # the title on two lines at the top, above the key labels: it fits a phone and nothing covers it
+    titled(figure, f"{result.title}<br>layer {result.layer + 1}, {which}", "hover a cell: query, key, weight", 14)
+    figure.update_layout(height=min(max(420, 220 + 18 * t_q), 1480), plot_bgcolor="white", font={"size": 11},
+                         margin={"l": 10, "r": 10, "t": 190, "b": 10})  # the key labels, rotated, under the title
     figure.update_xaxes(tickvals=list(range(t_k)), ticktext=keys, tickangle=-90, side="top",
                         title_text="attended to (keys)", showgrid=False)
     figure.update_yaxes(tickvals=list(range(t_q)), ticktext=queries, autorange="reversed",
@@ -125,14 +180,14 @@ def _label_width(labels: list[str]) -> int:
 
 
 def overview(result: AttentionResult) -> list[tuple[object, str]]:
-    """One picture per layer and head (layer by layer), each with its token labels, on one shared
-    colour scale so that the thumbnails compare: (PIL image, caption) pairs."""
+    """One picture per layer and head (layer by layer), each with its token labels, on the heatmap's
+    colour scale (square root, weight 0 to 1), so that every picture compares: (PIL image, caption) pairs."""
     from PIL import Image
 
     weights = result.all_weights  # (L, H, T_q, T_k)
     n_layers, n_heads, t_q, t_k = weights.shape
     masked = future_mask(t_q, t_k, result.causal)
-    levels = np.sqrt(weights / max(float(weights.max()), 1e-6))  # square-root scale in [0, 1]
+    levels = np.sqrt(np.clip(weights, 0.0, 1.0))  # square-root scale in [0, 1]
     rgb = _palette()[(levels * 255).round().astype(np.int64)]  # (L, H, T_q, T_k, 3)
     rgb[:, :, masked] = MASKED_RGB
     left, top = _label_width(result.query_tokens), _label_width(result.key_tokens)
@@ -150,34 +205,46 @@ def overview(result: AttentionResult) -> list[tuple[object, str]]:
     return pictures
 
 
-def lens_figure(view):
-    """The logit lens as a grid of layers (columns, embeddings first) by generated tokens (rows,
-    one per token, so that a long continuation scrolls rather than shrinks): each cell names the
-    layer's likeliest next token and is coloured by its probability; hover lists the top tokens and
-    the probability of the token that was generated. `view`: a `demo.lens.LensView`."""
-    import plotly.graph_objects as go
+def lens_colour(probability: float) -> tuple[str, str]:
+    """(background, text colour) of a logit lens cell: blue, deeper the more probability the layer gives
+    the token written, on a log scale from `LENS_FLOOR` to 1; white text on the deep half."""
+    level = (np.log10(max(probability, LENS_FLOOR)) - np.log10(LENS_FLOOR)) / -np.log10(LENS_FLOOR)
+    return score_colour(level, 1.0), "white" if level > 0.55 else "black"
 
-    top1 = view.top_probs[..., 0].T  # (N, L+1)
-    tokens = _plotly_text(view.tokens)
-    tops = [[_plotly_text(cell) for cell in row] for row in view.top_tokens]  # (L+1, N, k)
-    text = [[tops[li][j][0] for li in range(len(view.layers))] for j in range(len(tokens))]
-    hover = [[f"<b>{view.layers[li]}</b>, before “{tokens[j]}”<br>"
-              + "<br>".join(f"{t} {p:.3f}" for t, p in zip(tops[li][j], view.top_probs[li, j], strict=True))
-              + f"<br>P(“{tokens[j]}”) = {view.token_probs[li, j]:.3f}"
-              for li in range(len(view.layers))] for j in range(len(tokens))]
-    figure = go.Figure(go.Heatmap(
-        z=top1, text=text, texttemplate="%{text}", textfont={"size": 10}, customdata=hover, colorscale="Viridis",
-        zmin=0, zmax=1, xgap=1, ygap=1, hovertemplate="%{customdata}<extra></extra>",
-        colorbar={"title": {"text": "top-1 probability"}}))
-    figure.update_layout(
-        title={"text": "Logit lens: what each layer would predict next", "font": {"size": 14}},
-        height=130 + LENS_ROW * len(tokens), margin={"l": 10, "r": 10, "t": 100, "b": 10}, plot_bgcolor="white",
-        font={"size": 10})
-    figure.update_xaxes(tickvals=list(range(len(view.layers))), ticktext=view.layers, side="top",
-                        title_text="layer (the last is the model's own prediction)", showgrid=False)
-    figure.update_yaxes(tickvals=list(range(len(tokens))), ticktext=tokens, autorange="reversed",
-                        title_text="generated token (the prediction made just before it)", showgrid=False)
-    return figure
+
+def lens_html(view) -> str:
+    """The logit lens as a table: one row per generated token, one column per layer (embeddings
+    first, the model's output last); each cell names the layer's likeliest next token, bold where it
+    is already the token written, coloured by the probability the layer gives that token (not by its
+    own guess's, which puts the eye on the first columns' echo of the input); hover lists the layer's
+    top tokens. Headings stay in view as the box scrolls. `view`: a `demo.lens.LensView`."""
+    sticky = "position:sticky;background:white;border:0;z-index:{}"
+    head = "".join(f'<th style="{sticky.format(1)};top:0;padding:2px 4px;font-weight:600">{html.escape(name)}'
+                   f'{"<br>(output)" if i == len(view.layers) - 1 else ""}</th>' for i, name in enumerate(view.layers))
+    rows = []
+    for j, token in enumerate(view.tokens):
+        cells = []
+        for li, layer in enumerate(view.layers):
+            guess, p = view.top_tokens[li][j][0], float(view.token_probs[li, j])
+            background, colour = lens_colour(p)
+            tops = ", ".join(f"{t} {q:.3f}" for t, q in zip(view.top_tokens[li][j], view.top_probs[li, j], strict=True))
+            hover = f"{layer}, before “{token}”: {tops}; P(“{token}”) = {p:.4f}"
+            weight = "font-weight:700;text-decoration:underline" if guess == token else ""
+            cells.append(f'<td title="{html.escape(hover, quote=True)}" style="background:{background};color:{colour};'
+                         f'{weight};border:0;padding:1px 4px;max-width:7em;overflow:hidden;text-overflow:ellipsis">'
+                         f"{html.escape(guess)}</td>")
+        rows.append(f'<tr><th style="{sticky.format(1)};left:0;text-align:right;padding:1px 4px;font-weight:400">'
+                    f"{html.escape(token)}</th>{''.join(cells)}</tr>")
+    floor = f"{LENS_FLOOR:.2%}".replace(".00%", "%")
+    legend = (f'<div style="font-size:.85em;margin:4px 0">Colour: the probability each layer gives the token written, '
+              f'<span style="display:inline-block;width:90px;height:10px;vertical-align:middle;border:1px solid #ccc;'
+              f'background:linear-gradient(to right,{lens_colour(LENS_FLOOR)[0]},{lens_colour(1.0)[0]})"></span> '
+              f"{floor} to 100% (log scale). <b><u>Bold</u></b>: that layer's best guess is already the token "
+              "written. Hover a cell for the layer's top 5.</div>")
+    corner = f'<th style="{sticky.format(2)};top:0;left:0;text-align:right;padding:2px 4px">token written</th>'
+    return (f'<div class="lens">{legend}<div class="lens-box" style="max-height:{LENS_HEIGHT}px;overflow:auto">'
+            f'<table style="border-collapse:separate;border-spacing:1px;font-size:12px;white-space:nowrap;margin:0">'
+            f"<thead><tr>{corner}{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></div>")
 
 
 def reliability_figure(result: dict):
@@ -195,10 +262,87 @@ def reliability_figure(result: dict):
             name=f"T = {part['temperature']:.2f}: ECE {part['ece']:.3f}",
             customdata=[b["count"] for b in bins],
             hovertemplate="confidence %{x:.3f}<br>accuracy %{y:.3f}<br>%{customdata} reviews<extra></extra>"))
-    figure.update_layout(title={"text": f"Reliability of the sentiment model<br>on the {result['measured_on']}, "
-                                        f"{result['bins']} bins", "font": {"size": 13}},  # two lines fit a phone
-                         height=380, margin={"l": 10, "r": 10, "t": 60, "b": 10},
+    titled(figure, "When the sentiment model says 80%,<br>is it right 80% of the time?",
+           f"reliability on the {result['measured_on']}, {result['bins']} bins")
+    figure.update_layout(height=400, margin={"l": 10, "r": 10, "b": 10},
                          legend={"x": 0.99, "xanchor": "right", "y": 0.03, "yanchor": "bottom"})  # under the curves
     figure.update_xaxes(title_text="confidence (the probability shown)", range=[0.5, 1])
     figure.update_yaxes(title_text="accuracy", range=[0, 1.02])
     return figure
+
+
+TOUR_COLUMNS = 16  # a tour heatmap's columns shown until the visitor asks for every one
+TOUR_BARS = 15  # a tour bar chart's largest values shown until the visitor asks for every one
+
+
+def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
+    """One picture of a tour step (`demo.tour.Panel`): a heatmap, its first `TOUR_COLUMNS` columns
+    unless `show_all` (values on hover; written in the cells when they fit, up to `TOUR_COLUMNS`
+    columns with `numbers`: the toy's worked-example style), or bars, the `TOUR_BARS` largest unless
+    `show_all` (then every value, in id order). No colour bar (it took half a phone's width): the
+    caption says what the colours mean; the title is left-aligned, clear of Plotly's toolbar at the
+    top right."""
+    import plotly.graph_objects as go
+
+    if panel.kind == "bars":
+        return _tour_bars(panel, show_all)
+    values = panel.values
+    rows, cols = values.shape
+    shown = cols if show_all else min(cols, TOUR_COLUMNS)
+    z = values[:, :shown].astype(float)
+    if panel.masked is not None:
+        z = np.where(panel.masked[:, :shown], np.nan, z)
+    by_token = bool(panel.columns)  # columns are keys (tokens), else dimensions
+    weights = panel.kind == "weights"
+    written = shown <= (TOUR_COLUMNS if numbers else 8) and rows <= 16  # a small map shows its numbers anyway
+    top = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+    hover = ("query: %{customdata[0]}<br>key: %{customdata[1]}" if by_token else
+             "token: %{customdata[0]}<br>dimension: %{customdata[1]}") + "<br>value: %{z:.4f}<extra></extra>"
+    row_labels = _plotly_text(panel.rows)
+    col_labels = _plotly_text(panel.columns[:shown]) if by_token else [str(i) for i in range(shown)]
+    custom = np.array([[[r, c] for c in col_labels] for r in row_labels], dtype=object)
+    figure = go.Figure(go.Heatmap(
+        z=z, customdata=custom, hovertemplate=hover, hoverongaps=False, showscale=False, xgap=1 if shown <= 64 else 0,
+        ygap=1, colorscale="Viridis" if weights else "RdBu_r", zmin=0 if weights else -top, zmax=1 if weights else top,
+        texttemplate="%{z:.2f}" if written else None, textfont={"size": 9}))
+    _tour_layout(figure, panel.name, 70 + 22 * rows + (60 if by_token else 30),
+                 f"the first {shown} of {cols} columns" if shown < cols else "")
+    figure.update_yaxes(tickvals=list(range(rows)), ticktext=row_labels, autorange="reversed", showgrid=False)
+    if by_token:
+        figure.update_xaxes(tickvals=list(range(shown)), ticktext=col_labels, tickangle=-60, showgrid=False)
+    else:
+        figure.update_xaxes(title_text="dimension", showgrid=False, dtick=1 if shown <= TOUR_COLUMNS else None)
+    return figure
+
+
+def _tour_bars(panel, show_all: bool):
+    import plotly.graph_objects as go
+
+    values, labels = panel.values.astype(float), _plotly_text(panel.rows)
+    if show_all and len(values) > TOUR_BARS:  # every value, by id: the whole distribution's shape
+        figure = go.Figure(go.Bar(x=list(range(len(values))), y=values, customdata=labels, marker_color="#2563eb",
+                                  hovertemplate="id %{x}: %{customdata}<br>%{y:.4f}<extra></extra>"))
+        figure.update_xaxes(title_text="token id")
+        height = 320
+    else:
+        order = np.argsort(-values)[:TOUR_BARS]
+        figure = go.Figure(go.Bar(
+            x=values[order], y=list(range(len(order))), orientation="h", marker_color="#2563eb",
+            text=[f"{values[i]:.3f}" for i in order], textposition="outside", cliponaxis=False,
+            customdata=[labels[i] for i in order], hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
+        figure.update_yaxes(tickvals=list(range(len(order))), ticktext=[labels[i] for i in order], autorange="reversed")
+        height = 90 + 24 * len(order)
+    _tour_layout(figure, panel.name, height)
+    return figure
+
+
+def _tour_layout(figure, title: str, height: int, subtitle: str = "") -> None:
+    """The title left-aligned under the band where Plotly's toolbar appears (top right, 25 px high), so that
+    the toolbar never covers it on a phone; a subtitle on a line of its own (a phone is too narrow for
+    both on one); room on the right for bar values."""
+    top = 84 if subtitle else 64
+    title = {"text": html.escape(title, quote=False), "x": 0, "xanchor": "left", "font": {"size": 13},
+             "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 30},
+             "subtitle": {"text": subtitle, "font": {"size": 11}}}
+    figure.update_layout(title=title, height=height + top - 40, margin={"l": 10, "r": 40, "t": top, "b": 10},
+                         plot_bgcolor="white", font={"size": 11})

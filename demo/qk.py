@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from demo.attention import attention_kind, attention_maps, attention_shape
 from demo.checkpoint import Checkpoint
 from demo.inputs import read_number
-from model.ablation import attention_layers
+from inspection import attention_layers
 
 MISMATCH = 1e-3  # recomputed weights further than this from the model's get a notice
 

@@ -7,8 +7,9 @@ import torch
 
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, visitor_text
-from model import METHODS, EncoderDecoder, EncoderDecoderConfig, attribute, attribute_methods, erase, rank_correlation
-from tokenization import BPETokenizer, Piece, clean_text, word_ids
+from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation, top_count
+from model import EncoderDecoder, EncoderDecoderConfig
+from tokenization import BPETokenizer, Piece, label_candidates, read_review
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
 DELETION_FRACTIONS = (0.05, 0.1, 0.2)  # the live deletion test: top 5/10/20% of the review's tokens
@@ -24,50 +25,53 @@ class SentimentResult:
 
 @dataclass
 class Source:
-    """A review as the sentiment model reads it: cleaned text, its pieces (cut the way training
-    cut them) and the encoder's input ids."""
+    """A review as the sentiment model reads it (`tokenization.read_review`): the cleaned text, its
+    pieces (cut the way training cut them), the encoder's input ids and each id's word."""
 
     text: str
     pieces: list[Piece]
     ids: torch.Tensor  # (1, S): the pieces' ids, then eos
+    words: list[int]  # (S,) the word of each id, the end token a word of its own
     notices: list[str]
 
 
 def read_source(text: str, tok: BPETokenizer, config: EncoderDecoderConfig, what: str, device,
                 max_len: int | None = None) -> Source:
-    """The source ids training read (`config.source_ids`: the head, or the head and the last
-    `src_keep_tail` tokens, then eos) and the pieces cut the same way, for the highlight. `max_len`:
-    a tighter limit than the model's (the attention heatmap's)."""
-    every = tok.pieces(text)
-    pieces = config.cut_source(every, max_len)
+    """Visitor text -> the source training read (`tokenization.read_review`: cleaned, the head or
+    the head and the last `src_keep_tail` tokens, then eos), with a notice when it was cut.
+    `max_len`: a tighter limit than the model's (the attention heatmap's)."""
+    review = read_review(text, tok, config, max_len)
     notices = []
-    if len(pieces) < len(every):
-        limit = len(pieces) + 1
+    if len(review.pieces) < review.n_tokens:
+        limit = len(review.ids)
         tail = min(config.src_keep_tail, limit - 1)
         read = f"the first {limit - 1 - tail} and the last {tail}" if tail else f"the first {limit - 1}"
-        notices.append(f"The {what} is {len(every)} tokens; only {read} are read "
+        notices.append(f"The {what} is {review.n_tokens} tokens; only {read} are read "
                        f"(the model's limit is {limit} including the end token).")
-    ids = torch.tensor(config.source_ids(tok, [text], max_len), device=device)
-    return Source(text, pieces, ids, notices)
+    ids = torch.tensor([review.ids], device=device)
+    return Source(review.text, review.pieces, ids, review.word_ids, notices)
 
 
 def review_source(ckpt: Checkpoint, text: object) -> Source:
-    """Visitor text -> the source the classifier reads (cleaned like the training data)."""
+    """Visitor text -> the source the classifier reads; the highlight shows its cleaned text, so
+    it tiles what the model read."""
     model, tok = ckpt.require()
     text, notices = visitor_text(text)
-    text = clean_text(text)  # the highlight shows this text, so it tiles what the model read
-    if not text:
-        raise DemoError(EMPTY_REVIEW)
     source = read_source(text, tok, model.config, "review", ckpt.device)
+    if not source.text:
+        raise DemoError(EMPTY_REVIEW)
     source.notices[:0] = notices
     return source
 
 
-def label_candidates(model: EncoderDecoder, tok: BPETokenizer) -> tuple[list[str], list[list[int]]]:
-    labels = list(model.config.labels or [])
-    if len(labels) < 2:
-        raise DemoError("The sentiment checkpoint lists no labels (config.json `labels`).")
-    return labels, model.config.label_ids(tok)
+def labels_and_candidates(model: EncoderDecoder, tok: BPETokenizer) -> tuple[list[str], list[list[int]]]:
+    """The label words and their ids (`tokenization.label_candidates`); a checkpoint without labels
+    is the visitor's error message."""
+    try:
+        candidates = label_candidates(tok, model.config)
+    except ValueError as e:
+        raise DemoError(f"The sentiment checkpoint cannot classify: {e}.") from None
+    return list(model.config.labels), candidates
 
 
 def merge_spans(text: str, pieces: list, scores: list[float]) -> list[tuple[str, float | None]]:
@@ -111,7 +115,7 @@ def classify(ckpt: Checkpoint, text: object) -> SentimentResult:
     """
     model, tok = ckpt.require()
     source = review_source(ckpt, text)
-    labels, candidates = label_candidates(model, tok)
+    labels, candidates = labels_and_candidates(model, tok)
     result = attribute(model, source.ids, candidates, "attention")  # one pass each: scores and weights
     return SentimentResult(dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
                            shade(source, result.scores.tolist()), source.notices)
@@ -125,7 +129,9 @@ class Explanation:
     probabilities: dict[str, float]  # label -> probability of the full review
     label: str  # the label explained: the one the model writes
     highlights: list[tuple[str, float | None]]  # review segments, scores scaled to [-1, 1]
-    deletion: list[tuple[float, float]]  # (fraction of tokens deleted, P(label) left), most-scored deleted first
+    # (fraction, tokens deleted, P(label) left with the method's top tokens deleted, and with as many random ones)
+    deletion: list[tuple[float, int, float, float]]
+    tokens: int  # the review's tokens the test may delete
     notices: list[str]
 
 
@@ -137,23 +143,26 @@ def _check_method(method: object) -> str:
 
 def _attribute(model: EncoderDecoder, source: Source, candidates: list[list[int]], methods: tuple[str, ...]):
     """-> {method: Attribution}, the review encoded once for all `methods`."""
-    words = word_ids([p.text for p in source.pieces] + [""])  # the end token: a unit of its own, never deleted
-    return attribute_methods(model, source.ids, candidates, methods, word_ids=words)
+    return attribute_methods(model, source.ids, candidates, methods, word_ids=source.words)
 
 
 def explain(ckpt: Checkpoint, text: object, method: object) -> Explanation:
-    """Token attributions for the label the model writes, by one method of `model.attribution`
+    """Token attributions for the label the model writes, by one method of `inspection.attribution`
     (`METHODS`, named as the faithfulness benchmark prints them), with the probability of that
-    label left once the tokens the method ranks highest are deleted."""
+    label left once the tokens the method ranks highest are deleted, and once as many random tokens
+    are: the honest floor a method must beat on this very review."""
     method = _check_method(method)
     model, tok = ckpt.require()
     source = review_source(ckpt, text)
-    labels, candidates = label_candidates(model, tok)
-    result = _attribute(model, source, candidates, (method,))[method]
-    left = erase(model, source.ids, candidates, result.scores, result.label, DELETION_FRACTIONS)
+    labels, candidates = labels_and_candidates(model, tok)
+    results = _attribute(model, source, candidates, (method, "random"))  # one encoder pass for both
+    result = results[method]
+    left, chance = (erase(model, source.ids, candidates, r.scores, result.label, DELETION_FRACTIONS).tolist()
+                    for r in (result, results["random"]))
+    n = len(source.pieces)
+    deletion = [(f, top_count(f, n), p, q) for f, p, q in zip(DELETION_FRACTIONS, left, chance, strict=True)]
     return Explanation(method, dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
-                       shade(source, result.scores.tolist()), list(zip(DELETION_FRACTIONS, left.tolist(), strict=True)),
-                       source.notices)
+                       shade(source, result.scores.tolist()), deletion, n, source.notices)
 
 
 def agreement(ckpt: Checkpoint, text: object) -> tuple[list[str], list[list[float]]]:
@@ -161,7 +170,7 @@ def agreement(ckpt: Checkpoint, text: object) -> tuple[list[str], list[list[floa
     (NaN where a method gives every token the same score)."""
     model, tok = ckpt.require()
     source = review_source(ckpt, text)
-    _, candidates = label_candidates(model, tok)
+    _, candidates = labels_and_candidates(model, tok)
     results = _attribute(model, source, candidates, METHODS)
     scores = [results[m].scores[: len(source.pieces)] for m in METHODS]
     return list(METHODS), [[rank_correlation(a, b) for b in scores] for a in scores]

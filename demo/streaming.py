@@ -7,6 +7,8 @@ into a thread of its own, so the model keeps computing while the server renders,
 only the newest state when asked. Each item must be the whole state so far (a `ChatUpdate` is),
 so the skipped ones lose nothing. Rendering is Python, though, and holds the GIL that the model's
 thread needs between its ops, so each update still costs the model a few ms (docs/log.md).
+
+`paced` slows a stream down to a speed a person can follow (the chat's speed control).
 """
 
 import threading
@@ -75,3 +77,19 @@ def run_ahead(states: Iterator[T], interval: float) -> Iterator[T]:
             yield item
     finally:
         stop.set()
+
+
+def paced(states: Iterator[T], per_second: float) -> Iterator[T]:
+    """`states` at most `per_second` items a second (0: as they come), so that a learner can watch a
+    reply being written token by token. Each item is computed as soon as the one before it is out and
+    then waits for its turn, so it shows on time however long it took to compute (up to the interval)."""
+    if per_second <= 0:
+        yield from states
+        return
+    interval, due = 1.0 / per_second, None
+    for item in states:
+        now = time.monotonic()
+        if due is not None and due > now:
+            time.sleep(due - now)
+        due = max(now, due or now) + interval
+        yield item

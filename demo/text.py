@@ -5,16 +5,55 @@ this module holds what a visitor reads on the page before doing anything.
 """
 
 from demo.checkpoint import LM, SENTIMENT
-from model import DESCRIPTIONS
+from inspection import DESCRIPTIONS, METHODS
 
 TITLE = "Tiny Transformers demo"
 HEADER = ("# Tiny Transformers, built from scratch\n"
-          "A small GPT-style language model and an encoder-decoder sentiment model, "
-          "both written from scratch in PyTorch and trained on IMDb movie reviews.\n")
+          "Two small Transformers written from scratch in PyTorch, trained on IMDb movie reviews: a **language "
+          "model** that continues a review you start (**Chat**), and a **sentiment model** that says whether a "
+          "review is positive or negative (**Sentiment**). **How it works** follows your text through one of "
+          "them step by step; the other tabs look inside them; sizes and scores are under **About**.\n")
 INTERNAL_ERROR = "Sorry, something went wrong on our side (it has been logged). Please try other input."
 
-CHAT_INTRO = ("Write the opening of a movie review: the language model continues it, token by token. "
-              "Each message starts a new review.")
+# Each word a learner needs, defined once; a tab's text says it where the word first appears there.
+DEFINITIONS = {
+    "token": "a word or a piece of one: the unit a model reads and writes",
+    "probability": "how likely, from 0 to 1; the probabilities of every possible next token add up to 1",
+    "logit": "the raw score a model gives each possible next token; the softmax turns the scores into "
+             "probabilities",
+    "layer": "one block of the stack: each reads every token's vector and adds what its attention and its "
+             "feed-forward part computed",
+    "head": "one of the parallel attention units of a layer: each weighs, on its own, which tokens every token "
+            "looks at",
+    "mask": "what a token is not allowed to look at: in a causal mask, the tokens after it",
+    "attribution": "a score for each token: how much it pushed the model towards its answer",
+}
+
+
+def code_span(text: str) -> str:
+    """A token in Markdown as the characters it is: "<s>" would otherwise be read as HTML (and strike
+    the rest of the text through), "*" as emphasis."""
+    return f"`{text.replace('`', 'ˋ')}`"
+
+
+def term(word: str) -> str:
+    """A word in bold with its definition, for the place where a learner first meets it."""
+    return f"**{word}** ({DEFINITIONS[word]})"
+
+
+# The attribution methods as people name them (`inspection.METHODS` are identifiers, for the API)
+METHOD_NAMES = {"attention": "attention", "rollout": "attention rollout", "grad_x_input": "gradient × input",
+                "integrated_gradients": "integrated gradients", "occlusion": "occlusion",
+                "random": "random (baseline)"}
+METHOD_CHOICES = [(METHOD_NAMES[m], m) for m in METHODS]  # radios: the name shown, the identifier sent
+
+
+def method_name(method: str) -> str:
+    return METHOD_NAMES.get(method, method)
+
+
+CHAT_INTRO = (f"Start a movie review: the language model continues it one {term('token')} at a time, each drawn "
+              f"by its {term('probability')}. Each message starts a new review.")
 CHAT_EXAMPLES = [
     "This movie was",
     "I went into this film expecting very little, but",
@@ -23,9 +62,10 @@ CHAT_EXAMPLES = [
     "My kids dragged me to see this and honestly",
 ]
 
-SENTIMENT_INTRO = ("Paste a review: the sentiment model writes a label, and the review is shaded by the "
-                   "explanation method chosen below (red: the token speaks for the label, blue: against), "
-                   "and a deletion test checks that method on your review.")
+SENTIMENT_INTRO = ("Paste a review: the sentiment model's encoder reads it, and its decoder writes a label, "
+                   "“positive” or “negative”, with a probability for each. The review is then shaded by an "
+                   f"{term('attribution')} method chosen below, and a deletion test checks that method on your "
+                   "review.")
 SENTIMENT_EXAMPLES = [
     "A wonderful film. The acting is superb, the story is moving and the ending left me in tears. "
     "One of the best movies I have seen in years, highly recommended!",
@@ -35,10 +75,22 @@ SENTIMENT_EXAMPLES = [
     "Boring and far too long. I fell asleep halfway through and did not miss anything.",
 ]
 
-ATTENTION_INTRO = ("Any text, either model: rows are the tokens attending, columns the tokens attended to. "
-                   "For the sentiment decoder the rows are the start token and the predicted label.")
+ATTENTION_INTRO = ("Attention is how a token gathers information from other tokens. Each "
+                   f"{term('layer')} holds several heads; a {term('head')} gives every token (a row) a weight "
+                   "for each token it may look at (the columns), and the weights of a row add up to 1. "
+                   "*Mean over heads* averages the heads of a layer into one map. Any text, either model; "
+                   "every map uses the same colours, from weight 0 to 1.")
 ATTENTION_EXAMPLE = "The movie was not bad at all, I really enjoyed it."
-CAUSAL_NOTE = "The blank upper triangle is the causal mask: a token cannot look at later tokens."
+CAUSAL_NOTE = f"The blank upper triangle is the causal {term('mask')}."
+
+TOUR_INTRO = ("**How it works.** Follow your text through one forward pass of the model, one step per screen: "
+              "what each step does, its formula, the numbers the model computed (hover a cell), the same numbers "
+              "recomputed by hand, and the lines of the model's source that computed them. Click a box of the "
+              "overview or a step in the list, or use Back and Next.")
+TOUR_EXAMPLE = "This movie was"
+TOY_NOTE = ("Toy model: the same architecture at d_model 8 with 2 heads, random weights of one decimal each and a "
+            "vocabulary of 20 tokens, so that every number fits on screen. Its predictions are noise; its arithmetic "
+            "is the real one.")
 
 TOKENIZER_INTRO = ("How the byte-level BPE tokenizer cuts text into pieces (colours alternate; the small number "
                    "is the token id; ↵ is a newline, ⟨f0 9f⟩ a piece of a multi-byte character).")
@@ -46,16 +98,22 @@ TOKENIZER_EXAMPLE = "Tokenization isn't magic: it's BPE! 🎬 naïve café, 映�
 
 MODEL_TITLES = {LM: "Language model (decoder-only, GPT-style)",
                 SENTIMENT: "Sentiment model (encoder-decoder, text-to-text)"}
-SHORT_TITLES = {LM: ("LM", "Language model"), SENTIMENT: ("Sentiment", "Sentiment model")}  # (header, warning)
+SHORT_TITLES = {LM: "Language model", SENTIMENT: "Sentiment model"}  # in the header's warnings
+USES = {LM: "Continues a movie review you start, one token at a time (the **Chat** tab).",
+        SENTIMENT: "Reads a review and writes whether it is positive or negative (the **Sentiment** tab)."}
 DATA_LINES = {LM: "IMDb movie reviews (Maas et al., 2011): next-token prediction on the review text.",
               SENTIMENT: "IMDb movie reviews (Maas et al., 2011) with their labels: the encoder reads a review, "
                          "the decoder writes the label word."}
-RETRAINING = ("## Device and retraining\n\n"
-              "Running on **{device}**.\n\n"
-              "To retrain the models, see the **Retraining** section of the repository's README, or run "
-              "`python -m training.run --help` (`--preset laptop`: ten minutes on a laptop's CPU). Serve what you "
-              "trained with `python -m demo --lm runs/… --sentiment runs/…` (a run folder, a checkpoint folder or "
-              "a Hub id), or a folder holding both with `python -m demo --checkpoints DIR`.")
+DEVELOPERS = ("Running on **{device}**; the batched passes (classification, explanations, attention) in "
+              "**{precision}** (`python -m demo --precision`, `$DEMO_PRECISION`).\n\n"
+              "- **Retrain:** see the README's *Retraining* section, or `python -m training.run --help` "
+              "(`--preset laptop`: ten minutes on a laptop's CPU).\n"
+              "- **Serve what you trained:** `python -m demo --lm runs/… --sentiment runs/…` (a run folder, a "
+              "checkpoint folder or a Hub id), or a folder holding both with `python -m demo --checkpoints DIR`.\n"
+              "- **The figures the app shows** come from `python -m benchmarks.faithfulness` (the methods' "
+              "deletion scores, Sentiment tab) and `python -m benchmarks.calibration` (the reliability diagram "
+              "above); each writes `benchmarks/results/NAME.json`.\n"
+              "- **The API:** every tab is an endpoint (*Use via API* at the foot of the page).")
 
 PROBABILITY_BANDS = [  # (lower bound, category, colour): a legend a visitor can read at a glance
     (0.5, "likely (≥ 50%)", "#86efac"),
@@ -64,16 +122,23 @@ PROBABILITY_BANDS = [  # (lower bound, category, colour): a legend a visitor can
     (0.0, "surprising (< 1%)", "#fca5a5"),
 ]
 # the probabilities are the model's own (`TokenStep.prob`), before the temperature and the top-k/top-p filters
-TABLE_HEADERS = ["step", "token", "model probability (T = 1, unfiltered)", "top alternatives (same)"]
+TABLE_HEADERS = ["step", "token", "probability", "top alternatives"]
+TABLE_LABEL = ("Each step: the token written, the model's probability of it, and the likeliest tokens "
+               "(before the temperature and top-k / top-p)")
 
 EXPLAIN_INTRO = ("### Why this label? Explanations, and whether to trust them\n"
                  "Each method scores every review token for the label the model writes: "
-                 + "; ".join(f"`{name}` ({line})" for name, line in DESCRIPTIONS.items())  # the registry's lines
+                 + "; ".join(f"**{METHOD_NAMES[name]}** ({line})" for name, line in DESCRIPTIONS.items())
                  + ". Attention alone is not an explanation: the deletion test below checks the chosen method on "
-                 "your own review. The gradient methods and occlusion re-run the model many times: allow a few "
+                 "your own review. The gradient methods and occlusion run the model many times: allow a few "
                  "seconds on a long review.")
 
 LENS_INTRO = ("### Look inside: the logit lens\n"
-              "How each generated token formed through depth: the final LayerNorm and the unembedding applied "
-              "to every layer's residual stream show what the model would have predicted had it stopped there. "
-              "The last row is the model's own prediction.")
+              f"What would the model have written had it stopped after a {term('layer')}? The lens sends every "
+              "layer's vectors through the model's last step (the final LayerNorm, then the output matrix that "
+              f"gives each possible token a {term('logit')}). One row per token written, one column per layer: "
+              "the **last column is the model's own prediction**. Each cell names that layer's best guess; its "
+              "colour is the probability the layer gives the token finally written, so the colour grows where "
+              "the prediction forms. The first columns mostly echo the token just read: with no context mixed "
+              "in yet, a token's own vector read back through the output matrix (the input embedding, reused) "
+              "points at that token again.")

@@ -12,14 +12,13 @@ import argparse
 import atexit
 import functools
 import json
-import re
 import shutil
 import tempfile
 from pathlib import Path
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 from storage import METRICS_NAME, SNAPSHOTS_DIR, snapshot_name, write_index
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, read_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 IMDB = REPO_ROOT.parent / "shared" / "data" / "imdb" / "train.parquet"
@@ -35,15 +34,15 @@ FALLBACK_TEXTS = [
 
 
 def sample_texts(n: int = 200) -> list[str]:
-    """`n` IMDb reviews (HTML line breaks turned into newlines), or a few built-in sentences
-    when the local data set is not there (e.g. on a Space)."""
+    """`n` IMDb reviews as the models read them (`read_texts`), or a few built-in sentences when
+    the local data set is not there (e.g. on a Space)."""
     try:
         import pyarrow.parquet as pq
 
         table = pq.read_table(IMDB, columns=["text"])
         texts = table.column("text").to_pylist()
         step = max(1, len(texts) // n)  # spread over both classes (the file is sorted by label)
-        return [re.sub(r"<br\s*/?>", "\n", t) for t in texts[::step][:n]]
+        return read_texts(texts[::step][:n])
     except Exception:
         return FALLBACK_TEXTS * 5
 

@@ -15,10 +15,9 @@ import torch
 from demo.checkpoint import Checkpoint
 from demo.inputs import DemoError, read_number, visitor_text
 from demo.sampling import read_generated, window_start
-from model import METHODS, attribute_token
-from tokenization import clean_text, token_label, visible
-
-DEFAULT_METHOD = "integrated_gradients"
+from demo.text import code_span, method_name
+from inspection import METHODS, attribute_token
+from tokenization import prompt_ids, token_label, visible
 
 
 @dataclass
@@ -39,11 +38,6 @@ def _method(method: object) -> str:
     return method  # type: ignore[return-value]
 
 
-def _code(token: str) -> str:
-    """A token as a Markdown code span: its text can hold any character, the span shows it as is."""
-    return f"`{token.replace('`', 'ˋ')}`"
-
-
 def _alternative(tok, alternative: object, notices: list[str]) -> int | None:
     """Typed text -> its first token (None when empty). A token copied from the chat's table reads
     back as itself: the table shows a space as ␣ and a newline as ↵."""
@@ -56,7 +50,7 @@ def _alternative(tok, alternative: object, notices: list[str]) -> int | None:
         raise DemoError("The alternative has no tokens: type a word or a token.")
     if len(ids) > 1:
         notices.append(f"The alternative is {len(ids)} tokens; contrasting with its first, "
-                       f"{_code(visible(token_label(tok, ids[0]), show_spaces=True))}.")
+                       f"{code_span(visible(token_label(tok, ids[0]), show_spaces=True))}.")
     return ids[0]
 
 
@@ -81,28 +75,30 @@ def explain_ids(ckpt: Checkpoint, ids: list[int], position: int, start: int, met
                        "not shaded.")
     token, other = (visible(token_label(tok, i), show_spaces=True) for i in (ids[position], alt or 0))
     p = math.exp(r.log_prob)
-    summary = f"Why {_code(token)} (p = {p:.4f})"
+    target = f"the log-probability of {code_span(token)}"
+    summary = f"Why {code_span(token)} (probability {p:.4f})"
     if alt is not None:
-        summary += f" rather than {_code(other)} (p = {math.exp(r.alternative_log_prob):.4f})"
-    summary += (f", by {method}: red = pushed towards it, blue = against. f = "
-                f"{'log p(token) − log p(alternative)' if alt is not None else 'log p(token)'} = {r.target:.3f}.")
-    if r.baseline_target is not None:
-        summary += (f" The scores sum to {float(r.scores.sum()):.3f}; f − f(pad context) = "
-                    f"{r.target - r.baseline_target:.3f} ({r.steps} nodes).")
+        summary += f" rather than {code_span(other)} ({math.exp(r.alternative_log_prob):.4f})"
+        target += f" minus that of {code_span(other)}"
+    summary += (f", by {method_name(method)}: each earlier token's score is its share of {target} "
+                f"({r.target:.2f}).")
+    if r.baseline_target is not None:  # integrated gradients' completeness: the scores account for the whole change
+        summary += (f" Check: the scores add up to {float(r.scores.sum()):.2f}, and replacing every earlier token by "
+                    f"a blank one changes that number by {r.target - r.baseline_target:.2f} (computed at {r.steps} "
+                    "points between the two): the closer the two, the more of the prediction the scores explain.")
     return TokenExplanation(method, token, other if alt is not None else None, p,
                             None if alt is None else math.exp(r.alternative_log_prob), highlights, summary, notices)
 
 
 def explain_text(ckpt: Checkpoint, text: object, position: object, method: object,
                  alternative: object = None) -> TokenExplanation:
-    """Token `position` (1-based) of `text` as the chat reads it, `[bos] + encode(text)`."""
+    """Token `position` (1-based) of `text` as the chat reads it, `[bos] + encode(text)` (`prompt_ids`)."""
     model, tok = ckpt.require()
     text, notices = visitor_text(text)
-    text = clean_text(text)
-    if not text:
-        raise DemoError("Type a text first, then pick one of its tokens.")
-    ids = [tok.bos_id, *tok.encode(text)]
+    ids = prompt_ids(text, tok)
     n = len(ids) - 1
+    if not n:
+        raise DemoError("Type a text first, then pick one of its tokens.")
     k = int(round(read_number(position, 0)))
     if not 1 <= k <= n:
         raise DemoError(f"Position {k} is outside the text's tokens: pick 1..{n}.")

@@ -1,8 +1,11 @@
-"""Scaled dot-product attention and multi-head attention, written out.
+"""Attention: each token's new representation is a weighted average of the values of the tokens it
+may look at, weighted by how well its query matches their keys.
 
-    Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V          (Vaswani et al., 2017, eq. 1)
+    Attention(Q, K, V) = softmax(Q Kᵀ / √d_k + M) V          (Vaswani et al., 2017, eq. 1)
 
-Masks are boolean and True where attention is allowed (see `model/masks.py`).
+M is 0 where the mask allows a key and -inf where it does not (see `model/masks.py`), so a masked
+key gets weight exactly 0. Multi-head attention runs h such attentions side by side on learned
+projections of the input and concatenates them.
 """
 
 import math
@@ -12,7 +15,42 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import TransformerConfig
-from .row_linear import Linear
+from .masks import causal_mask
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+              dropout_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The formula, step by step. q: (B, H, T_q, d_k), k/v: (B, H, T_k, d_k), `mask` True where
+    attention is allowed -> out (B, H, T_q, d_k), weights (B, H, T_q, T_k).
+
+    A query row whose keys are all masked gets zero weights and a zero output instead of the NaN a
+    softmax of all -inf would give (a left-padded position under a causal mask has no key to see).
+    """
+    scores = q @ k.transpose(-2, -1)  # (B, H, T_q, T_k): how well each query matches each key
+    scores = scores / math.sqrt(q.size(-1))  # scaled, so that the softmax does not saturate as d_k grows
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # + M: a masked key gets weight 0
+    weights = scores.float().softmax(dim=-1)  # each row sums to 1 (float32, also under bfloat16 autocast)
+    if mask is not None:
+        weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # a row with no allowed key: 0, not NaN
+    out = F.dropout(weights, dropout_p).to(v.dtype) @ v  # (B, H, T_q, d_k): the weighted sum of the values
+    return out, weights
+
+
+def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+                    is_causal: bool = False, dropout_p: float = 0.0) -> torch.Tensor:
+    """ALTERNATIVE, for speed: `attention`'s output from PyTorch's fused kernel
+    (`F.scaled_dot_product_attention`), which never materialises the (T_q, T_k) weights; the tests
+    prove both equal. Causal attention without a mask, the training case, goes to the kernel's own
+    causal path, which skips the masked blocks instead of reading a mask."""
+    t_q, t_k = q.size(-2), k.size(-2)
+    is_causal = is_causal and t_q > 1  # one query aligned to the end sees every key: no mask to build
+    if mask is None and (t_q == t_k or not is_causal):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal)
+    if is_causal:
+        mask = causal_mask(t_q, t_k, q.device) if mask is None else mask & causal_mask(t_q, t_k, q.device)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    return out.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # the kernel gives NaN where a row is all masked
 
 
 def scaled_dot_product_attention(
@@ -24,75 +62,38 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     need_weights: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """q: (B, H, T_q, d_k), k/v: (B, H, T_k, d_k) -> out (B, H, T_q, d_k), weights or None.
-
-    `is_causal` lets query i see keys <= i + (T_k - T_q): aligned to the *end*, so that a block of
-    new queries after a KV cache sees the whole past. A query row whose keys are all masked gets
-    zero weights and a zero output instead of the NaN a plain softmax of all -inf would give.
-
-    Without `need_weights` the work goes to PyTorch's fused kernel, which never materialises the
-    (T_q, T_k) matrix; the tests prove both paths equal.
-    """
-    t_q, t_k = q.size(-2), k.size(-2)
-    is_causal = is_causal and t_q > 1  # one query aligned to the end sees every key: no mask to build
-    if not need_weights and mask is None and (t_q == t_k or not is_causal):
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal), None
-    if is_causal:
-        causal = torch.ones(t_q, t_k, dtype=torch.bool, device=q.device).tril(t_k - t_q)
-        mask = causal if mask is None else mask & causal
-    if not need_weights:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-        return out.masked_fill(~mask.any(-1, keepdim=True), 0.0), None
-
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T_q, T_k)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.float().softmax(dim=-1)  # float32 statistics, also under bfloat16 autocast
-    if mask is not None:
-        weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # all-masked rows: 0, not NaN
-    out = F.dropout(weights, dropout_p).to(v.dtype) @ v  # (B, H, T_q, d_k)
-    return out, weights
+    """What `MultiHeadAttention` runs: `attention` when the weights are wanted (to show or inspect
+    them), else the same numbers from `fused_attention` and no weights. `is_causal` adds the causal
+    mask aligned to the end (`causal_mask`) to `mask`."""
+    if need_weights:
+        if is_causal:
+            causal = causal_mask(q.size(-2), k.size(-2), q.device)
+            mask = causal if mask is None else mask & causal
+        return attention(q, k, v, mask, dropout_p)
+    return fused_attention(q, k, v, mask, is_causal, dropout_p), None
 
 
 class AttentionCache:
-    """Keys and values one attention layer has already computed; `k`/`v` are (B, H, T_past, d_k).
+    """The keys and values one attention layer has computed so far, k/v (B, H, T_past, d_k).
 
-    Self-attention writes each step's keys/values in place into one buffer of `capacity`
-    positions, keys and values stacked (doubled if a sequence outruns it): a step copies only its
-    new positions, where `torch.cat` would copy, and allocate anew, the whole past at every token.
-    A step whose new keys and values lie side by side, as the fused Q/K/V product returns them,
-    writes both with one copy (`extend`). `k`/`v` are views of the filled part. Cross-attention
-    stores the memory's keys/values once and reuses them, since the memory does not change while
-    decoding.
+    Generating one token at a time, the past tokens' keys and values do not change: they are kept
+    here and each step computes only its new token's (self-attention appends them). Cross-attention
+    stores the memory's keys/values once, since the memory does not change while decoding.
     """
 
-    def __init__(self, capacity: int = 0):
-        self.capacity = capacity
+    def __init__(self):
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
-        self._kv: torch.Tensor | None = None  # (2, B, H, capacity, d_k): keys, values
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """k/v: (B, H, T_new, d_k) -> every key/value so far, (B, H, T_past + T_new, d_k)."""
-        return self.extend(torch.stack((k, v)))
-
-    def extend(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """kv: (2, B, H, T_new, d_k), the new keys and values stacked -> every key/value so far."""
-        start = 0 if self.k is None else self.k.size(2)
-        end = start + kv.size(3)
-        buf = self._kv
-        if buf is None or end > buf.size(3) or buf.shape[1:3] != kv.shape[1:3] or buf.dtype != kv.dtype:
-            size = max(end, self.capacity, 2 * buf.size(3) if start else 0)
-            grown = kv.new_empty(*kv.shape[:3], size, kv.size(4))
-            if start:
-                grown.narrow(3, 0, start).copy_(buf.narrow(3, 0, start))
-            self._kv = buf = grown
-        buf.narrow(3, start, end - start).copy_(kv)
-        self.k, self.v = buf.narrow(3, 0, end).unbind()
-        return self.k, self.v
+        if self.k is not None:
+            k, v = torch.cat((self.k, k), dim=2), torch.cat((self.v, v), dim=2)
+        self.k, self.v = k, v
+        return k, v
 
     def reset(self) -> None:
-        """Forget the keys/values; the buffer stays allocated for the next sequence."""
+        """Forget the keys/values (a new sequence starts)."""
         self.k = self.v = None
 
 
@@ -108,9 +109,9 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         d_model = config.d_model  # the config checked d_model % n_head == 0
         self.d_model, self.n_head, self.dropout = d_model, config.n_head, config.dropout
-        self.in_proj = Linear(d_model, 3 * d_model)
-        self.out_proj = Linear(d_model, d_model)
-        # (B, H, T, d_k) -> same: knocks heads out before out_proj; set by `model.ablation.ablate`
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        # (B, H, T, d_k) -> same: knocks heads out before out_proj; set by `inspection.ablate`
         self.head_ablation = None
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:

@@ -3,21 +3,17 @@ at a time while cross-attending to the encoder output (the "memory")."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import torch
 
-from tokenization import truncate
-
 from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
 from .decoder_only import DecoderOnlyLM
+from .embeddings import Embeddings, PositionalEncoding
 from .generation import GenerationMixin, KVCache
-from .layers import Decoder, Embeddings, Encoder, PositionalEncoding
+from .layers import Decoder, Encoder
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -32,12 +28,16 @@ class EncoderDecoderConfig(TransformerConfig):
     n_encoder_layer: int = bounded(4, 1, MAX_LAYERS)
     n_decoder_layer: int = bounded(2, 1, MAX_LAYERS)
     labels: list[str] | None = None  # for a classifier trained text-to-text: its label words
-    src_keep_tail: int = bounded(0, 0)  # a source over max_src_len keeps this many of its last tokens (data and app)
+    src_keep_tail: int = bounded(0, 0)  # a source over max_src_len keeps this many of its last tokens (the cut:
+    # `tokenization.review`, which training, evaluation, the benchmarks and the app all read a review with)
     # the encoder keeps a decoder-only LM's causal mask: position t reads tokens <= t only. An encoder
     # started from the LM (`init_encoder_from`) then begins exactly where the LM stands, instead of
     # reading with a bidirectional mask its weights never saw; the decoder's cross-attention still
     # reads every position of the memory.
     causal_encoder: bool = False
+    # ULMFiT's concat pooling (Howard & Ruder 2018, section 3.3), as memory rows: the decoder's
+    # cross-attention also reads the review's last state, its mean and its max over positions
+    pool_memory: bool = False
     # the classifier's softmax temperature over label scores (temperature scaling, Guo et al. 2017),
     # fitted on the selection rows at the end of a sentiment run so that its probabilities are calibrated
     temperature: float = bounded(1.0, 1e-2, 100.0)
@@ -54,31 +54,21 @@ class EncoderDecoderConfig(TransformerConfig):
         if self.labels is not None and (len(set(self.labels)) != len(self.labels) or not all(self.labels)):
             raise ValueError(f"labels must be distinct non-empty words, got {self.labels!r}")
 
-    # How a text is read: the one owner of the source cut and the label ids, which training's data
-    # (`PairSet`), evaluation, the benchmarks and the app all call, so that none can cut a review
-    # differently. (T5 keeps `_shift_right` on its model for the same reason.) They live on the
-    # config because training builds its data before the model exists.
-
-    def cut_source(self, tokens: Sequence[T], max_len: int | None = None) -> list[T]:
-        """The tokens of a source the encoder reads, its end token aside: all of them, or past
-        `max_src_len - 1` the head and the last `src_keep_tail` (`truncate`). Works on ids and on
-        display `Piece`s alike; `max_len` is a tighter limit than `max_src_len` (a heatmap's)."""
-        return truncate(tokens, min(max_len or self.max_src_len, self.max_src_len) - 1, self.src_keep_tail)
-
-    def source_ids(self, tokenizer, texts: list[str], max_len: int | None = None) -> list[list[int]]:
-        """Texts as the encoder reads them: `cut_source(encode(text)) + [eos]` each (batched in Rust)."""
-        rows = tokenizer.encode_batch(texts, padding=False, return_tensors=False).input_ids
-        return [[*self.cut_source(row, max_len), tokenizer.eos_id] for row in rows]
-
     def decoder_input_ids(self, target: Sequence[int]) -> list[int]:
         """What the decoder reads to write `target`: the target shifted right behind the start token."""
         return [self.bos_token_id, *target]
 
-    def label_ids(self, tokenizer) -> list[list[int]]:
-        """Each label word's token ids, in `labels` order: the candidates a classifier scores."""
-        if not self.labels:
-            raise ValueError("this encoder-decoder has no labels (config.json `labels`)")
-        return [tokenizer.encode(label) for label in self.labels]
+
+def pooled_memory(memory: torch.Tensor, src_mask: torch.Tensor | None):
+    """memory (B, S, C) -> (B, S + 3, C) with the last real state, the mean and the max over the real
+    positions appended; src_mask (B, S) -> (B, S + 3), the new rows real."""
+    real = torch.ones(memory.shape[:2], device=memory.device) if src_mask is None else src_mask.to(memory.dtype)
+    last = memory[torch.arange(memory.size(0)), real.sum(1).long() - 1]  # (B, C): right padding
+    mean = (memory * real[..., None]).sum(1) / real.sum(1, keepdim=True)
+    top = memory.masked_fill(real[..., None] == 0, float("-inf")).amax(1)
+    pooled = torch.stack([last, mean.to(memory.dtype), top], 1)  # (B, 3, C)
+    mask = None if src_mask is None else torch.cat([src_mask, src_mask.new_ones(src_mask.size(0), 3)], 1)
+    return torch.cat([memory, pooled], 1), mask
 
 
 class EncoderDecoder(PreTrainedModel, GenerationMixin):
@@ -158,7 +148,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """src_ids: (B, S), src_mask: (B, S) 1 = real -> memory (B, S, C), attention maps.
 
         `src_embeds` (B, S, C), the scaled token embeddings `self.embed(src_ids)`, replaces the ids:
-        gradient attributions differentiate with respect to them (see `model/attribution.py`)."""
+        gradient attributions differentiate with respect to them (see `inspection/attribution.py`)."""
         mask = padding_mask(src_mask) if src_mask is not None else None
         x = self.embed(src_ids) if src_embeds is None else src_embeds
         return self.encoder(self.pos(x), mask, need_weights)
@@ -173,6 +163,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """`decode` before the output projection: hidden states (B, T, C), attention maps."""
         offset = cache.length if cache is not None else 0
         x = self.pos(self.embed(tgt_ids), offset)
+        if self.config.pool_memory:
+            memory, src_mask = pooled_memory(memory, src_mask)
         mask = padding_mask(src_mask) if src_mask is not None else None
         x, maps = self.decoder(x, memory=memory, src_mask=mask,
                                cache=cache.layers if cache is not None else None, need_weights=need_weights)
@@ -239,7 +231,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         return (scores.float() / self.config.temperature).log_softmax(-1)
 
     def new_cache(self) -> KVCache:
-        return KVCache.empty(self.config.n_decoder_layer, capacity=self.config.max_tgt_len)
+        return KVCache.empty(self.config.n_decoder_layer)
 
     def next_token_logits(self, tokens, cache: KVCache | None, src_ids, src_mask=None) -> torch.Tensor:
         """(1, T) decoder tokens so far -> (1, vocab); the source is encoded once per cache."""

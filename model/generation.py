@@ -14,7 +14,6 @@ from functools import cached_property
 
 import torch
 
-from .attention import AttentionCache
 from .layers import LayerCache
 
 MIN_TEMPERATURE = 1e-5  # below this, sampling is greedy decoding (and logits / t could overflow)
@@ -23,19 +22,16 @@ MIN_TEMPERATURE = 1e-5  # below this, sampling is greedy decoding (and logits / 
 @dataclass
 class KVCache:
     """Everything a model keeps between steps: per-layer keys/values and how many positions they
-    cover; an encoder-decoder also keeps the encoded source (`memory`) and its mask. `step`: what
-    a model's fast one-token step reads, bound at its first use (`DecoderOnlyLM._decode_step`)."""
+    cover; an encoder-decoder also keeps the encoded source (`memory`) and its mask."""
 
     layers: list[LayerCache]
     length: int = 0
     memory: torch.Tensor | None = None
     src_mask: torch.Tensor | None = None
-    step: object | None = None
 
     @classmethod
-    def empty(cls, n_layer: int, capacity: int = 0) -> "KVCache":
-        """`capacity`: positions to preallocate per layer (the model's context, when it has one)."""
-        return cls([LayerCache(self_attn=AttentionCache(capacity)) for _ in range(n_layer)])
+    def empty(cls, n_layer: int) -> "KVCache":
+        return cls([LayerCache() for _ in range(n_layer)])
 
     def reset(self) -> None:
         """Forget the decoder keys/values (the encoded source stays valid, the buffers are reused)."""

@@ -1,101 +1,25 @@
-"""The building blocks of both models: embeddings, positional encoding, feed-forward, residual +
-LayerNorm, and the encoder and decoder layers and stacks (Vaswani et al., 2017, section 3).
+"""The blocks both models stack, in the order a token meets their parts: residual + LayerNorm around
+each sublayer, the feed-forward network, then the encoder and decoder layers (blocks) and their
+stacks (Vaswani et al., 2017, section 3; the embeddings are `model/embeddings.py`, attention
+`model/attention.py`).
 
 Layers are built from the model's config (`FeedForward(config)`, `EncoderLayer(config)`, ...), as
 nanoGPT's `Block(config)` and Hugging Face's `GPT2Block(config)` are: a new option is a config field
 read where it is used, not one more positional argument threaded through every constructor.
 """
 
-import math
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from .attention import AttentionCache, MultiHeadAttention
 from .config import TransformerConfig
-from .row_linear import Linear, row_linear
-
-
-@dataclass
-class AttentionMap:
-    """One layer's attention weights, labelled for display."""
-
-    kind: str  # "encoder_self", "decoder_self" or "cross"
-    layer: int
-    weights: torch.Tensor  # (B, H, T_q, T_k)
-
-
-@dataclass
-class LayerCache:
-    """What one decoder layer keeps between generation steps."""
-
-    self_attn: AttentionCache = field(default_factory=AttentionCache)
-    cross_attn: AttentionCache = field(default_factory=AttentionCache)
-
-
-class Embeddings(nn.Module):
-    """Token embeddings scaled by √d_model, so they are not drowned by the positional encoding.
-
-    The same matrix, transposed, is the output projection (`logits`): weight tying (section 3.4).
-    """
-
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.lut = nn.Embedding(config.vocab_size, config.d_model)
-        self.scale = math.sqrt(config.d_model)
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        return self.lut(idx) * self.scale  # (B, T, C)
-
-    def logits(self, x: torch.Tensor) -> torch.Tensor:
-        return row_linear(x, self.lut.weight)  # (B, T, vocab)
-
-
-def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))."""
-    position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
-    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    pe = torch.zeros(max_len, d_model)
-    pe[:, 0::2] = torch.sin(position * div_term)
-    pe[:, 1::2] = torch.cos(position * div_term)
-    return pe  # (T, C)
-
-
-class PositionalEncoding(nn.Module):
-    """Adds the fixed sinusoidal table, `config.max_positions` rows; `offset` is the position of the
-    first token (KV cache)."""
-
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.dropout = nn.Dropout(config.dropout)
-        # not a parameter and not saved: it is a pure function of (max_positions, d_model)
-        self.register_buffer("pe", sinusoidal_table(config.max_positions, config.d_model), persistent=False)
-
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        T = x.size(1)
-        if offset + T > self.pe.size(0):
-            raise ValueError(f"sequence of {offset + T} positions exceeds max_len {self.pe.size(0)}")
-        return self.dropout(x + self.pe[offset : offset + T])  # (B, T, C)
 
 
 def build_norm(config: TransformerConfig) -> nn.Module:
     """The one place a normalisation layer is chosen (an RMSNorm variant would be added here)."""
     return nn.LayerNorm(config.d_model)
-
-
-class FeedForward(nn.Module):
-    """FFN(x) = W₂ GELU(W₁ x + b₁) + b₂, applied to each position alone."""
-
-    def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.w_1 = Linear(config.d_model, config.d_ff)
-        self.w_2 = Linear(config.d_ff, config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_2(self.dropout(F.gelu(self.w_1(x))))
 
 
 class SublayerConnection(nn.Module):
@@ -120,6 +44,21 @@ class SublayerConnection(nn.Module):
         return self.norm(x + self.dropout(out)), weights
 
 
+class FeedForward(nn.Module):
+    """FFN(x) = W₂ GELU(W₁ x + b₁) + b₂, applied to each position alone: widen to d_ff, bend, narrow
+    back. GELU (GPT's) where the paper has ReLU: smooth, so small negative inputs still pass a little."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.w_1 = nn.Linear(config.d_model, config.d_ff)
+        self.activation = nn.GELU()
+        self.w_2 = nn.Linear(config.d_ff, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w_2(self.dropout(self.activation(self.w_1(x))))  # (B, T, C) -> (B, T, d_ff) -> (B, T, C)
+
+
 class EncoderLayer(nn.Module):
     """Self-attention over the whole source, then the feed-forward network."""
 
@@ -134,6 +73,14 @@ class EncoderLayer(nn.Module):
             x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, need_weights=need_weights))
         x, _ = self.sublayer[1](x, lambda h: (self.feed_forward(h), None))
         return x, weights
+
+
+@dataclass
+class LayerCache:
+    """What one decoder layer keeps between generation steps."""
+
+    self_attn: AttentionCache = field(default_factory=AttentionCache)
+    cross_attn: AttentionCache = field(default_factory=AttentionCache)
 
 
 class DecoderLayer(nn.Module):
@@ -165,6 +112,15 @@ class DecoderLayer(nn.Module):
                                            need_weights=need_weights))
         x, _ = self.sublayer[-1](x, lambda h: (self.feed_forward(h), None))
         return x, self_w, cross_w
+
+
+@dataclass
+class AttentionMap:
+    """One layer's attention weights, labelled for display."""
+
+    kind: str  # "encoder_self", "decoder_self" or "cross"
+    layer: int
+    weights: torch.Tensor  # (B, H, T_q, T_k)
 
 
 class Encoder(nn.Module):

@@ -1,4 +1,4 @@
-"""Head ablation (`model/ablation.py`): no head knocked out changes nothing, bit for bit; a knocked-out
+"""Head ablation (`inspection/ablation.py`): no head knocked out changes nothing, bit for bit; a knocked-out
 head changes exactly its own share of the output projection, checked against attention computed
 by hand; the batched ranking equals one ablated pass per head."""
 
@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
+from inspection.ablation import Head, HeadMask, ablate, all_heads, classifier_head_effects, lm_head_effects
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, MultiHeadAttention
-from model.ablation import Head, HeadMask, ablate, all_heads, classifier_head_effects, lm_head_effects
 from model.config import TransformerConfig
 
 CANDIDATES = [[5, 6], [7]]

@@ -1,6 +1,7 @@
 """The app launched in-process on a free port and driven through `gradio_client`: every endpoint,
 streaming, 20 simultaneous chats, hostile input, and what the server refuses to serve."""
 
+import html
 import inspect
 import json
 import re
@@ -17,11 +18,14 @@ gradio_client = pytest.importorskip("gradio_client")
 
 from demo.app import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUEUE_SIZE, build_app, launch  # noqa: E402
 from demo.inference import DemoService  # noqa: E402
+from demo.sentiment import labels_and_candidates  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
-from demo.text import TABLE_HEADERS  # noqa: E402
+from demo.tabs.sentiment import TRUST_NOTE  # noqa: E402
+from demo.text import METHOD_NAMES, TABLE_HEADERS  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
-from model import METHODS  # noqa: E402
+from inspection import METHODS  # noqa: E402
+from tokenization import source_ids  # noqa: E402
 
 # Gradio's own queue bookkeeping uses pandas options that pandas 3 deprecates: not ours to fix.
 # Missing glyphs (NUL symbols, CJK) draw as boxes; the app silences this outside pytest.
@@ -29,8 +33,8 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
               pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
               pytest.mark.filterwarnings("ignore:Glyph .* missing from")]
 
-ENDPOINTS = {"/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options", "/attention",
-             "/tokenize", "/ablate", "/rank_heads", "/query_key",
+ENDPOINTS = {"/tour", "/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options",
+             "/attention", "/tokenize", "/ablate", "/rank_heads", "/query_key",
              "/compare_reviews", "/explain_token", "/learning"}
 HOSTILE = ["👍🏽🎬🍿", "שלום עולם", "日本語の映画", "\x00", "nul\x00byte\x01\x1b[0m", "<script>alert(1)</script>",
            "$x^2$ {{ }} %s \\n"]
@@ -60,8 +64,9 @@ def client(server):
     return gradio_client.Client(server[1], verbose=False)
 
 
-def chat(client, text, history=(), max_new_tokens=8, temperature=0.0, top_k=40, top_p=0.95, seed=1):
-    return client.predict(text, list(history), max_new_tokens, temperature, top_k, top_p, seed, api_name="/chat")
+def chat(client, text, history=(), max_new_tokens=8, temperature=0.0, top_k=40, top_p=0.95, seed=1, speed=0):
+    return client.predict(text, list(history), max_new_tokens, temperature, top_k, top_p, seed, speed,
+                          api_name="/chat")
 
 
 def shown(text: str) -> str:
@@ -94,7 +99,7 @@ def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) 
             yield update
 
     monkeypatch.setattr(service, "stream_continuation", one_token_per_30_ms)
-    job = client.submit("This movie was", [], 8, 0.9, 40, 0.95, 5, api_name="/chat")
+    job = client.submit("This movie was", [], 8, 0.9, 40, 0.95, 5, 0, api_name="/chat")
     final = job.result(timeout=60)
     texts = [reply_text(out[0]) for out in job.outputs()]
     assert texts[0] == CONTINUATION  # the empty bubble, before the first token
@@ -113,9 +118,52 @@ def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) 
     assert "Done" in notice and "seed 5" in notice
 
 
+def tour_json(outputs) -> dict:
+    """The /tour output that holds the steps as JSON."""
+    return next(o for o in outputs if isinstance(o, dict) and "steps" in o)
+
+
+def test_tour_walks_the_lm_and_the_sentiment_model(client, service: DemoService) -> None:
+    lm = tour_json(client.predict("This movie was", "lm", 0, 0, False, api_name="/tour"))
+    assert len(lm["steps"]) >= 14
+    for step in lm["steps"]:
+        assert step["title"] and step["explanation"] and step["formula"] and step["shape"]
+        code = step["code"]
+        assert code["file"].startswith(("model/", "tokenization/")) and 1 <= code["first_line"] <= code["last_line"]
+        assert all(check["ok"] for check in step["checks"])
+    model, tok = service.lm.require()
+    with torch.inference_mode():  # the LM's own next-token distribution, computed here
+        probs = model(torch.tensor([[tok.bos_id, *tok.encode("This movie was")]])).logits[0, -1].softmax(-1)
+    tokens, p = zip(*lm["top_tokens"], strict=True)
+    assert 0 < sum(p) <= 1 and list(p) == sorted(p, reverse=True)
+    assert list(p) == pytest.approx(probs.topk(len(p)).values.tolist(), abs=1e-6)
+    assert list(tokens) == [tok.decode_token(i) for i in probs.topk(len(p)).indices.tolist()]
+    sentiment = tour_json(client.predict("A fine film, well acted.", "sentiment", 0, 1, False, api_name="/tour"))
+    titles = [s["title"] for s in sentiment["steps"]]
+    assert any(t.startswith("Cross-attention") for t in titles) and any("padding mask" in t for t in titles)
+    model, tok = service.sentiment.require()
+    labels, candidates = labels_and_candidates(model, tok)
+    with torch.inference_mode():  # the classifier's probabilities in float32 (the Sentiment tab may run bf16)
+        memory = model.encode(torch.tensor(source_ids(["A fine film, well acted."], tok, model.config)))[0]
+        expected = model.label_log_probs(memory, candidates)[0].exp().tolist()
+    assert sentiment["label_probabilities"] == pytest.approx(dict(zip(labels, expected, strict=True)), abs=1e-5)
+    toy = tour_json(client.predict("This movie was", "lm", 0, 0, True, api_name="/tour"))
+    assert toy["toy"] and "(4, 8)" in toy["steps"][1]["shape"]  # d_model 8
+
+
+def test_tour_refuses_bad_input_in_one_line(client) -> None:
+    outputs = client.predict("   ", "lm", 0, 0, False, api_name="/tour")
+    notices = [o for o in outputs if isinstance(o, str) and o.startswith("ℹ️")]
+    assert notices == ["ℹ️ Type some text first."]
+    no_trace(*outputs)
+    outputs = client.predict("This movie was", "gpt", "x", None, "maybe", api_name="/tour")
+    assert any(isinstance(o, str) and "Unknown model" in o for o in outputs)
+    no_trace(*outputs)
+
+
 def test_retry_clear_and_rate(client) -> None:
     history = chat(client, "The acting was", seed=3, temperature=1.0)[0]
-    again = client.predict(history, 8, 1.0, 40, 0.95, 4, api_name="/retry")
+    again = client.predict(history, 8, 1.0, 40, 0.95, 4, 0, api_name="/retry")
     new_history, notice = again[0], again[4]
     assert [m["role"] for m in new_history] == ["user", "assistant"]
     assert message_text(new_history[0]) == "The acting was" and "Done" in notice
@@ -123,7 +171,7 @@ def test_retry_clear_and_rate(client) -> None:
     assert {c["label"] for c in label["confidences"]} == {"negative", "positive"}
     assert "says" in notice
     cleared = client.predict(api_name="/clear")  # chat, textbox, tokens, table, notice, rating, lens, two notices
-    assert cleared == ([], "", [], {"headers": TABLE_HEADERS, "data": [], "metadata": None}, "", {}, None,
+    assert cleared == ([], "", [], {"headers": TABLE_HEADERS, "data": [], "metadata": None}, "", {}, "",
                        "", "")
     no_trace(again, label, cleared)
 
@@ -141,7 +189,7 @@ def test_clear_ends_the_reply_in_progress_with_the_cleared_chat(client, service:
             yield update
 
     monkeypatch.setattr(service, "stream_continuation", held_after_two)
-    job = client.submit("This movie was", [], 60, 0.0, 40, 0.95, 1, api_name="/chat")
+    job = client.submit("This movie was", [], 60, 0.0, 40, 0.95, 1, 0, api_name="/chat")
     assert started.wait(30)
     cleared = client.predict(api_name="/clear")
     assert cleared[0] == []
@@ -159,7 +207,7 @@ def test_stop_ends_the_reply_with_the_tokens_shown(service: DemoService) -> None
     """Stop, as the page sends it (same session): the reply's next update is not shown; the stream's
     last output keeps the reply as it was and says how many tokens it holds."""
     request = types.SimpleNamespace(session_hash="visitor-1")
-    replies = chat_tab.chat(service, "This movie was", [], 60, 0.0, 40, 0.95, 1, request=request)
+    replies = chat_tab.chat(service, "This movie was", [], 60, 0.0, 40, 0.95, 1, 0, request=request)
     outputs = [next(replies), next(replies)]  # "Writing…", then the first tokens
     shown_tokens = len(outputs[1][3])
     notice, _ = chat_tab.stopped(outputs[1][5], request)
@@ -170,7 +218,7 @@ def test_stop_ends_the_reply_with_the_tokens_shown(service: DemoService) -> None
 
 
 def test_retry_and_rate_with_nothing_to_work_on(client) -> None:
-    out = client.predict([], 8, 1.0, 40, 0.95, 4, api_name="/retry")
+    out = client.predict([], 8, 1.0, 40, 0.95, 4, 0, api_name="/retry")
     assert out[0] == [] and "Nothing to retry" in out[4]
     label, notice = client.predict([], api_name="/rate_reply")
     assert not label and "Generate a reply first" in notice
@@ -182,7 +230,7 @@ def test_classify(client) -> None:
     assert sum(c["confidence"] for c in label["confidences"]) == pytest.approx(1.0, abs=1e-4)
     assert "".join(h["token"] for h in highlights) == "A wonderful, moving film. Loved it!"
     assert max(h["class_or_confidence"] for h in highlights) == 1.0
-    assert notice == ""
+    assert notice == f"- ℹ️ {TRUST_NOTE}"  # a few words: the before-trust note, and nothing else
 
 
 def test_classify_probabilities_are_the_calibrated_ones(client, service: DemoService, monkeypatch) -> None:
@@ -209,12 +257,13 @@ def test_explain_every_method(client, service: DemoService, method: str) -> None
     label, shading, deletion, notice = client.predict(text, method, api_name="/explain")
     expected = service.classify(text).probabilities
     assert {c["label"]: c["confidence"] for c in label["confidences"]} == pytest.approx(expected, abs=1e-4)
-    assert method.replace("_", " ") in shading["label"] or method in shading["label"]  # the panel names its method
-    shaded = shading["value"]
-    assert "".join(h["token"] for h in shaded) == text
-    scores = [h["class_or_confidence"] for h in shaded]
-    assert max(abs(s) for s in scores) == pytest.approx(1.0) and all(-1 <= s <= 1 for s in scores)
-    assert "Deletion test" in deletion and deletion.count("deleted:") == 3 and notice == ""
+    assert f"Token shading by {METHOD_NAMES[method]}, for “{label['label']}”" in shading  # names its method in words
+    tokens = shading.split('line-height:1.9">')[1]
+    assert html.unescape(re.sub(r"<[^>]+>", "", tokens)) == text  # the shaded tokens tile the review
+    scores = [float(score) for score in re.findall(r': ([+-]\d\.\d\d)">', tokens)]  # each token's score on hover
+    assert max(abs(s) for s in scores) == 1.0 and all(-1 <= s <= 1 for s in scores)
+    assert "Deletion test" in deletion and deletion.count("deleted:") == 3 and notice == f"- ℹ️ {TRUST_NOTE}"
+    assert re.search(r"\*\*(Passed|Failed|Cannot tell)", deletion)  # and its verdict
 
 
 @pytest.mark.parametrize("text", ["", "   ", "great " * 4000, "👍🏽🎬🍿 😡", "nul\x00byte\x00", "<script>x</script>"])
@@ -231,7 +280,7 @@ def test_explain_hostile_input(client, text: str, method: str) -> None:
 
 def test_explain_unknown_method_is_explained(client) -> None:
     label, shaded, _, notice = client.predict("good film", "shap", api_name="/explain")
-    assert not label and not shaded["value"] and "none" in shaded["label"]
+    assert not label and "Token shading: none" in shaded and 'class="token"' not in shaded
     assert "Unknown explanation method 'shap'" in notice and "occlusion" in notice
 
 
@@ -308,7 +357,7 @@ def test_lone_surrogates_in_raw_json_are_handled(server, endpoint: str) -> None:
     url = server[1]
     text = "lone \\ud800 surrogate"
     data = {"tokenize": [text], "classify": [text], "attention": [text, "lm_self", 0, -1],
-            "chat": [text, [], 3, 0, 40, 0.9, 1]}[endpoint]
+            "chat": [text, [], 3, 0, 40, 0.9, 1, 0]}[endpoint]
     body = '{"data": ' + json.dumps(data).replace("\\\\ud800", "\\ud800") + "}"
     assert "\\ud800" in body
     event = httpx.post(f"{url}/gradio_api/call/{endpoint}", content=body,
@@ -322,12 +371,12 @@ def test_lone_surrogates_in_raw_json_are_handled(server, endpoint: str) -> None:
     ((8, 0, 40, 0.95, 1), "greedy"),
     ((8, -2, 40, 0.95, 1), "greedy"),
     ((8, 1.0, 10**6, 0.95, 1), "exceeds the vocabulary"),
-    ((8, 1.0, 40, 0, 1), "Top-p must be above 0"),
-    ((0, 1.0, 40, 0.5, 1), "at least 1"),
-    ((10**6, 1.0, 40, 0.5, 1), "capped"),
-    (("many", "hot", None, "x", "seed"), "Done"),
-    ((8, 1e-38, 40, 0.95, 1), "greedy"),
-    ((10**400, -(10**400), 10**400, 10**400, -(10**400)), "capped"),
+    ((8, 1.0, 40, 0, 1, 0), "Top-p must be above 0"),
+    ((0, 1.0, 40, 0.5, 1, 0), "at least 1"),
+    ((10**6, 1.0, 40, 0.5, 1, 0), "capped"),
+    (("many", "hot", None, "x", "seed", "fast"), "Done"),  # a speed that is no number: as fast as it can
+    ((8, 1e-38, 40, 0.95, 1, -5), "greedy"),
+    ((10**400, -(10**400), 10**400, 10**400, -(10**400), 10**400), "capped"),
 ])
 def test_out_of_range_settings_are_clamped_and_explained(client, settings, expected) -> None:
     out = client.predict("This movie was", [], *settings, api_name="/chat")
@@ -339,7 +388,7 @@ def test_non_finite_numbers_in_raw_json_are_clamped(server, caplog) -> None:
     """JSON from a script can carry Infinity, -Infinity, NaN and 1e999 (gradio_client refuses to
     send them): they are clamped, explained, and leave no OverflowError in the server log."""
     url = server[1]
-    calls = {"chat": '["This movie was", [], Infinity, Infinity, -Infinity, NaN, 1e999]',
+    calls = {"chat": '["This movie was", [], Infinity, Infinity, -Infinity, NaN, 1e999, NaN]',
              "attention": '["good film", "lm_self", -Infinity, Infinity]'}
     for endpoint, data in calls.items():
         event = httpx.post(f"{url}/gradio_api/call/{endpoint}", content='{"data": ' + data + "}",
@@ -359,7 +408,7 @@ def test_bad_attention_settings_are_explained(client) -> None:
 
 def test_ablate_and_rank_heads(client) -> None:
     notice = client.predict("The movie was", "lm", ["L1 H1", "L2 H2"], "zero", api_name="/ablate")
-    assert "knocked out (zero)" in notice and "P(next token" in notice
+    assert "(zero ablation)" in notice and "P(next token" in notice and "Knocking out L1 H1, L2 H2" in notice
     figure, table, summary = client.predict("A fine film.", "sentiment", "mean", api_name="/rank_heads")
     assert len(table["data"]) == 12 and "ranks #" in summary and figure is not None
     for text, model, heads in [("", "lm", ["L1 H1"]), ("ok", "lm", ["L7 H9"]), ("ok", "sentiment", []),
@@ -388,7 +437,7 @@ def test_compare_reviews(client) -> None:
 
 def test_twenty_simultaneous_chats_all_complete(client, service: DemoService) -> None:
     prompts = [f"Review {i}: this film" for i in range(20)]
-    jobs = [client.submit(p, [], 10, 1.0, 40, 0.95, i, api_name="/chat") for i, p in enumerate(prompts)]
+    jobs = [client.submit(p, [], 10, 1.0, 40, 0.95, i, 0, api_name="/chat") for i, p in enumerate(prompts)]
     results = [job.result(timeout=120) for job in jobs]
     for i, (prompt, result) in enumerate(zip(prompts, results, strict=True)):
         expected = service.continue_text(prompt, max_new_tokens=10, temperature=1.0, top_k=40, top_p=0.95, seed=i)
@@ -406,8 +455,8 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     handler), and the model calls inside share the service's compute slots."""
     app, _ = server
     compute = [fn for fn in app.fns.values() if fn.api_name in {
-        "chat", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
-    assert len(compute) == 7
+        "tour", "chat", "retry", "rate_reply", "explain", "attention", "tokenize", "tokenize_submit"}]
+    assert len(compute) == 8
     assert {(fn.concurrency_id, fn.concurrency_limit) for fn in compute} == {("compute", ACTIVE_REQUESTS)}
     classify = [fn for fn in app.fns.values() if fn.api_name in {"classify", "classify_submit"}]
     assert len(classify) == 2 and not any(fn.queue for fn in classify)  # short: only the compute slots bound it
@@ -424,20 +473,31 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     assert len(chat["targets"]) == 2 and chat["trigger_mode"] == "always_last"
 
 
-def test_the_queue_polls_every_10_ms_while_a_chat_runs_and_every_1_otherwise(server, client) -> None:
+def test_the_queue_polls_every_10_ms_while_a_chat_runs_and_every_1_otherwise(server, client, service: DemoService,
+                                                                           monkeypatch) -> None:
     """Gradio's queue loop sleeps `sleep_when_free` between looks for new events: the app's 10 ms
     while a long request runs (a streaming chat loses less GIL time), 1 ms otherwise (a lone request
     starts sooner). The loop still reads that attribute and starts each event through
-    `self.process_events` (a Gradio upgrade that changed either would make the setting do nothing)."""
+    `self.process_events` (a Gradio upgrade that changed either would make the setting do nothing).
+    The chat is held after its third update until the poll has changed: on a fast CPU the tiny
+    model's whole reply takes less than the 100 ms after which a request counts as long."""
     app, _ = server
     queue = app._queue
     assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == (IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS[1])
-    job = client.submit("A long review", [], 200, 1.0, 0, 1.0, 1, api_name="/chat")
-    polls = set()
-    while not job.done():
-        polls.add(queue.sleep_when_free)
-        time.sleep(0.005)
-    assert QUEUE_POLL_SECONDS[0] in polls
+    stream, polls = service.stream_continuation, []
+
+    def held_until_the_poll_slows(*args, **kwargs):
+        for i, update in enumerate(stream(*args, **kwargs)):
+            if i == 2:
+                deadline = time.monotonic() + 10
+                while queue.sleep_when_free != QUEUE_POLL_SECONDS[0] and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                polls.append(queue.sleep_when_free)
+            yield update
+
+    monkeypatch.setattr(service, "stream_continuation", held_until_the_poll_slows)
+    client.submit("A long review", [], 20, 1.0, 0, 1.0, 1, 0, api_name="/chat").result(timeout=60)
+    assert polls == [QUEUE_POLL_SECONDS[0]]  # slower while the chat ran
     deadline = time.monotonic() + 5
     while queue.sleep_when_free != IDLE_POLL_SECONDS and time.monotonic() < deadline:
         time.sleep(0.01)  # the chat's last message is out before Gradio's bookkeeping ends

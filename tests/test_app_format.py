@@ -1,4 +1,5 @@
-"""The pure formatting helpers of the tabs (`demo.tabs`): header, About page, token views, notices."""
+"""The pure formatting helpers of the tabs (`demo.tabs`): header, About page, token views, notices, and
+each view's verdict sentence, computed from its numbers (a case where it passes and one where it fails)."""
 
 import json
 import logging
@@ -6,19 +7,33 @@ import re
 import shutil
 from pathlib import Path
 
+import gradio as gr
+import numpy as np
 import pytest
 
+from demo import plots
 from demo.chat import ChatUpdate, TokenView
 from demo.checkpoint import Checkpoint
 from demo.inference import DemoService
 from demo.inputs import DemoError
-from demo.tabs.about import about_markdown, curve_html, header_markdown
-from demo.tabs.chat import look_inside, message_text, token_highlights, token_table
+from demo.lens import LensView
+from demo.tabs.ablation_panel import effect_sentence
+from demo.tabs.about import about_markdown, curve_html, developers_markdown, header_markdown
+from demo.tabs.attention import sink_sentence
+from demo.tabs.chat import lens_summary, look_inside, message_text, token_highlights, token_table
 from demo.tabs.common import failure, notice_markdown
-from demo.tabs.sentiment import benchmark_sentence, deletion_markdown, read_benchmark_sentence
+from demo.tabs.sentiment import (
+    agreement_takeaway,
+    benchmark_sentence,
+    compare,
+    deletion_markdown,
+    deletion_verdict,
+    read_benchmark_sentence,
+)
 from demo.tabs.tokenizer import pieces_html, tokenize
-from demo.text import INTERNAL_ERROR
+from demo.text import INTERNAL_ERROR, METHOD_CHOICES, METHOD_NAMES, code_span
 from demo.tiny import shared_tiny_checkpoints
+from inspection import METHODS
 
 
 @pytest.fixture(scope="module")
@@ -26,30 +41,33 @@ def service() -> DemoService:
     return DemoService(shared_tiny_checkpoints(), device="cpu")
 
 
-def test_header_names_device_and_checkpoints(service: DemoService) -> None:
+def test_header_says_in_words_what_each_model_does_and_leaves_the_numbers_to_about(service: DemoService) -> None:
     header = header_markdown(service)
-    ckpt = shared_tiny_checkpoints()
-    assert "**Device:** CPU" in header
-    assert f"`{ckpt.name}/lm`" in header and f"`{ckpt.name}/sentiment`" in header
-    assert "val ppl 365" in header and "val acc 0.5" in header
-    assert str(ckpt) not in header
+    assert "**language model**" in header and "continues a review" in header
+    assert "**sentiment model**" in header and "positive or negative" in header
+    for developer_word in ("Device", "fp32", "bf16", "ppl", "val", "checkpoints", "`"):  # all under About
+        assert developer_word not in header, developer_word
 
 
 def test_header_warns_about_missing_checkpoints(tmp_path: Path) -> None:
     header = header_markdown(DemoService(tmp_path / "none", device="cpu"))
-    assert "**LM:** not loaded" in header and "**Sentiment:** not loaded" in header
     assert header.count("> ⚠️") == 3  # no directory, no LM, no sentiment model
+    assert "Language model:" in header and "Sentiment model:" in header
     assert str(tmp_path) not in header
 
 
-def test_about_shows_models_metrics_and_retraining(service: DemoService) -> None:
-    about = about_markdown(service)
+def test_about_speaks_to_learners_and_keeps_the_rest_for_developers(service: DemoService) -> None:
+    about, developers = about_markdown(service), developers_markdown(service)
     assert "## Language model" in about and "## Sentiment model" in about
-    assert f"**Parameters:** {service.lm.model.num_parameters():,}" in about
-    assert "| val_ppl | 365 |" in about and "| val_accuracy | 0.5 |" in about
-    assert "`python -m demo.tiny (random init)`" in about  # the command, as code
-    assert "Retraining" in about and "python -m training.run --help" in about
+    assert f"**Size:** {service.lm.model.num_parameters():,} parameters" in about
+    assert "as unsure as a pick among 365 equally likely tokens" in about and "right on 50.0%" in about
     assert "labels negative, positive" in about and "its last" not in about  # head-only truncation
+    for developer_word in ("val_ppl", "python -m", "`", "Checkpoint", "fp32"):
+        assert developer_word not in about, developer_word
+    assert "| val_ppl | 365 |" in developers and "| val_accuracy | 0.5 |" in developers
+    assert "`python -m demo.tiny (random init)`" in developers  # the command, as code
+    assert "Retrain" in developers and "python -m training.run --help" in developers
+    assert "python -m benchmarks.faithfulness" in developers and f"**{service.precision}**" in developers
 
 
 def test_about_says_when_the_classifier_reads_the_end_of_long_reviews(tmp_path: Path) -> None:
@@ -75,18 +93,20 @@ def test_about_reads_a_full_training_metrics_file(tmp_path: Path) -> None:
         "samples": ["This movie was great ``` and | fun", "<b>bold</b>"],
     }
     (ckpt / "sentiment" / "metrics.json").write_text(json.dumps(metrics))
-    about = about_markdown(DemoService(ckpt, device="cpu"))
-    assert "/home/someone" not in about and "…/imdb" in about and "…/tokenizer.json" in about
-    assert "| val_accuracy | 0.871 |" in about and "| val_confusion | [[40, 10], [3, 47]] |" in about
-    assert "| ddp_weights_in_sync | True |" in about and "| tokenizer.vocab_size | 8,192 |" in about
-    assert "history" not in about and "model_config" not in about
+    service = DemoService(ckpt, device="cpu")
+    about, developers = about_markdown(service), developers_markdown(service)
+    assert "/home/someone" not in about + developers and "…/imdb" in developers and "…/tokenizer.json" in developers
+    assert "| val_accuracy | 0.871 |" in developers and "| val_confusion | [[40, 10], [3, 47]] |" in developers
+    assert "| ddp_weights_in_sync | True |" in developers and "| tokenizer.vocab_size | 8,192 |" in developers
+    assert "ddp_weights_in_sync" not in about and "imdb)" not in about  # metric dumps and paths: developers only
+    assert "history" not in developers and "model_config" not in developers
     assert "train pairs: 24,000" in about  # the data line
     assert "```text\nThis movie was great ʼʼʼ and | fun\n```" in about  # samples as code, fences defused
 
 
 def test_about_with_missing_models(tmp_path: Path) -> None:
-    about = about_markdown(DemoService(tmp_path / "none", device="cpu"))
-    assert about.count("Not loaded") == 2 and "Retraining" in about
+    service = DemoService(tmp_path / "none", device="cpu")
+    assert about_markdown(service).count("Not loaded") == 2 and developers_markdown(service).count("Not loaded") == 2
 
 
 def test_pieces_html_escapes_and_alternates() -> None:
@@ -157,27 +177,162 @@ def test_curve_html_inlines_the_image() -> None:
 def test_benchmark_sentence_reads_the_faithfulness_results(tmp_path: Path) -> None:
     results = {"reviews": 200, "methods": {
         "attention": {"comprehensiveness": 0.031, "sufficiency": 0.2},
-        "occlusion": {"comprehensiveness": 0.412, "sufficiency": 0.1},
+        "grad_x_input": {"comprehensiveness": 0.412, "sufficiency": 0.1},
         "random": {"comprehensiveness": 0.012, "sufficiency": 0.3}}}
     sentence = benchmark_sentence(results)
-    assert "On 200 validation reviews" in sentence and "`occlusion` ranks highest" in sentence
-    assert "by 0.41 on average (against `attention` 0.03 and `random` 0.01)" in sentence
+    assert "on 200 held-out reviews" in sentence and "**gradient × input** ranks highest" in sentence
+    assert "by 0.41 on average, against 0.03 for attention and 0.01 for random tokens" in sentence
+    assert "python" not in sentence and "grad_x_input" not in sentence  # no command, no identifier
     (tmp_path / "f.json").write_text(json.dumps(results))
     assert read_benchmark_sentence(tmp_path / "f.json") == sentence
     assert read_benchmark_sentence(tmp_path / "missing.json") == "" and benchmark_sentence({}) == ""
 
 
-def test_deletion_markdown() -> None:
-    text = deletion_markdown("positive", 0.98, [(0.05, 0.9), (0.1, 0.4), (0.2, 0.05)])
-    assert "P(positive) is 0.98" in text and "top 10% deleted: **0.40**" in text
+def test_methods_are_named_in_words() -> None:
+    assert set(METHOD_NAMES) == set(METHODS) and [m for _, m in METHOD_CHOICES] == list(METHODS)
+    assert METHOD_NAMES["grad_x_input"] == "gradient × input" and "_" not in "".join(METHOD_NAMES.values())
+
+
+# -- each verdict: what the view's numbers mean, a case that passes and one that fails ---------------
+
+def deletion(*left, chance=(0.9, 0.9, 0.9), counts=(1, 2, 4)):
+    return [(f, c, p, q) for f, c, p, q in zip((0.05, 0.1, 0.2), counts, left, chance, strict=True)]
+
+
+def test_deletion_verdict_passes_when_the_top_tokens_carry_the_prediction() -> None:
+    text = deletion_verdict("positive", 0.94, deletion(0.8, 0.6, 0.41), 20)
+    assert text.startswith("**Passed:**") and "its top 20% (4 of 20 tokens) took P(positive) 0.940 → 0.410" in text
+    assert "lower than deleting 4 random tokens instead: → 0.900" in text
+
+
+def test_deletion_verdict_fails_when_the_probability_rises_or_falls_no_more_than_by_chance() -> None:
+    rose = deletion_verdict("positive", 0.94, deletion(0.96, 0.96, 0.97), 20)
+    assert rose.startswith("**Failed: the probability rose.**") and "0.940 → 0.970" in rose
+    chance = deletion_verdict("negative", 0.94, deletion(0.93, 0.93, 0.92, chance=(0.9, 0.9, 0.88)), 20)
+    assert chance.startswith("**Failed:**") and "no lower than deleting 4 random tokens instead: → 0.880" in chance
+
+
+def test_deletion_verdict_cannot_tell_on_a_short_review_or_a_tiny_change() -> None:
+    text = deletion_verdict("negative", 0.97, deletion(0.5, 0.5, 0.5, counts=(1, 1, 1)), 5)
+    assert text.startswith("**Cannot tell:**") and "5%, 10% and 20% all delete the same 1 token," in text
+    text = deletion_markdown("grad_x_input", "negative", 0.97, deletion(0.5, 0.5, 0.5, counts=(1, 1, 1)), 5)
+    assert "**Deletion test** of gradient × input" in text and "top 10% (1) deleted: **0.500**" in text
+    assert "Cannot tell" in text
+    text = deletion_verdict("positive", 0.981, deletion(0.98, 0.979, 0.975, chance=(0.981, 0.981, 0.977)), 35)
+    assert text.startswith("**Cannot tell:**") and "hardly lower" in text and "0.981 → 0.975" in text
+
+
+def test_agreement_takeaway_names_the_pairs_that_agree_and_disagree_most() -> None:
+    methods = ["attention", "grad_x_input", "integrated_gradients", "random"]
+    matrix = [[1, -0.3, 0.1, 0.9], [-0.3, 1, 0.76, 0.0], [0.1, 0.76, 1, 0.0], [0.9, 0.0, 0.0, 1]]
+    text = agreement_takeaway(methods, matrix)
+    assert text.startswith("**gradient × input and integrated gradients agree most** (0.76)")
+    assert "**attention and gradient × input disagree most** (-0.30)" in text  # random, the floor, left out
+    matrix[0][1] = matrix[1][0] = 0.55
+    assert "**attention and integrated gradients agree least** (0.10)" in agreement_takeaway(methods, matrix)
+
+
+def test_comparing_the_methods_leaves_the_reviews_notices_alone(service: DemoService) -> None:
+    """The before-trust note and a truncation notice stay on screen when every method is compared;
+    a failure replaces them with its message."""
+    figure, takeaway, notice = compare(service, "A fine film.")
+    assert figure is not None and "agree" in takeaway and notice == gr.skip()
+    assert "type a movie review" in compare(service, "   ")[2]
+
+
+def test_agreement_takeaway_warns_when_no_two_methods_agree() -> None:
+    methods = ["attention", "occlusion", "rollout"]
+    matrix = [[1, 0.2, -0.1], [0.2, 1, float("nan")], [-0.1, float("nan"), 1]]
+    text = agreement_takeaway(methods, matrix)
+    assert text.startswith("**No two methods agree well**") and "attention and occlusion, reach only 0.20" in text
+
+
+def test_effect_sentence_says_what_the_sign_of_a_knock_out_means() -> None:
+    helped = effect_sentence("P(positive)", 0.94, 0.41, ["cross L1 H3"])
+    assert "**lowered** P(positive), 0.940 → 0.410 (-0.530): this head helped the prediction" in helped
+    against = effect_sentence("P(positive)", 0.94, 0.973, ["cross L1 H3", "enc L2 H1"])
+    assert "**raised** P(positive), 0.940 → 0.973 (+0.033): these heads pushed *against* the prediction" in against
+    assert "does not rest on this head" in effect_sentence("P(positive)", 0.94, 0.941, ["L1 H1"])
+
+
+def test_sink_sentence_explains_the_start_token_sink() -> None:
+    weights = np.array([[1, 0, 0], [0.8, 0.2, 0], [0.7, 0.1, 0.2]])
+    text = sink_sentence(["<s>", "The", "film"], weights, causal=True)
+    assert text.startswith("On average **75%** of each row's attention goes to `<s>`, the start token: an *attention "
+                           "sink*")  # the first row, which can see nothing else, is left out
+
+
+def test_sink_sentence_says_when_no_token_dominates() -> None:
+    weights = np.full((4, 5), 0.2)
+    weights[:, 3] += 0.01
+    weights[:, 0] -= 0.01
+    text = sink_sentence(["A", "fine", "film", "indeed", "."], weights, causal=False)
+    assert text.startswith("No token dominates this map") and "21% on average, goes to `indeed`" in text
+
+
+def lens(tokens: list[str], guesses: list[list[str]]) -> LensView:
+    """A logit lens over `tokens` whose layers' best guesses are `guesses` (layer, token)."""
+    n_layers = len(guesses)
+    return LensView(layers=["embeddings"] + [f"block {i}" for i in range(1, n_layers)], tokens=tokens,
+                    top_tokens=[[[g, "x"] for g in row] for row in guesses],
+                    top_probs=np.full((n_layers, len(tokens), 2), 0.4),
+                    token_probs=np.full((n_layers, len(tokens)), 0.1), notices=[])
+
+
+def test_lens_summary_says_where_the_model_formed_its_choice() -> None:
+    view = lens(["␣good", "."], [["␣was", "x"], ["␣good", "x"], ["␣good", "!"], ["␣good", "!"]])
+    text = lens_summary(view)
+    assert "was the token written for **1 of 2** tokens; the other one was drawn" in text
+    assert "from **block 1** on average" in text  # "␣good" is the best guess from block 1 to the last column
+
+
+def test_lens_summary_says_when_the_sampler_never_took_the_first_choice() -> None:
+    text = lens_summary(lens(["␣odd", "!"], [["a", "b"], ["a", "b"]]))
+    assert text.startswith("None of the 2 tokens written was the model's own first choice")
+
+
+def test_shading_uses_one_colour_convention_with_a_matching_legend_and_a_score_on_hover() -> None:
+    html = plots.shading_html([("A ", None), ("<b>great</b>", 1.0), (" film", -0.5)], "Shading by <x>", "“positive”")
+    towards, against = plots.score_colour(1.0), plots.score_colour(-0.5)
+    assert towards.startswith("rgba(37,99,235,") and against.startswith("rgba(234,88,12,")  # blue, orange
+    assert f"background:{towards}" in html and f"background:{against}" in html
+    assert f'<span style="background:{plots.score_colour(1)};padding:0 4px;border-radius:3px">blue</span> pushes ' \
+           "towards “positive”" in html  # the legend's swatch is the screen's colour
+    assert 'title="&lt;b&gt;great&lt;/b&gt;: +1.00"' in html and 'title="film: -0.50"' in html
+    assert "<b>great" not in html and "Shading by &lt;x&gt;" in html
+
+
+def test_lens_table_colours_by_the_token_written_and_marks_where_it_is_the_first_choice() -> None:
+    view = lens(["<i>", "."], [["<i>", "x"], ["<i>", "."]])
+    view.token_probs = np.array([[1e-5, 0.5], [1.0, 0.01]])
+    html = plots.lens_html(view)
+    assert "<i>" not in html and "&lt;i&gt;" in html
+    cells = html.split("<td")[1:]  # row by row: (token 1: embeddings, block 1), (token 2: ...)
+    assert f"background:{plots.lens_colour(1e-5)[0]}" in cells[0] and plots.lens_colour(1e-5)[0].endswith(",0.00)")
+    assert f"background:{plots.lens_colour(1.0)[0]};color:white;font-weight:700" in cells[1]  # bold: the token itself
+    assert "font-weight:700" not in cells[2] and "font-weight:700" in cells[3]
+    assert "block 1<br>(output)" in html  # the last column is the model's own prediction
+
+
+def test_figure_titles_start_below_the_toolbar() -> None:
+    import plotly.graph_objects as go
+
+    figure = plots.titled(go.Figure(), "One<br>two", "three")
+    assert figure.layout.title.pad.t == plots.TOOLBAR and figure.layout.title.yref == "container"
+    assert figure.layout.margin.t == plots.TOOLBAR + 3 * plots.TITLE_LINE + 10
+
+
+def test_code_span_keeps_tokens_out_of_markdown() -> None:
+    assert code_span("<s>") == "`<s>`" and code_span("a`b") == "`aˋb`"
 
 
 def test_look_inside_handler(service: DemoService) -> None:
-    figure, notice = look_inside(service, None)
-    assert figure is None and "Generate a continuation first" in notice
+    table, notice, view = look_inside(service, None)
+    assert table == "" and view is None and "Generate a continuation first" in notice
     update = service.continue_text("This movie was", max_new_tokens=3, temperature=0)
-    figure, notice = look_inside(service, (list(update.token_ids), len(update.steps)))
-    assert figure.data[0].type == "heatmap" and notice == ""
+    table, notice, view = look_inside(service, (list(update.token_ids), len(update.steps)))
+    assert table == plots.lens_html(view) and notice.strip() == lens_summary(view)
+    assert "**3 of 3**" in notice  # greedy: the model's own first choice every time
 
 
 def test_reliability_diagram_draws_the_non_empty_bins_of_the_calibration_json(tmp_path) -> None:

@@ -17,6 +17,7 @@ from model import (
     subsequent_mask,
 )
 from model.config import TransformerConfig
+from model.fast import KVBuffer
 
 B, H, D_K = 2, 3, 8
 
@@ -223,11 +224,12 @@ def test_mha_self_attention_cache_matches_full_pass():
 
 
 @pytest.mark.parametrize("capacity", [0, 3, 16])
-def test_attention_cache_writes_in_place_and_grows(capacity):
-    """Keys/values equal the concatenation of every append, whatever the preallocated capacity;
-    within the capacity they are written into one buffer (no copy of the past per step), and a
-    reset keeps that buffer for the next sequence."""
-    cache = AttentionCache(capacity)
+def test_kv_buffer_writes_in_place_and_grows(capacity):
+    """The fast path's cache (`model.fast.KVBuffer`): keys/values equal the concatenation of every
+    append, as the lesson's `AttentionCache` keeps them, whatever the preallocated capacity; within
+    the capacity they are written into one buffer (no copy of the past per step), and a reset keeps
+    that buffer for the next sequence."""
+    cache = KVBuffer(capacity)
     chunks = [qkv(t, t, seed=t)[1:] for t in (4, 1, 1, 3, 1)]  # a prompt, then steps
     for i, (k, v) in enumerate(chunks):
         pointer = None if cache.k is None else cache.k.data_ptr()

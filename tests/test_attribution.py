@@ -1,4 +1,4 @@
-"""Token attributions (`model.attribution`): each method checked against an independent
+"""Token attributions (`inspection.attribution`): each method checked against an independent
 computation, and all of them on a toy classifier whose answer depends on one marker token only."""
 
 import math
@@ -7,21 +7,21 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from model import (
+from inspection import (
     ATTRIBUTIONS,
     DESCRIPTIONS,
     METHODS,
-    EncoderDecoder,
-    EncoderDecoderConfig,
     attribute,
     attribute_methods,
     attribution,
     erase,
     faithfulness,
     rank_correlation,
+    top_count,
 )
-from model.attribution import IG_MAX_STEPS, evaluating, ig_rules, label_step_attention
-from tokenization import word_ids
+from inspection.attribution import IG_MAX_STEPS, evaluating, ig_rules, label_step_attention
+from model import EncoderDecoder, EncoderDecoderConfig
+from tokenization import in_word, word_ids
 
 PAD, BOS, EOS, NEG, POS, MARKER = 0, 1, 2, 3, 4, 5
 CANDIDATES = [[NEG], [POS]]  # one-token label words
@@ -80,12 +80,12 @@ def test_methods_are_the_benchmark_names():
 
 
 def test_every_registered_method_has_a_description_the_app_shows():
-    from demo.text import EXPLAIN_INTRO
+    from demo.text import EXPLAIN_INTRO, METHOD_NAMES
 
     assert tuple(DESCRIPTIONS) == tuple(ATTRIBUTIONS) == METHODS
     for name, line in DESCRIPTIONS.items():
         assert line.strip() and "\n" not in line
-        assert f"`{name}` ({line})" in EXPLAIN_INTRO
+        assert f"**{METHOD_NAMES[name]}** ({line})" in EXPLAIN_INTRO
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -308,6 +308,18 @@ def test_rank_correlation_is_spearman_with_ties():
 def test_word_ids_split_on_spaces_and_punctuation():
     assert word_ids(["This", " movie", " was", "n't", " great", "!", "!", " Lo", "ved", " it", "."]) == \
         [0, 1, 2, 2, 3, 4, 5, 6, 6, 7, 8]
+
+
+def test_a_token_reads_inside_its_word():
+    tokens = ["<s>", "ne", "g", "ative", " film", "."]
+    assert [in_word(tokens, i) for i in range(6)] == ["<s>", "[ne]gative", "ne[g]ative", "neg[ative]", " film", "."]
+
+
+def test_the_top_fraction_counts_tokens_as_erase_deletes_them():
+    assert [top_count(f, 10) for f in (0.05, 0.1, 0.2, 0.5)] == [1, 1, 2, 5]  # 0.1 * 10: one token, not two
+    assert [top_count(f, 5) for f in (0.05, 0.1, 0.2)] == [1, 1, 1]  # a short review: one measurement
+    with pytest.raises(ValueError, match="fractions are in"):
+        top_count(1.5, 10)
 
 
 def test_bad_requests_say_what_is_wrong(random_model):

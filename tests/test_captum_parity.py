@@ -7,7 +7,8 @@ import pytest
 import torch
 from captum.attr import FeatureAblation, InputXGradient, IntegratedGradients
 
-from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, attribute, attribute_token
+from inspection import attribute, attribute_token
+from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 
 CANDIDATES = [[3], [4]]
 SRC = torch.tensor([9, 5, 12, 7, 14, 6, 11, 2])  # ordinary tokens + eos

@@ -102,7 +102,7 @@ def test_the_app_shows_a_causal_encoder_masked_and_explains_it(tmp_path):
 
     from demo.inference import DemoService
     from demo.tiny import shared_tiny_checkpoints
-    from model import METHODS
+    from inspection import METHODS
 
     ckpt = tmp_path / "ckpt"
     shutil.copytree(shared_tiny_checkpoints(), ckpt)

@@ -10,7 +10,7 @@ import pytest
 
 from demo import app
 from publishing import snapshots as ship_snapshots
-from training import evaluate, run, sample
+from training import evaluate, evidence, run, sample
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +33,8 @@ CASES = [  # (main, argv, the flag the line must name)
     (app.main, ["--port", "abc"], "--port"),
     (app.main, ["--device", "tpu"], "--device"),
     (ship_snapshots.main, ["run", "--max-mb", "0"], "--max-mb"),
+    (evidence.main, ["--split", "everything"], "--split"),
+    (evidence.main, ["--split", "train", "--start", "-1"], "--start"),  # found after parsing
 ]
 
 

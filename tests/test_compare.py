@@ -9,7 +9,8 @@ from demo.inference import DemoService
 from demo.inputs import DemoError
 from demo.tabs import compare_panel
 from demo.tiny import shared_tiny_checkpoints
-from model import attribute
+from inspection import attribute
+from model import autocast
 
 
 @pytest.fixture(scope="module")
@@ -27,21 +28,23 @@ def test_align_pairs_shared_tokens_and_keeps_every_token() -> None:
 
 
 @pytest.mark.parametrize("pair", list(MINIMAL_PAIRS))
-def test_both_versions_are_explained_for_the_first_label(service: DemoService, pair: str) -> None:
+def test_both_versions_are_explained_for_the_first_label(service: DemoService, pair: str, served_atol) -> None:
     text_a, text_b = MINIMAL_PAIRS[pair]
     c = service.compare_reviews(text_a, text_b, "grad_x_input")
     model, tok = service.sentiment.require()
     candidates = [tok.encode(w) for w in model.config.labels]
     ids_a = torch.tensor([[*tok.encode(text_a), tok.eos_id]])
     ids_b = torch.tensor([[*tok.encode(text_b), tok.eos_id]])
-    first = attribute(model, ids_a, candidates, "grad_x_input")
-    second = attribute(model, ids_b, candidates, "grad_x_input", label=first.label)
+    with autocast(service.device, service.precision):  # like with like: the service's own precision
+        first = attribute(model, ids_a, candidates, "grad_x_input")
+        second = attribute(model, ids_b, candidates, "grad_x_input", label=first.label)
     assert c.label == model.config.labels[first.label]
-    assert c.probabilities_a[c.label] == pytest.approx(float(first.probabilities[first.label]), abs=1e-5)
+    atol = served_atol(service)
+    assert c.probabilities_a[c.label] == pytest.approx(float(first.probabilities[first.label]), abs=atol)
     assert c.change == pytest.approx(float(second.probabilities[first.label] - first.probabilities[first.label]),
-                                     abs=1e-5)
+                                     abs=2 * atol)
     scores_b = [t.score_b for t in c.tokens if t.b is not None]
-    assert scores_b == pytest.approx(second.scores[:-1].tolist(), abs=1e-5)  # every token but the end token
+    assert scores_b == pytest.approx(second.scores[:-1].tolist(), abs=atol)  # every token but the end token
 
 
 def test_the_panel_and_hostile_input(service: DemoService) -> None:

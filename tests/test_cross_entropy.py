@@ -4,7 +4,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model.cross_entropy import ChunkedCrossEntropy, LinearCrossEntropy, chunked_cross_entropy, linear_cross_entropy
+from model.fast.cross_entropy import (
+    ChunkedCrossEntropy,
+    LinearCrossEntropy,
+    chunked_cross_entropy,
+    linear_cross_entropy,
+)
 
 
 @pytest.mark.parametrize("n, vocab, chunk", [(37, 50, 8), (64, 1000, 1000), (5, 7, 1), (4, 3, 2**19)])
@@ -12,7 +17,7 @@ from model.cross_entropy import ChunkedCrossEntropy, LinearCrossEntropy, chunked
 def test_matches_torch_cross_entropy(monkeypatch, n, vocab, chunk, grad_scale):
     """Chunks of 1 row, several rows, a last partial chunk and one chunk for all; ignored rows;
     a negative, zero and positive incoming gradient."""
-    monkeypatch.setattr("model.cross_entropy.CHUNK_ELEMENTS", chunk * vocab)
+    monkeypatch.setattr("model.fast.cross_entropy.CHUNK_ELEMENTS", chunk * vocab)
     g = torch.Generator().manual_seed(n)
     logits = (torch.randn(n, vocab, generator=g, dtype=torch.float64) * 4).requires_grad_()
     targets = torch.randint(0, vocab, (n,), generator=g)
@@ -57,7 +62,7 @@ def test_gradcheck():
 def test_linear_matches_torch_on_materialised_logits(monkeypatch, n, vocab, chunk, grad_scale):
     """loss(x Wᵀ) and the gradients of x and W, against F.cross_entropy of the full logits: chunks of
     1 row, several, a last partial one and one for all; ignored rows; any incoming gradient."""
-    monkeypatch.setattr("model.cross_entropy.LOGITS_CHUNK_ELEMENTS", chunk * vocab)
+    monkeypatch.setattr("model.fast.cross_entropy.LOGITS_CHUNK_ELEMENTS", chunk * vocab)
     g = torch.Generator().manual_seed(n)
     x = torch.randn(n, 6, generator=g, dtype=torch.float64, requires_grad=True)
     w = (torch.randn(vocab, 6, generator=g, dtype=torch.float64) * 2).requires_grad_()
@@ -115,7 +120,7 @@ def test_linear_skips_the_gradient_of_a_frozen_input(frozen):
 def test_linear_in_bfloat16_matches_torch_on_bfloat16_logits(monkeypatch):
     """The autocast path: products in bfloat16, softmax and loss in float32. Against F.cross_entropy
     of the same bfloat16 products taken up to float32 (what autocast would compute), over chunks."""
-    monkeypatch.setattr("model.cross_entropy.LOGITS_CHUNK_ELEMENTS", 16 * 300)
+    monkeypatch.setattr("model.fast.cross_entropy.LOGITS_CHUNK_ELEMENTS", 16 * 300)
     g = torch.Generator().manual_seed(5)
     x = torch.randn(50, 32, generator=g, requires_grad=True)
     w = torch.randn(300, 32, generator=g, requires_grad=True)

@@ -10,7 +10,7 @@ from demo.inference import DemoService
 from demo.inputs import DemoError
 from demo.tabs import ablation_panel
 from demo.tiny import shared_tiny_checkpoints
-from model import Head, ablate
+from inspection import Head, ablate
 
 
 @pytest.fixture(scope="module")

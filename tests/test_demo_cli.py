@@ -15,7 +15,7 @@ from benchmarks.app_startup import free_port, start_server, stop_server, wait_re
 from demo.app import DEFAULT_CHECKPOINTS, build_app, parse_args
 from demo.checkpoint import LM, SENTIMENT
 from demo.inference import DemoService
-from demo.tabs.about import header_markdown
+from demo.tabs.about import developers_markdown
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
 from storage import SNAPSHOTS_DIR
 
@@ -69,7 +69,7 @@ def test_python_demo_app_py_serves_the_page() -> None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/config", timeout=10) as response:
             config = response.read().decode()
         assert "Tiny Transformers, built from scratch" in config
-        assert "**Device:** CPU" in config or "**Device:** CUDA" in config
+        assert "Running on **CPU" in config or "Running on **CUDA" in config  # About, for developers
     finally:
         output = stop_server(process)
     assert "Traceback" not in output
@@ -91,7 +91,8 @@ def test_lm_and_sentiment_paths_serve_those_models(tmp_path) -> None:
     assert service.continue_text("This movie was", max_new_tokens=3, temperature=0).text
     assert service.classify("A fine film.").label in ("negative", "positive")
     assert service.snapshots is not None and service.snapshots.location == f"x/{SNAPSHOTS_DIR}"
-    assert "runs/x" in header_markdown(service) and "runs/y" in header_markdown(service)
+    developers = developers_markdown(service)  # where each model comes from: About's developer section
+    assert "runs/x" in developers and "runs/y" in developers
     build_app(service)  # every tab builds
 
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.faithfulness import source
 from demo import plots
 from demo.attention import MAX_ATTENTION_TOKENS
 from demo.chat import MAX_NEW_TOKENS, MIN_TOP_P
@@ -21,8 +20,9 @@ from demo.inference import DemoService, serving_device
 from demo.inputs import MAX_INPUT_CHARS, DemoError, scrub_paths, visitor_text
 from demo.sentiment import merge_spans, review_source
 from demo.tiny import shared_tiny_checkpoints
+from model import autocast
 from storage import IN_PROGRESS_NAME
-from tokenization import Piece, clean_text, token_label, visible
+from tokenization import Piece, clean_text, read_review, token_label, visible
 from training.data import PairSet
 
 UNICODE = [
@@ -314,13 +314,26 @@ def test_classify(service: DemoService) -> None:
     assert result.notices == []
 
 
-def test_classify_matches_score_candidates(service: DemoService) -> None:
+def test_the_deletion_test_measures_the_method_against_as_many_random_tokens(service: DemoService) -> None:
+    from demo.sentiment import DELETION_FRACTIONS
+    from inspection import top_count
+
+    text = "A wonderful, moving film with a clever story. Loved it, and I will watch it again!"
+    result = service.explain(text, "occlusion")
+    assert [(f, c) for f, c, _, _ in result.deletion] == [(f, top_count(f, result.tokens)) for f in DELETION_FRACTIONS]
+    assert all(0 <= p <= 1 and 0 <= q <= 1 for *_, p, q in result.deletion)
+    floor = service.explain(text, "random")  # random against random: the same tokens, the same probabilities
+    assert all(p == q for *_, p, q in floor.deletion)
+
+
+def test_classify_matches_score_candidates(service: DemoService, served_atol) -> None:
     tok, model = service.sentiment.tokenizer, service.sentiment.model
     text = "Terrible, boring film."
     src = torch.tensor([tok.encode(text, add_eos=True)])
-    scores = model.score_candidates(src, [tok.encode(label) for label in model.config.labels])
+    with autocast(service.device, service.precision):  # like with like: the service's own precision
+        scores = model.score_candidates(src, [tok.encode(label) for label in model.config.labels])
     expected = scores.softmax(-1)[0].tolist()
-    assert list(service.classify(text).probabilities.values()) == pytest.approx(expected, abs=1e-5)
+    assert list(service.classify(text).probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
 
 def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
@@ -331,7 +344,7 @@ def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
     assert result.highlights[-1][1] is None  # the unread rest, unhighlighted
 
 
-def test_head_and_tail_truncation_reads_what_training_read(service: DemoService, monkeypatch) -> None:
+def test_head_and_tail_truncation_reads_what_training_read(service: DemoService, monkeypatch, served_atol) -> None:
     model, tok = service.sentiment.model, service.sentiment.tokenizer
     monkeypatch.setattr(model.config, "src_keep_tail", 8)
     text = "great acting and a boring plot. " * 30 + "In the end I loved it."
@@ -343,16 +356,18 @@ def test_head_and_tail_truncation_reads_what_training_read(service: DemoService,
     src = PairSet.from_texts([text], [model.config.labels[0]], tok, model.config).sources[0]
     assert src[-9:] == [*tok.encode(text)[-8:], tok.eos_id]
     candidates = [tok.encode(label) for label in model.config.labels]
-    expected = model.score_candidates(torch.tensor([src]), candidates).softmax(-1)[0].tolist()
-    assert list(result.probabilities.values()) == pytest.approx(expected, abs=1e-5)
+    with autocast(service.device, service.precision):  # like with like: the service's own precision
+        expected = model.score_candidates(torch.tensor([src]), candidates).softmax(-1)[0].tolist()
+    assert list(result.probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
 
 
 @pytest.mark.parametrize("tail", [0, 8])
 @pytest.mark.parametrize("repeats", [1, 60])  # a short review, and one over the model's limit
 def test_training_and_serving_read_a_review_alike(service: DemoService, monkeypatch, tail: int, repeats: int) -> None:
-    """The data path (PairSet), the app's read path and the benchmarks' cut a review into the same
-    ids: the head and the last `src_keep_tail` tokens of encode(text), then eos (checked by slicing)."""
+    """The data path (PairSet: `source_ids`), the app's read path and the benchmarks' (`read_review`)
+    cut a review into the same ids: the head and the last `src_keep_tail` tokens of encode(text), then
+    eos (checked by slicing)."""
     model, tok = service.sentiment.model, service.sentiment.tokenizer
     monkeypatch.setattr(model.config, "src_keep_tail", tail)
     text = " ".join(["A slow start, but great acting."] * repeats + ["In the end I loved it."])
@@ -361,8 +376,8 @@ def test_training_and_serving_read_a_review_alike(service: DemoService, monkeypa
     assert (len(every) >= limit) == (repeats > 1)
     trained = PairSet.from_texts([text], [model.config.labels[0]], tok, model.config).sources[0]
     served = review_source(service.sentiment, text)
-    benchmarked, _ = source(text, tok, model.config)
-    assert trained == served.ids[0].tolist() == benchmarked.tolist() == [*expected, tok.eos_id]
+    benchmarked = read_review(text, tok, model.config)
+    assert trained == served.ids[0].tolist() == benchmarked.ids == [*expected, tok.eos_id]
     assert [p.id for p in served.pieces] == expected
 
 
@@ -381,6 +396,10 @@ def test_attention_shapes(service: DemoService, kind: str) -> None:
         assert np.all(np.triu(result.weights, k=1) == 0)  # nothing attends to the future
     if kind in ("cross", "decoder_self"):
         assert result.query_tokens[0] == "<s>"
+        rows = result.query_tokens[1:]  # the label the decoder reads: one row per piece, marked inside the word
+        assert len({row.replace("[", "").replace("]", "") for row in rows} - {"negative", "positive"}) == 0
+        assert len(rows) == 1 or all(row.count("[") == 1 for row in rows)
+        assert any("which is" in n and "tokens to it" in n for n in result.notices) or len(rows) == 1
     if kind in ("encoder_self", "cross"):
         assert result.key_tokens[-1] == "</s>"
 
@@ -426,12 +445,19 @@ def test_overview_draws_every_layer_and_head_with_labels(service: DemoService) -
     image = np.asarray(pictures[n_heads + 1][0])  # layer 2, head 2
     width, height = pictures[0][0].size
     assert width > plots.CELL * t_k and height > plots.CELL * t_q  # room for the token labels
-    # the cells: the strongest weight of the whole result is the palette's brightest colour
-    layer, h, q, k = np.unravel_index(result.all_weights.argmax(), result.all_weights.shape)
+    # the cells: every picture on the heatmap's scale, the square root of the weight from 0 to 1
     left, top = width - plots.MARGIN - plots.CELL * t_k, height - plots.MARGIN - plots.CELL * t_q
-    y, x = top + q * plots.CELL + plots.CELL // 2, left + k * plots.CELL + plots.CELL // 2
-    assert tuple(np.asarray(pictures[layer * n_heads + h][0])[y, x]) == tuple(plots._palette()[255])
+    for layer, h, q, k in [np.unravel_index(result.all_weights.argmax(), result.all_weights.shape), (1, 1, 0, 2)]:
+        y, x = top + q * plots.CELL + plots.CELL // 2, left + k * plots.CELL + plots.CELL // 2
+        level = int(round(np.sqrt(result.all_weights[layer, h, q, k]) * 255))
+        assert tuple(np.asarray(pictures[layer * n_heads + h][0])[y, x]) == tuple(plots._palette()[level])
     assert image.shape == (height, width, 3)
+
+
+def test_the_heatmap_keeps_one_colour_scale(service: DemoService) -> None:
+    for head in (plots.MEAN, 0):  # a head's map and the mean's: the same scale, weight 0 to 1
+        trace = plots.heatmap(service.attention("good film", "lm_self"), head).data[0]
+        assert (trace.zmin, trace.zmax) == (0.0, 1.0)
 
 
 def test_select_head(service: DemoService) -> None:
@@ -478,7 +504,7 @@ def test_concurrent_requests_give_the_same_answers(service: DemoService) -> None
 # -- logit lens -------------------------------------------------------------------------------
 
 
-def test_logit_lens_of_a_continuation(service: DemoService) -> None:
+def test_logit_lens_of_a_continuation(service: DemoService, served_atol) -> None:
     update = service.continue_text("This movie was", max_new_tokens=6, temperature=0)
     view = service.logit_lens(update.token_ids, len(update.steps))
     n_layers = service.lm.model.config.n_layer
@@ -486,9 +512,11 @@ def test_logit_lens_of_a_continuation(service: DemoService) -> None:
     assert view.tokens == [visible(s.token, show_spaces=True) for s in update.steps]
     assert view.top_probs.shape == (n_layers + 1, len(update.steps), 5)
     # the last row is the model's own prediction: greedy picked its top token, with the same probability
+    # (generation runs in float32, the lens in the service's precision)
     assert [row[0] for row in view.top_tokens[-1]] == view.tokens
-    np.testing.assert_allclose(view.token_probs[-1], [s.prob for s in update.steps], rtol=1e-5)
-    np.testing.assert_allclose(view.top_probs[-1, :, 0], [s.prob for s in update.steps], rtol=1e-5)
+    atol = served_atol(service)
+    np.testing.assert_allclose(view.token_probs[-1], [s.prob for s in update.steps], rtol=atol, atol=atol)
+    np.testing.assert_allclose(view.top_probs[-1, :, 0], [s.prob for s in update.steps], rtol=atol, atol=atol)
     with pytest.raises(DemoError, match="Generate a continuation first"):
         service.logit_lens(update.token_ids, 0)
 
@@ -501,6 +529,7 @@ def test_logit_lens_shows_the_last_generated_tokens(service: DemoService, monkey
     view = service.logit_lens(update.token_ids, len(update.steps))
     assert view.tokens == [visible(s.token, show_spaces=True) for s in update.steps[-4:]]
     assert any("last 4 of the 10" in n for n in view.notices)
-    figure = plots.lens_figure(view)
-    assert np.asarray(figure.data[0].z).shape == (4, len(view.layers))  # a row per token, a column per layer
-    assert "P(“" in figure.data[0].customdata[0][0]
+    table = plots.lens_html(view)
+    # a row a token (after the headings), a column a layer
+    assert table.count("<tr>") == 1 + 4 and table.count("<td") == 4 * len(view.layers)
+    assert table.count("P(“") == 4 * len(view.layers)  # each cell's hover

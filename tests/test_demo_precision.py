@@ -9,9 +9,9 @@ import pytest
 
 from demo.app import parse_args
 from demo.inference import PRECISION_ENV, DemoService
-from demo.tabs.about import header_markdown
+from demo.tabs.about import developers_markdown
 from demo.tiny import shared_tiny_checkpoints
-from model import METHODS
+from inspection import METHODS
 
 REVIEW = "A slow start, but the acting is wonderful and the ending moved me."
 
@@ -27,7 +27,8 @@ def test_auto_follows_the_hardware(ckpt: Path, monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setattr("model.precision.bf16_native", lambda device: native)
     service = DemoService(ckpt, device="cpu")
     assert service.precision == expected
-    assert f"{expected} for the batched passes" in header_markdown(service)
+    assert f"the batched passes (classification, explanations, attention) in **{expected}**" in \
+        developers_markdown(service)  # About, for developers
 
 
 def test_the_environment_and_the_argument_override_auto(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:

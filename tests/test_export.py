@@ -31,7 +31,7 @@ def exported(service: DemoService, tmp_path_factory) -> Path:
     """The side-by-side view of a minimal pair, exported as the page shows it."""
     label_a, label_b, figure, rows, summary = compare_panel.compare(service, *MINIMAL_PAIRS["negation"], "occlusion")
     parts = [("markdown", summary), ("label", label_a), ("label", label_b), ("figure", figure.to_json()),
-             ("highlights", [{"token": "<script>alert(1)</script>", "class_or_confidence": 0.7}, ("plain", None)]),
+             ("shading", ([("<script>alert(1)</script>", 0.7), ("plain", None)], "Shading", "“negative”")),
              ("table", {"headers": ["first", "second"], "data": [[r[0], r[2]] for r in rows]})]
     return write_page("Side by side <b>test</b>", parts, "compare")
 
@@ -41,7 +41,7 @@ def test_the_page_is_standalone_and_escaped(exported: Path) -> None:
     assert text.startswith("<!DOCTYPE html>") and "Plotly.newPlot('fig1'" in text
     assert "<script src" not in text and "<link" not in text and "@import" not in text  # nothing fetched
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "Side by side &lt;b&gt;test&lt;/b&gt;" in text
-    assert "rgba(220,38,38,0.42)" in text  # a score of 0.7 for the label: red
+    assert "rgba(37,99,235,0.42)" in text  # a score of 0.7 for the label: blue, as the page shows it
     assert text.count("Download SVG") == 1 and "negative" in text
 
 

@@ -16,6 +16,7 @@ from model import (
     filter_logits,
     load_pretrained,
 )
+from model.fast import can_decode, decode_step
 
 VOCAB, BOS = 40, 1
 LM_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "lm"
@@ -122,8 +123,9 @@ def test_sliding_window_re_encodes_once_per_slide(lm, monkeypatch):
     fed = []
     # the prompt and slides run the decoder stack (not `forward`: only the last position is projected)
     hook = lm.decoder.register_forward_hook(lambda module, args, out: fed.append(args[0].size(1)))
-    decode_step = lm._decode_step  # the one-token steps skip the stack
-    monkeypatch.setattr(lm, "_decode_step", lambda token, cache: fed.append(token.size(1)) or decode_step(token, cache))
+    # the one-token steps skip the stack (`model/fast`)
+    monkeypatch.setattr("model.fast.decode_step", lambda model, token, cache: fed.append(token.size(1))
+                        or decode_step(model, token, cache))
     try:
         lm.generate(PROMPT, GenerationConfig(max_new_tokens=len(WINDOW_STARTS), temperature=0))
     finally:
@@ -278,8 +280,8 @@ def test_max_new_tokens_zero_generates_nothing():
 
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_the_decode_step_fast_path_equals_the_layers(monkeypatch, norm_first):
-    """`_decode_step` (no wrappers) gives the tokens and logits of the layers' own forward, and is
-    taken for every cached one-token step (post-norm keeps the layers)."""
+    """`fast.decode_step` (no wrappers) gives the tokens and logits of the layers' own forward, and
+    is taken for every cached one-token step, pre-norm and post-norm alike."""
     torch.manual_seed(0)
     model = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=VOCAB, block_size=8, n_layer=3, n_head=4, d_model=32,
                                             d_ff=64, dropout=0.1, norm_first=norm_first)).eval()
@@ -288,28 +290,30 @@ def test_the_decode_step_fast_path_equals_the_layers(monkeypatch, norm_first):
     hook = model.decoder.register_forward_hook(lambda module, args, output: forwards.append(args[0].size(1)))
     fast = list(model.stream(PROMPT, config))
     hook.remove()
-    monkeypatch.setattr(DecoderOnlyLM, "_plain_decode_step", lambda self: False)
+    monkeypatch.setattr("model.fast.can_decode", lambda model: False)
     slow = list(model.stream(PROMPT, config))
     assert [s.token_id for s in fast] == [s.token_id for s in slow]
     for a, b in zip(fast, slow, strict=True):
         torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=0)
-    # pre-norm: the layer stack only for the prompt and each re-encoded window (several tokens), never one token
-    assert (1 in forwards) != norm_first and len(forwards) == (sum(n > 1 for n in forwards) if norm_first else 20)
+    # the layer stack only for the prompt and each re-encoded window (several tokens), never one token
+    assert 1 not in forwards and len(forwards) == sum(n > 1 for n in forwards) < 20
 
 
 @pytest.mark.skipif(not (LM_CHECKPOINT / "model.safetensors").is_file(), reason="no shipped LM checkpoint")
 def test_the_decode_step_equals_the_layers_on_the_shipped_lm(monkeypatch):
     """At the shipped shape and weights, 200 greedy tokens (the benchmark's run) from the fast step
-    and from the layers: the same ids, the logits to 1e-5."""
+    and from the layers: the same ids, the logits to 1e-5 (relative too: the fast step multiplies a
+    row by the row-major copies `row_weight` makes, the layers by nn.Linear's layout, so the same
+    products are summed in another order; logits of ~10 then differ by ~1e-5)."""
     model = load_pretrained(LM_CHECKPOINT, "cpu").eval()
     config = GenerationConfig(max_new_tokens=200, temperature=0)
     fast = list(model.stream(torch.tensor([[model.config.bos_token_id]]), config))
-    monkeypatch.setattr(DecoderOnlyLM, "_plain_decode_step", lambda self: False)
+    monkeypatch.setattr("model.fast.can_decode", lambda model: False)
     slow = list(model.stream(torch.tensor([[model.config.bos_token_id]]), config))
     assert [s.token_id for s in fast] == [s.token_id for s in slow] and len(fast) == 200
     assert len({s.token_id for s in fast}) > 10  # text (greedy text loops, but not on one token)
     for a, b in zip(fast, slow, strict=True):
-        torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=0)
+        torch.testing.assert_close(a.logits, b.logits, atol=1e-5, rtol=1e-5)
 
 
 def test_the_fast_path_leaves_ablated_heads_to_the_layers(lm):
@@ -319,21 +323,21 @@ def test_the_fast_path_leaves_ablated_heads_to_the_layers(lm):
     attn.head_ablation = lambda out: out * 0  # every head of layer 1 knocked out
     try:
         with torch.no_grad():
-            assert not lm._plain_decode_step()
+            assert not can_decode(lm)
         ablated = steps()
     finally:
         attn.head_ablation = None
     with torch.no_grad():
-        assert lm._plain_decode_step()
+        assert can_decode(lm)
     assert all((a - b).abs().max() > 1e-3 for a, b in zip(plain[1:], ablated[1:], strict=True))
 
 
 def test_the_fast_path_leaves_autocast_to_the_layers(lm):
     """Its out= product would not autocast: under autocast the layers run every step."""
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        assert not lm._plain_decode_step()
+        assert not can_decode(lm)
     with torch.no_grad():
-        assert lm._plain_decode_step()
+        assert can_decode(lm)
 
 
 @torch.inference_mode()

@@ -1,4 +1,4 @@
-"""The logit lens (`model.logit_lens`): its last layer is the model's own prediction, and every
+"""The logit lens (`inspection.logit_lens`): its last layer is the model's own prediction, and every
 other layer is the final LayerNorm and unembedding applied to that layer's residual stream,
 computed here by running the blocks by hand."""
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig, layer_log_probs, load_pretrained, logit_lens
+from inspection import layer_log_probs, logit_lens
+from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig, load_pretrained
 
 LM_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "lm"
 

@@ -40,10 +40,11 @@ def test_scores_by_hand_on_the_first_layer(service: DemoService) -> None:
 
 
 @pytest.mark.parametrize("kind, query", [("lm_self", 7), ("encoder_self", 3), ("cross", 1), ("decoder_self", 1)])
-def test_the_softmax_of_the_scores_is_the_models_attention(service: DemoService, kind: str, query: int) -> None:
-    view = service.query_key(TEXT, kind, 1, 1, query)
-    model_row = service.attention(TEXT, kind, 1).all_weights[1, 1, query]
-    np.testing.assert_allclose(view.weights, model_row, atol=1e-5)
+def test_the_softmax_of_the_scores_is_the_models_attention(service: DemoService, kind: str, query: int,
+                                                           served_atol) -> None:
+    view = service.query_key(TEXT, kind, 1, 1, query)  # by hand, in float32
+    model_row = service.attention(TEXT, kind, 1).all_weights[1, 1, query]  # the model, in the service's precision
+    np.testing.assert_allclose(view.weights, model_row, atol=served_atol(service))
     assert view.weights.sum() == pytest.approx(1.0, abs=1e-5) and not any("differ" in n for n in view.notices)
     figure, notice = qk_panel.show(service, TEXT, kind, 1, 1, query + 1)
     assert len(figure.data) == 2 and len(figure.data[0].y) == len(view.key_tokens)

@@ -1,4 +1,4 @@
-"""Quadrature rules (`model.quadrature`), checked against numpy's Gauss-Legendre and against exact
+"""Quadrature rules (`inspection.quadrature`), checked against numpy's Gauss-Legendre and against exact
 integrals: the Kronrod constants are typed in from QUADPACK, so every one of them is tested."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from model.quadrature import gauss_7, gauss_kronrod_15, gauss_legendre
+from inspection.quadrature import gauss_7, gauss_kronrod_15, gauss_legendre
 
 
 def test_gauss_7_is_numpys_gauss_legendre_7():

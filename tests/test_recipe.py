@@ -1,5 +1,7 @@
 """Fine-tuning options: each checked for exactly what it does."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -7,18 +9,22 @@ from datasets import Dataset
 
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer
+from training import evidence
 from training.bucketing import BucketSampler
+from training.data import PairSet
 from training.recipe import (
     Recipe,
-    SentenceCrops,
+    ShortExamples,
     apply_unfreezing,
     average_state_dicts,
     layer_depth,
     param_groups,
     smoothed_loss,
+    stlr,
     training_loss,
 )
 from training.tasks import TASKS, TaskOptions
+from training.trainer import lr_at
 from training.training_args import TrainConfig
 
 
@@ -116,7 +122,7 @@ def tokenizer():
 def test_short_crops_are_one_to_three_contiguous_sentences(tokenizer):
     review = "One two three. Four five! Six seven eight? Nine ten eleven. Twelve."
     parts = ["One two three.", "Four five!", "Six seven eight?", "Nine ten eleven.", "Twelve."]
-    crops = SentenceCrops([review], tokenizer, max_len=64)
+    crops = ShortExamples([review], tokenizer, max_len=64, crop_prob=0.5)
     rng = np.random.default_rng(0)
     seen = {crops.crop(0, rng) for _ in range(300)}
     allowed = {" ".join(parts[s : s + k]) for k in (1, 2, 3) for s in range(len(parts) - k + 1)}
@@ -125,25 +131,74 @@ def test_short_crops_are_one_to_three_contiguous_sentences(tokenizer):
 
 def test_crop_probability_and_encoding(tokenizer):
     texts = ["Good film. Bad plot! Great acting."] * 400
-    sources = [[7, 8, 9, 2]] * 400
-    crops = SentenceCrops(texts, tokenizer, max_len=12)
-    out = crops.sources(sources, list(range(400)), 0.25, np.random.default_rng(1))
-    replaced = [s for s in out if s != sources[0]]
+    pairs = PairSet([[7, 8, 9, 2]] * 400, [[5, 6]] * 400, [1] * 400)
+    crops = ShortExamples(texts, tokenizer, max_len=12, crop_prob=0.25)
+    out = crops.replace(pairs, list(range(400)), np.random.default_rng(1))
+    replaced = [s for s in out.sources if s != pairs.sources[0]]
     assert 70 < len(replaced) < 130 and all(s[-1] == tokenizer.eos_id and len(s) <= 12 for s in replaced)
-    assert crops.sources(sources, list(range(400)), 0.25, np.random.default_rng(1)) == out  # a function of the rng
-    assert crops.sources(sources, [0, 1], 0.0, np.random.default_rng(1)) == sources[:2]
+    assert out.targets == pairs.targets and out.labels == pairs.labels  # a crop keeps its review's label
+    again = crops.replace(pairs, list(range(400)), np.random.default_rng(1))
+    assert again.sources == out.sources  # a function of the rng
+    off = ShortExamples(texts, tokenizer, 12).replace(pairs, [0, 1], np.random.default_rng(1))
+    assert off.sources == pairs.sources[:2]
+
+
+def test_evidence_snippets_replace_the_fraction_asked_for_with_their_own_labels(tokenizer):
+    texts = ["Good film. Bad plot! Great acting."] * 2000
+    pairs = PairSet([[7, 8, 9, 2]] * 2000, [[5]] * 2000, [1] * 2000)
+    snippets = (["Superb acting throughout.", "A dreadful waste", "Good"], [1, 0, 1])  # none is a crop
+    label_targets = [[30, 31], [32]]
+    short = ShortExamples(texts, tokenizer, 64, crop_prob=0.2, evidence=snippets, evidence_prob=0.3,
+                          label_targets=label_targets)
+    out = short.replace(pairs, list(range(2000)), np.random.default_rng(2))
+    encoded = {tuple(tokenizer.encode(t, add_eos=True)): (y, t) for t, y in zip(*snippets, strict=True)}
+    from_evidence = [i for i, s in enumerate(out.sources) if tuple(s) in encoded]
+    assert 0.26 < len(from_evidence) / 2000 < 0.34  # --evidence-prob 0.3
+    for i in from_evidence:
+        label = encoded[tuple(out.sources[i])][0]
+        assert out.labels[i] == label and out.targets[i] == label_targets[label]
+    assert {encoded[tuple(out.sources[i])][1] for i in from_evidence} == set(snippets[0])  # drawn from all of them
+    cropped = [i for i, s in enumerate(out.sources) if s != pairs.sources[i] and i not in from_evidence]
+    assert 0.16 < len(cropped) / 2000 < 0.24 and all(out.labels[i] == 1 for i in cropped)  # --crop-prob 0.2
+    # the crops drawn are those of crops alone: evidence draws come after them
+    alone = ShortExamples(texts, tokenizer, 64, crop_prob=0.2).replace(pairs, list(range(2000)),
+                                                                       np.random.default_rng(2))
+    assert [out.sources[i] for i in cropped] == [s for s in alone.sources if s != pairs.sources[0]]
 
 
 def test_recipe_rejects_bad_options():
     with pytest.raises(ValueError, match="layer-decay"):
         Recipe(layer_decay=0)
+    for bad in (dict(evidence_prob=0.5), dict(evidence=("e.jsonl",)),
+                dict(crop_prob=0.6, evidence_prob=0.5, evidence=("e.jsonl",))):
+        with pytest.raises(ValueError, match="--evidence-prob must be in"):
+            Recipe(**bad)
+    with pytest.raises(ValueError, match="schedule"):
+        Recipe(schedule="one-cycle")
 
 
-def test_sentiment_batches_with_buckets_and_crops_are_a_pure_function_of_the_step(tokenizer):
+def test_slanted_triangular_schedule_by_hand():
+    """ULMFiT's eq. 3 with cut 10 of 100 steps and ratio 32: lr/32 at the start and the end, the
+    peak at the cut, straight lines between (the trainer takes the cut from --warmup-steps)."""
+    peak = 0.01
+    assert stlr(0, peak, 10, 100) == pytest.approx(peak / 32)
+    assert stlr(5, peak, 10, 100) == pytest.approx(peak * (1 + 0.5 * 31) / 32)
+    assert stlr(10, peak, 10, 100) == pytest.approx(peak)
+    assert stlr(55, peak, 10, 100) == pytest.approx(peak * (1 + 0.5 * 31) / 32)
+    assert stlr(100, peak, 10, 100) == pytest.approx(peak / 32)
+    cfg = TrainConfig(lr=peak, warmup_steps=10, max_steps=100, recipe=Recipe(schedule="stlr"))
+    assert [lr_at(s, cfg) for s in (0, 10, 100)] == pytest.approx([peak / 32, peak, peak / 32])
+
+
+def test_sentiment_batches_with_buckets_crops_and_evidence_are_a_pure_function_of_the_step(tokenizer, tmp_path):
     """What makes --resume bit-exact: a fresh task (as after a restart) draws the same batch at a step."""
     texts = [f"Good film number {i}. Bad plot! " + "Great acting here. " * (i % 7) for i in range(120)]
     splits = {"train": Dataset.from_dict({"text": texts, "label": [i % 2 for i in range(120)]})}
-    cfg = TrainConfig(batch_size=8, max_tokens=256, recipe=Recipe(crop_prob=0.5))
+    cache = tmp_path / "evidence.jsonl"  # a training.evidence cache of the same held-out rows
+    cache.write_text(json.dumps({"format": evidence.FORMAT, "val_size": 20, "seed": 3}) + "\n" + json.dumps(
+        {"review": 0, "label": 0, "snippets": [{"text": "Dull.", "kind": "sentence", "score": 0.5}]}) + "\n")
+    cfg = TrainConfig(batch_size=8, max_tokens=256, recipe=Recipe(crop_prob=0.3, evidence_prob=0.3,
+                                                                  evidence=(str(cache),)))
     overrides = dict(n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=16, d_ff=32, max_src_len=64, max_tgt_len=8)
 
     def prepared():
@@ -165,4 +220,4 @@ def test_sentiment_batches_with_buckets_and_crops_are_a_pure_function_of_the_ste
         rows = [row[mask.bool()].tolist() for row, mask in zip(batch["src_ids"], batch["src_mask"], strict=True)]
         assert len(rows) == len(indices)
         replaced += [row != sources[i] for row, i in zip(rows, indices, strict=True)]
-    assert 0.35 < sum(replaced) / len(replaced) < 0.65  # --crop-prob 0.5 (a crop of all sentences is the review)
+    assert 0.45 < sum(replaced) / len(replaced) < 0.75  # 0.3 + 0.3 (a crop of all sentences is the review)

@@ -1,12 +1,14 @@
 """run_ahead: the source runs in its own thread, the consumer gets the newest state, the last one
-always, errors after the state before them, and closing stops the source."""
+always, errors after the state before them, and closing stops the source. paced: at most so many
+items a second, on a clock the test controls."""
 
 import threading
 import time
 
 import pytest
 
-from demo.streaming import run_ahead
+from demo import streaming
+from demo.streaming import paced, run_ahead
 
 
 def gated(n: int, gate: threading.Event | None = None, produced: list | None = None, closed: threading.Event = None):
@@ -85,3 +87,39 @@ def test_closing_the_consumer_stops_and_closes_the_source() -> None:
     count = len(produced)
     time.sleep(0.05)
     assert len(produced) == count  # nothing more is computed
+
+
+class Clock:
+    """`time.monotonic` and `time.sleep` for `demo.streaming`: time passes only when slept or spent."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.now += seconds
+
+
+def test_paced_items_come_at_most_so_many_a_second_and_on_time(monkeypatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(streaming, "time", clock)
+
+    def computed(costs):  # each item takes its cost in seconds to compute
+        for i, cost in enumerate(costs):
+            clock.now += cost
+            yield i
+
+    shown = [(item, clock.now) for item in paced(computed([0.01, 0.01, 0.3, 0.01, 0.01]), per_second=5)]
+    assert [item for item, _ in shown] == [0, 1, 2, 3, 4]
+    times = [t for _, t in shown]
+    # every 0.2 s; the slow third item shows as soon as it is ready, and the next ones keep 0.2 s from it
+    assert times == pytest.approx([0.01, 0.21, 0.51, 0.71, 0.91])
+
+
+def test_paced_at_speed_zero_is_as_fast_as_the_source(monkeypatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(streaming, "time", clock)
+    assert list(paced(iter(range(5)), per_second=0)) == list(range(5)) and clock.now == 0

@@ -1,4 +1,4 @@
-"""Why this token? (`model.token_attribution`): the classifier's attribution methods on one token
+"""Why this token? (`inspection.token_attribution`): the classifier's attribution methods on one token
 of a tiny random `DecoderOnlyLM`, checked against plain forward passes."""
 
 import math
@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 
-from model import METHODS, DecoderOnlyConfig, DecoderOnlyLM, attribute_token, token_faithfulness
-from model.attribution import IG_ABS_TOLERANCE, IG_MAX_STEPS, IG_TOLERANCE
+from inspection import METHODS, attribute_token, token_faithfulness
+from inspection.attribution import IG_ABS_TOLERANCE, IG_MAX_STEPS, IG_TOLERANCE
+from model import DecoderOnlyConfig, DecoderOnlyLM
 
 IDS = torch.tensor([1, 5, 9, 3, 12, 7, 14, 4, 10, 6, 11, 8])  # bos + ordinary tokens (3..15)
 POSITION = 8  # explain IDS[8] = 10 from IDS[:8]

@@ -10,7 +10,7 @@ from demo.app import build_app, launch
 from demo.inference import DemoService
 from demo.inputs import DemoError
 from demo.tiny import shared_tiny_checkpoints
-from model import METHODS, attribute_token
+from inspection import METHODS, attribute_token
 
 gradio_client = pytest.importorskip("gradio_client")
 
@@ -55,7 +55,8 @@ def test_text_token_shades_every_earlier_token(service, method):
 def test_contrastive_summary_names_both_tokens(service):
     result = service.explain_token(TEXT, 3, "grad_x_input", " terrible")
     assert result.alternative is not None and result.alternative_probability is not None
-    assert "rather than" in result.summary and "log p(alternative)" in result.summary
+    assert "rather than" in result.summary and "minus that of" in result.summary
+    assert "by gradient × input" in result.summary
 
 
 def test_chat_step_is_explained_from_the_generators_window(service):
@@ -71,7 +72,7 @@ def test_chat_step_is_explained_from_the_generators_window(service):
 
 def test_endpoint_answers(client):
     shading, summary = client.predict(TEXT, 4, "integrated_gradients", "", api_name="/explain_token")
-    assert len(shading) == 5 and "Why" in summary and "nodes" in summary
+    assert len(shading) == 5 and "Why" in summary and "points between the two" in summary  # completeness, in words
 
 
 @pytest.mark.parametrize(("text", "position", "method", "alternative", "message"), [

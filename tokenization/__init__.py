@@ -1,12 +1,23 @@
-"""Text <-> token ids: a byte-level BPE tokenizer (see `bpe.py`) the shared text clean-up and
-sentence splitting, word segmentation, and readable token labels."""
+"""Text <-> token ids: a byte-level BPE tokenizer (see `bpe.py`), the shared text clean-up and
+sentence splitting, word segmentation, readable token labels, and a review as the models read it
+(`review.py`, the one owner of that reading)."""
 
 from tokenization.bpe import SPECIAL_TOKENS, BatchEncoding, BPETokenizer, Piece, truncate
 from tokenization.display import token_label, visible
-from tokenization.text import clean_text, sentences
-from tokenization.words import word_ids
+from tokenization.review import (
+    Review,
+    cut_source,
+    label_candidates,
+    prompt_ids,
+    read_review,
+    read_texts,
+    source_ids,
+)
+from tokenization.text import clean_text, sentence_spans, sentences
+from tokenization.words import in_word, word_ids
 
 __all__ = [
-    "SPECIAL_TOKENS", "BPETokenizer", "BatchEncoding", "Piece", "clean_text", "sentences", "token_label", "truncate",
-    "visible", "word_ids",
+    "SPECIAL_TOKENS", "BPETokenizer", "BatchEncoding", "Piece", "Review", "clean_text", "cut_source", "in_word",
+    "label_candidates", "prompt_ids", "read_review", "read_texts", "sentence_spans", "sentences", "source_ids",
+    "token_label", "truncate", "visible", "word_ids",
 ]

@@ -19,5 +19,18 @@ def clean_text(text: str) -> str:
 
 def sentences(text: str, min_words: int = MIN_SENTENCE_WORDS) -> list[str]:
     """The sentences of a (cleaned) review with at least `min_words` words."""
-    parts = (s.strip() for s in _SENTENCE_END.split(text))
-    return [s for s in parts if len(s.split()) >= max(1, min_words)]
+    return [text[start:end] for start, end in sentence_spans(text, min_words)]
+
+
+def sentence_spans(text: str, min_words: int = MIN_SENTENCE_WORDS) -> list[tuple[int, int]]:
+    """`sentences` as (start, end) character offsets into `text`, so that a sentence's tokens can be
+    found by their offsets (`training.evidence` sums token attributions per sentence)."""
+    spans, start = [], 0
+    for end in [*(m.start() for m in _SENTENCE_END.finditer(text)), len(text)]:
+        part = text[start:end]
+        first = start + len(part) - len(part.lstrip())
+        last = start + len(part.rstrip())
+        if len(text[first:last].split()) >= max(1, min_words):
+            spans.append((first, last))
+        start = end if end == len(text) else _SENTENCE_END.match(text, end).end()
+    return spans

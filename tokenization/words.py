@@ -1,5 +1,5 @@
 """Word segmentation of a token sequence: which word each token belongs to (occlusion of long
-reviews deletes whole words)."""
+reviews deletes whole words; the app names a token by the word it is part of)."""
 
 from collections.abc import Sequence
 
@@ -16,3 +16,14 @@ def word_ids(token_texts: Sequence[str]) -> list[int]:
         ids.append(word)
         prev = text
     return ids
+
+
+def in_word(token_texts: Sequence[str], i: int) -> str:
+    """Token `i` as a reader sees it: its whole word, the token's part in brackets when the word is
+    cut into several tokens ("[ne]gative", "ne[g]ative"), a one-token word as it is. A BPE piece
+    such as "ne" means nothing to a learner; the word it belongs to does."""
+    words = word_ids(token_texts)
+    parts = [(j, t) for j, (w, t) in enumerate(zip(words, token_texts, strict=True)) if w == words[i]]
+    if len(parts) == 1:
+        return token_texts[i]
+    return "".join(f"[{t}]" if j == i else t for j, t in parts)

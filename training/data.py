@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import torch
 
 from model import IGNORE_INDEX
+from tokenization import source_ids
 
 from .errors import DataError
 from .token_cache import cached_arrays, ragged, rows_of
@@ -199,19 +200,24 @@ class PairSet:
     @classmethod
     def from_texts(cls, sources: list[str], targets: list[str], tokenizer, config,
                    labels: list[int] | None = None) -> "PairSet":
-        """Encode as the model `config` reads them: sources by `config.source_ids` (the cut the app
-        and the benchmarks read too), targets to `max_tgt_len`; read from the `token_cache` when an
+        """Encode as the model `config` reads them: sources by `tokenization.source_ids` (the reading
+        the app and the benchmarks share), targets to `max_tgt_len`; read from the `token_cache` when an
         earlier run encoded the same texts for the same config."""
         def build() -> dict[str, np.ndarray]:
-            # the decoder input gets <s> in front and the target </s> at the end: one slot each
-            tgt = tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
-                                         return_tensors=False).input_ids
-            src, tgt = ragged(config.source_ids(tokenizer, sources)), ragged(tgt)
+            src = ragged(source_ids(sources, tokenizer, config))
+            tgt = ragged(cls.target_ids(targets, tokenizer, config))
             return {"src_ids": src["ids"], "src_ends": src["ends"], "tgt_ids": tgt["ids"], "tgt_ends": tgt["ends"]}
 
         arrays = cached_arrays("pairs", tokenizer, [*sources, *targets], {"n": len(sources), **asdict(config)}, build)
         return cls(rows_of(arrays["src_ids"], arrays["src_ends"]), rows_of(arrays["tgt_ids"], arrays["tgt_ends"]),
                    labels)
+
+    @staticmethod
+    def target_ids(targets: list[str], tokenizer, config) -> list[list[int]]:
+        """Targets as the decoder writes them (also the label words of examples made during training):
+        the decoder input gets <s> in front and the target </s> at the end, one slot each."""
+        return tokenizer.encode_batch(targets, max_length=config.max_tgt_len - 1, padding=False,
+                                      return_tensors=False).input_ids
 
     def __len__(self) -> int:
         return len(self.sources)

@@ -28,7 +28,7 @@ import torch
 from cli import Parser
 from model import DecoderOnlyLM, EncoderDecoder, load_pretrained, resolve_device
 from storage import resolve_checkpoint
-from tokenization import BPETokenizer, clean_text
+from tokenization import BPETokenizer, label_candidates, read_texts
 
 from .bucketing import length_batches
 from .calibration import expected_calibration_error
@@ -62,13 +62,6 @@ def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = N
     return {"loss": loss, "ppl": math.exp(loss), "bpb": total / math.log(2) / n_bytes, "tokens": n_tokens}
 
 
-def label_candidates(model: EncoderDecoder, tokenizer: BPETokenizer) -> list[list[int]]:
-    """The label words' ids (`config.label_ids`); a checkpoint without labels is a data error."""
-    if not model.config.labels:
-        raise DataError("this encoder-decoder checkpoint has no labels in its config.json")
-    return model.config.label_ids(tokenizer)
-
-
 @torch.inference_mode()
 def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max_tokens: int,
              limit: int | None = None, progress: Callable[[int], object] | None = None) -> torch.Tensor:
@@ -77,7 +70,7 @@ def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max
     `progress(n)` after each batch of n."""
     model.eval()
     device = next(model.parameters()).device
-    candidates = label_candidates(model, tokenizer)
+    candidates = label_candidates(tokenizer, model.config)
     n = len(pairs) if limit is None else min(limit, len(pairs))
     scores = torch.empty(n, len(candidates))
     ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
@@ -104,7 +97,7 @@ def classifier_metrics(model: EncoderDecoder, scores: torch.Tensor, labels: list
     """Accuracy, the confusion matrix and the target loss (cross-entropy per target token, label words
     and end token, read off the true label's score, so that the encoder runs once per review) of
     `classify`'s scores (N, K) for the first N `labels`; ECE at the model's temperature."""
-    candidates = label_candidates(model, tokenizer)
+    candidates = label_candidates(tokenizer, model.config)
     k, n = len(candidates), len(scores)
     truth = torch.tensor(labels[:n])
     predicted = scores.argmax(-1)
@@ -118,11 +111,13 @@ def classifier_metrics(model: EncoderDecoder, scores: torch.Tensor, labels: list
 
 
 def _texts(path: Path, column: str = "text") -> list[str]:
+    """The texts of a .txt file (its paragraphs) or of a table's column, as the models read them
+    (`read_texts`), whatever the format."""
     if path.suffix == ".txt":
-        return [t for t in path.read_text(encoding="utf-8").split("\n\n") if t.strip()]
+        return [t for t in read_texts(path.read_text(encoding="utf-8").split("\n\n")) if t]
     ds = load_table(path)
     require_columns(ds, [column], str(path))
-    return [clean_text(t) for t in ds[column]]
+    return read_texts(ds[column])
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -160,15 +155,15 @@ def main(argv: list[str] | None = None) -> dict:
         held_out = held_out_rows(args.data_dir, args.val_size, args.seed, split) if args.data_dir else None
         what = f"the {split} rows of {args.data_dir}" if args.data_dir else args.data
         if isinstance(model, DecoderOnlyLM):
-            texts = [clean_text(t) for t in held_out["text"]] if held_out is not None else _texts(Path(args.data))
+            texts = read_texts(held_out["text"]) if held_out is not None else _texts(Path(args.data))
             result = evaluate_lm(model, TokenStream.from_texts(texts, tokenizer), args.limit)
         else:
-            label_candidates(model, tokenizer)  # a checkpoint without labels says so before any row is judged
+            label_candidates(tokenizer, model.config)  # a checkpoint without labels says so before any row is judged
             ds = held_out if held_out is not None else load_table(args.data)
             require_columns(ds, ["text", "label"], what)
             rows = ds.select(range(min(args.limit, len(ds)))) if args.limit else ds
             name = split if held_out is not None else args.data
-            texts = [clean_text(t) for t in text_column(rows, "text", name)]
+            texts = read_texts(text_column(rows, "text", name))
             labels = label_column(rows, "label", name, model.config.labels)
             if args.short_text:
                 short = short_texts(texts, labels)

@@ -16,6 +16,12 @@ which ones help:
 - averaging the weights of the last `average_last` evaluation points (checkpoint averaging);
 - random short crops: a fraction `crop_prob` of the training reviews is replaced by one to three
   contiguous sentences of the review, with its label, so that a one-line review is in distribution;
+- a slanted triangular learning rate (ULMFiT, eq. 3): a short linear climb from lr / 32 to lr over
+  the warmup steps, then a long linear decay back to lr / 32 at the last step, so that the model
+  first moves quickly towards the task and then refines;
+- evidence snippets: a fraction `evidence_prob` is replaced by sentences, phrases and words that
+  carried their review's label by the full-review classifier's own attribution
+  (`training.evidence`, built beforehand into the caches `evidence`), each with its own label;
 - an auxiliary language-model loss on the source (GPT-1's fine-tuning objective, Radford et al.
   2018, section 3.2): `lm_weight` x the next-token loss of a causal encoder's states, which keeps the
   encoder the language model it started as while the classifier trains on top of it.
@@ -34,7 +40,11 @@ import torch.nn.functional as F
 from model import IGNORE_INDEX, EncoderDecoder, PreTrainedModel, head_and_loss
 from tokenization import sentences
 
+from .data import PairSet
 from .errors import UsageError
+
+SCHEDULES = ("cosine", "stlr")
+STLR_RATIO = 32  # ULMFiT's slanted triangular schedule starts and ends at lr / 32
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,9 @@ class Recipe:
     average_last: int = 1  # average the weights of the last N evaluation points (1 = off)
     crop_prob: float = 0.0  # fraction of training reviews replaced by 1-3 contiguous sentences
     lm_weight: float = 0.0  # weight of the source's next-token loss (needs a causal encoder; 0 = off)
+    schedule: str = "cosine"  # or "stlr": ULMFiT's slanted triangular learning rate
+    evidence_prob: float = 0.0  # fraction of training reviews replaced by an evidence snippet
+    evidence: tuple[str, ...] = ()  # the evidence caches (training.evidence) the snippets come from
 
     def __post_init__(self):
         if not 0 < self.layer_decay <= 1:
@@ -56,6 +69,17 @@ class Recipe:
             raise UsageError("--label-smoothing must be in [0, 1), --crop-prob in [0, 1], --adversarial-eps >= 0")
         if self.lm_weight < 0 or self.lm_weight and self.adversarial_eps:
             raise UsageError("--lm-weight must be >= 0, and does not combine with --adversarial-eps")
+        if self.schedule not in SCHEDULES:
+            raise UsageError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if not 0 <= self.evidence_prob <= 1 - self.crop_prob or bool(self.evidence_prob) != bool(self.evidence):
+            raise UsageError("--evidence-prob must be in [0, 1 - --crop-prob], and is given with --evidence PATH")
+
+
+def stlr(step: int, peak: float, cut: int, total: int) -> float:
+    """ULMFiT's slanted triangular learning rate at `step` (0-based): climbs linearly over `cut` steps
+    from peak / STLR_RATIO to `peak`, then falls linearly to peak / STLR_RATIO at `total`."""
+    p = step / cut if step < cut else 1 - (step - cut) / max(1, total - cut)
+    return peak * (1 + max(0.0, p) * (STLR_RATIO - 1)) / STLR_RATIO
 
 
 # --- layer groups: discriminative learning rates and gradual unfreezing ---------------------------
@@ -152,13 +176,24 @@ def average_state_dicts(states: list[dict]) -> dict:
     return {k: torch.stack([s[k].float() for s in states]).mean(0).to(states[0][k].dtype) for k in states[0]}
 
 
-# --- short crops --------------------------------------------------------------------------------
-class SentenceCrops:
-    """Each training review as its sentences, to draw 1-3 contiguous ones from."""
+# --- short text in place of reviews: crops and evidence snippets ----------------------------------
+class ShortExamples:
+    """Short text in place of some of a batch's reviews, so that one-line text is in distribution:
+    each example is replaced with probability `crop_prob` by 1-3 contiguous sentences of its own
+    review (with the review's label), or with probability `evidence_prob` by an evidence snippet
+    drawn uniformly from `evidence` (texts, labels: `training.evidence.load_evidence`), with the
+    snippet's own label, written as `label_targets[label]` (the label words' target ids)."""
 
-    def __init__(self, texts: list[str], tokenizer, max_len: int):
-        self.sentences = [sentences(t, min_words=1) or [t] for t in texts]
+    def __init__(self, texts: list[str], tokenizer, max_len: int, crop_prob: float = 0.0,
+                 evidence: tuple[list[str], list[int]] = ([], []), evidence_prob: float = 0.0,
+                 label_targets: list[list[int]] | None = None):
+        self.sentences = [sentences(t, min_words=1) or [t] for t in texts] if crop_prob else []
         self.tokenizer, self.max_len = tokenizer, max_len
+        self.crop_prob, self.evidence_prob = crop_prob, evidence_prob
+        self.evidence_texts, self.evidence_labels = evidence
+        self.label_targets = label_targets
+        if evidence_prob and not self.evidence_texts:
+            raise UsageError("--evidence-prob: the evidence caches hold no snippet")
 
     def crop(self, i: int, rng: np.random.Generator) -> str:
         found = self.sentences[i]
@@ -166,13 +201,26 @@ class SentenceCrops:
         start = int(rng.integers(0, len(found) - k + 1))
         return " ".join(found[start : start + k])
 
-    def sources(self, sources: list[list[int]], indices: list[int], prob: float,
-                rng: np.random.Generator) -> list[list[int]]:
-        """The batch's source ids, each replaced by a crop with probability `prob` (encoded like a
-        review: at most max_len tokens with the end token)."""
-        chosen = [i for i in indices if rng.random() < prob]
-        texts = [self.crop(i, rng) for i in chosen]
-        encoded = (self.tokenizer.encode_batch(texts, max_length=self.max_len, add_eos=True, padding=False,
-                                               return_tensors=False).input_ids if texts else [])
-        crops = dict(zip(chosen, encoded, strict=True))
-        return [crops.get(i, sources[i]) for i in indices]
+    def replace(self, pairs: PairSet, indices: list[int], rng: np.random.Generator) -> PairSet:
+        """The batch's examples `pairs[indices]` in order, some replaced. One uniform draw per example
+        picks what it becomes (below crop_prob a crop, below crop_prob + evidence_prob a snippet);
+        then the crops are drawn, then the snippets: without evidence the random stream is the one
+        crops alone have always drawn. Replacements are encoded like a review: at most max_len
+        tokens with the end token."""
+        draws = [rng.random() for _ in indices]
+        texts = {pos: self.crop(i, rng) for pos, (i, u) in enumerate(zip(indices, draws, strict=True))
+                 if u < self.crop_prob}
+        targets = [pairs.targets[i] for i in indices]
+        labels = [pairs.labels[i] for i in indices]
+        for pos, u in enumerate(draws):
+            if self.crop_prob <= u < self.crop_prob + self.evidence_prob:
+                k = int(rng.integers(len(self.evidence_texts)))
+                texts[pos], labels[pos] = self.evidence_texts[k], self.evidence_labels[k]
+                targets[pos] = self.label_targets[labels[pos]]
+        sources = [pairs.sources[i] for i in indices]
+        if texts:
+            encoded = self.tokenizer.encode_batch(list(texts.values()), max_length=self.max_len, add_eos=True,
+                                                  padding=False, return_tensors=False).input_ids
+            for pos, ids in zip(texts, encoded, strict=True):
+                sources[pos] = ids
+        return PairSet(sources, targets, labels)

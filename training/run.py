@@ -57,7 +57,7 @@ from .data import HUB_IMDB, load_splits
 from .errors import Interrupted, UsageError
 from .plots import plot_curve
 from .presets import DEFAULT_PRESET, PRESET_HELP
-from .recipe import Recipe
+from .recipe import SCHEDULES, Recipe
 from .sample import SAMPLE_SETTINGS
 from .task import Task, TaskData, TaskOptions
 from .tasks import TASKS, LMTask
@@ -139,6 +139,13 @@ def build_parser() -> Parser:
     recipe.add_argument("--lm-weight", type=float,
                         help="auxiliary next-token loss on the source, times this weight "
                              "(needs --set causal_encoder=1)")
+    recipe.add_argument("--schedule", choices=SCHEDULES,
+                        help="learning-rate schedule: warmup + cosine (default), or ULMFiT's slanted triangular "
+                             "(stlr)")
+    recipe.add_argument("--evidence", nargs="+", metavar="PATH",
+                        help="sentiment: evidence caches (python -m training.evidence) to draw snippets from")
+    recipe.add_argument("--evidence-prob", type=float,
+                        help="sentiment: fraction of training reviews replaced by an evidence snippet, with its label")
     p.add_argument("--seed", type=int, default=1337)
     return p
 
@@ -149,6 +156,7 @@ def train_config(args: argparse.Namespace, preset: dict) -> TrainConfig:
     settings = {**preset["train"], **(preset["finetune"] if args.init_from else {})}
     recipe = {**settings.pop("recipe", {}),
               **{f.name: getattr(args, f.name) for f in fields(Recipe) if getattr(args, f.name) is not None}}
+    recipe["evidence"] = tuple(recipe.get("evidence", ()))  # a list from the command line
     flags = ("max_steps", "batch_size", "lr", "warmup_steps", "eval_every", "eval_batches", "max_minutes",
              "max_tokens", "snapshots")
     given = {name: getattr(args, name) for name in flags if getattr(args, name) is not None}

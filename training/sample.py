@@ -16,15 +16,16 @@ import torch
 from cli import Parser
 from model import DecoderOnlyLM, GenerationConfig, load_pretrained, resolve_device
 from storage import resolve_checkpoint
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, prompt_ids
 
 SAMPLE_PROMPTS = ("This movie was", "I have to say that", "The acting")
 SAMPLE_SETTINGS = {"max_new_tokens": 60, "temperature": 0.8, "top_k": 50}
 
 
 def continuation(model: DecoderOnlyLM, tokenizer: BPETokenizer, prompt: str, cfg: GenerationConfig) -> str:
-    """What `model` writes after `prompt`, read after the start token as in training, up to its end token."""
-    ids = torch.tensor([[tokenizer.bos_id, *tokenizer.encode(prompt)]], device=next(model.parameters()).device)
+    """What `model` writes after `prompt`, read as the language model reads a prompt (`prompt_ids`: the
+    start token, then the cleaned text, as in training), up to its end token."""
+    ids = torch.tensor([prompt_ids(prompt, tokenizer)], device=next(model.parameters()).device)
     return tokenizer.decode(model.generate(ids, replace(cfg, eos_token_id=tokenizer.eos_id)))
 
 

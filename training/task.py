@@ -28,7 +28,7 @@ from model import PreTrainedModel
 from tokenization import BPETokenizer
 
 from .bucketing import BucketSampler
-from .recipe import SentenceCrops
+from .recipe import ShortExamples
 from .training_args import TrainConfig
 
 
@@ -61,7 +61,7 @@ class TaskData:
     splits: dict[str, Any]  # "train" (what `batch` draws from), "val", and "test" when the data has one
     description: dict = field(default_factory=dict)  # token counts, for metrics.json
     sampler: BucketSampler | None = None  # length-bucketed batches (--max-tokens, span chunks); None: random rows
-    crops: SentenceCrops | None = None  # sentence crops of the training reviews (--crop-prob)
+    short: ShortExamples | None = None  # short text in place of reviews (--crop-prob, --evidence-prob)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from model import (
     EncoderDecoderConfig,
     GenerationConfig,
 )
-from tokenization import BPETokenizer, clean_text
+from tokenization import BPETokenizer, read_texts
 
 from . import presets
 from .bucketing import BucketSampler
@@ -43,9 +43,11 @@ from .data import (
     text_column,
     validation_split,
 )
+from .errors import UsageError
 from .evaluate import classifier_metrics, classify, evaluate_classifier, evaluate_lm
+from .evidence import load_evidence
 from .heldout import selection_report_split
-from .recipe import SentenceCrops
+from .recipe import ShortExamples
 from .sample import SAMPLE_PROMPTS, SAMPLE_SETTINGS, continuation
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
 from .task import Corpus, ModelCard, Task, TaskData, TaskOptions
@@ -161,7 +163,7 @@ class Seq2SeqTask(Task):
         the file), then `max_examples` of it kept."""
         sources, targets = self._read(_split(splits, split), split)
         keep = _head(len(sources), self.options.max_examples)
-        return [clean_text(sources[i]) for i in keep], [targets[i] for i in keep]
+        return read_texts(sources[i] for i in keep), [targets[i] for i in keep]
 
     def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
         """(sources, targets) of one split, validated."""
@@ -255,18 +257,29 @@ class SentimentTask(Seq2SeqTask):
     select_on_selection_rows = True
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
-        data = super().prepare(tokenizer, model_overrides, train_cfg)
-        if train_cfg.recipe.crop_prob:
-            data = replace(data, crops=SentenceCrops(self.train_rows[0], tokenizer, data.config.max_src_len))
-        return data
+        data, recipe = super().prepare(tokenizer, model_overrides, train_cfg), train_cfg.recipe
+        if not (recipe.crop_prob or recipe.evidence_prob):
+            return data
+        evidence, counts = ([], []), {}
+        if recipe.evidence_prob:
+            if self.options.max_examples is not None:
+                raise UsageError("--evidence does not combine with --max-examples: the held-out rows are then "
+                                 "other reviews, which the evidence may come from")
+            texts, labels, counts = load_evidence(recipe.evidence, self.options.val_size, self.options.seed)
+            evidence = (texts, labels)
+        short = ShortExamples(self.train_rows[0], tokenizer, data.config.max_src_len, recipe.crop_prob,
+                              evidence, recipe.evidence_prob,
+                              PairSet.target_ids(self.labels, tokenizer, data.config))
+        description = {**data.description, **({"evidence_snippets": counts} if counts else {})}
+        return replace(data, short=short, description=description)
 
     def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
-        """With --crop-prob, that fraction of the reviews is replaced by 1-3 of their sentences."""
+        """With --crop-prob and --evidence-prob, those fractions of the reviews are replaced by 1-3 of
+        their sentences and by evidence snippets (`ShortExamples`)."""
         indices, cfg, pairs = self._indices(data, step, rank, world_size), data.train_cfg, data.splits["train"]
-        if data.crops is not None:
-            rng = np.random.default_rng([cfg.seed, step, rank, 1])
-            sources = data.crops.sources(pairs.sources, indices, cfg.recipe.crop_prob, rng)
-            pairs, indices = PairSet(sources, [pairs.targets[i] for i in indices]), range(len(indices))
+        if data.short is not None:
+            pairs = data.short.replace(pairs, indices, np.random.default_rng([cfg.seed, step, rank, 1]))
+            indices = range(len(indices))
         return pairs.batch(indices, **_special_ids(data.tokenizer))
 
     def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
@@ -353,7 +366,7 @@ def _special_ids(tokenizer: BPETokenizer) -> dict:
 
 def _texts(ds, column: str, split: str, max_examples: int | None) -> list[str]:
     require_columns(ds, [column], f"the {split} split")
-    return [clean_text(t) for t in text_column(ds, column, split, _head(len(ds), max_examples))]
+    return read_texts(text_column(ds, column, split, _head(len(ds), max_examples)))
 
 
 def _head(n_rows: int, n: int | None) -> list[int] | range:

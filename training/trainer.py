@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from model import PreTrainedModel, autocast, resolve_precision
 from storage import SNAPSHOTS_DIR, STATE_NAME, TOKENIZER_NAME, atomic_write, snapshot_name, write_index
 
-from .recipe import apply_unfreezing, average_state_dicts, param_groups, training_loss
+from .recipe import apply_unfreezing, average_state_dicts, param_groups, stlr, training_loss
 from .training_args import TrainConfig
 
 if TYPE_CHECKING:
@@ -45,7 +45,10 @@ FINAL_OVERHEAD_S = 5.0  # ... plus this (at most that share) for loading the che
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warmup to `lr`, then cosine decay to `lr * min_lr_ratio` at `max_steps`."""
+    """Linear warmup to `lr`, then cosine decay to `lr * min_lr_ratio` at `max_steps`; or the recipe's
+    slanted triangular schedule (`training.recipe.stlr`), whose climb is the warmup."""
+    if cfg.recipe.schedule == "stlr":
+        return stlr(step, cfg.lr, cfg.warmup_steps, cfg.max_steps)
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))

@@ -1,16 +1,19 @@
 """The "knock out a head" panel, shown in the Attention and Sentiment tabs: ablate any set of heads
 and see the prediction's probability move, or rank every head by its own effect, plotted against
-how strongly each head looks at its top token, so that attention and causal effect can be compared."""
+how strongly each head looks at its top token, so that attention and causal effect can be compared;
+a sentence says what the sign of each change means."""
 
 import html
 
 import gradio as gr
 
+from demo import plots
 from demo.ablation import HeadRanking
 from demo.checkpoint import SENTIMENT
 from demo.inference import DemoService
 from demo.tabs import export_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.text import code_span
 
 ABLATION_INTRO = ("### Knock out a head\n"
                   "Attention shows where a head looks, not whether it matters. Knock heads out (**zero**: the head "
@@ -18,6 +21,23 @@ ABLATION_INTRO = ("### Knock out a head\n"
                   "prediction move: P(label) for the sentiment model, the next token's probability for the "
                   "language model. *Rank every head* knocks each one out alone.")
 RANK_HEADERS = ["rank", "head", "P after", "change", "looks most at", "its weight"]
+NO_EFFECT = 0.005  # a smaller change of the probability is read as none
+
+
+def effect_sentence(prediction: str, before: float, after: float, heads: list[str]) -> str:
+    """What knocking `heads` out did, and what its sign means: a head whose removal lowers the
+    probability was helping the prediction; one whose removal raises it was pushing against it."""
+    which = ", ".join(heads)
+    it = "this head" if len(heads) == 1 else "these heads"
+    change = after - before
+    if abs(change) < NO_EFFECT:
+        return (f"Knocking out {which} leaves {prediction} at {before:.3f} → {after:.3f}: the prediction does not "
+                f"rest on {it} here.")
+    if change < 0:
+        return (f"Knocking out {which} **lowered** {prediction}, {before:.3f} → {after:.3f} ({change:+.3f}): "
+                f"{it} helped the prediction.")
+    return (f"Knocking out {which} **raised** {prediction}, {before:.3f} → {after:.3f} ({change:+.3f}): {it} "
+            "pushed *against* the prediction.")
 
 
 def ranking_figure(ranking: HeadRanking):
@@ -28,15 +48,16 @@ def ranking_figure(ranking: HeadRanking):
     figure = go.Figure(go.Scatter(
         x=[r.weight for r in rows], y=[r.delta for r in rows], mode="markers+text", text=[r.head for r in rows],
         textposition="top center", textfont={"size": 9},
+        marker={"color": [plots.score_colour(-1.0 if r.delta > 0 else 1.0, 1.0) for r in rows]},
         customdata=[[html.escape(r.looks_at, quote=False), r.ablated] for r in rows],
         hovertemplate="%{text}: looks at “%{customdata[0]}” with weight %{x:.2f}<br>knocked out: "
                       f"{ranking.prediction} = %{{customdata[1]:.3f}} (%{{y:+.3f}})<extra></extra>"))
     figure.add_hline(y=0, line={"color": "grey", "width": 1})
-    figure.update_layout(
-        title={"text": f"Attention vs effect, {ranking.mode} ablation (Spearman of |change| and weight: "
-                       f"{ranking.agreement:.2f})", "font": {"size": 13}},
-        xaxis_title="the head's weight on the token it looks at most", yaxis_title=f"change of {ranking.prediction}",
-        height=440, margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white")
+    plots.titled(figure, f"Where a head looks vs what it does ({ranking.mode})<br>blue: helps the prediction, "
+                         "orange: against it", f"rank correlation of |change| and weight: {ranking.agreement:.2f}")
+    figure.update_layout(xaxis_title="the head's weight on the token it looks at most",
+                         yaxis_title=f"change of {ranking.prediction}", height=480,
+                         margin={"l": 10, "r": 10, "b": 10}, plot_bgcolor="white")
     return figure
 
 
@@ -54,10 +75,8 @@ def knock_out(service: DemoService, text, model_name, heads, mode):
         result = service.ablate(model_name, text, heads, mode)
     except Exception as e:
         return failure(e)
-    change = result.after - result.before
-    return notice_markdown(result.notices) + (
-        f"\n\n**{result.prediction}**: {result.before:.3f} with every head, **{result.after:.3f}** with "
-        f"{', '.join(result.heads)} knocked out ({result.mode}): {change:+.3f}.")
+    return notice_markdown(result.notices) + "\n\n" + effect_sentence(result.prediction, result.before, result.after,
+                                                                      result.heads) + f" ({result.mode} ablation)"
 
 
 def rank(service: DemoService, text, model_name, mode):
@@ -70,10 +89,11 @@ def rank(service: DemoService, text, model_name, mode):
              for i, r in enumerate(ranking.rows, start=1)]
     top = ranking.rows[0]
     most_attentive = max(ranking.rows, key=lambda r: r.weight)
-    summary = (f"**{ranking.prediction}** = {ranking.base:.3f} with every head. The head that matters most is "
-               f"**{top.head}** ({top.delta:+.3f}); the head that looks hardest at one token, {most_attentive.head} "
-               f"({most_attentive.weight:.2f} on “{most_attentive.looks_at}”), ranks "
-               f"#{ranking.rows.index(most_attentive) + 1} of {len(ranking.rows)} by effect.")
+    summary = (f"Each head knocked out alone; the one that moves {ranking.prediction} most is **{top.head}**. "
+               + effect_sentence(ranking.prediction, ranking.base, top.ablated, [top.head])
+               + f" The head that looks hardest at one token, {most_attentive.head} ({most_attentive.weight:.2f} on "
+               f"{code_span(most_attentive.looks_at)}), ranks #{ranking.rows.index(most_attentive) + 1} of "
+               f"{len(ranking.rows)} by effect: where a head looks does not say what it does.")
     return ranking_figure(ranking), table, notice_markdown(ranking.notices) + "\n\n" + summary
 
 
@@ -93,7 +113,8 @@ def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio
             rank_btn = gr.Button("Rank every head by its effect")
         result = gr.Markdown()
         name = "ablation" if model is not None else "ablation-sentiment"  # the panel is on the page twice
-        plot = gr.Plot(label="Each head: attention weight vs effect of knocking it out", elem_id=f"{name}-plot")
+        plot = gr.Plot(label="Each head: attention weight vs effect of knocking it out", show_label=False,
+                       elem_id=f"{name}-plot")
         export_panel.image_buttons(plot)
         table = gr.Dataframe(headers=RANK_HEADERS, label="Heads by effect (largest change first)",
                              interactive=False, max_height=320)

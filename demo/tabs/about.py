@@ -1,4 +1,7 @@
-"""The page header and the About tab: which models run where, their size, data and metrics."""
+"""The page header and the About tab. The header and the top of About speak to learners: what each
+model is and does, its size and how good it is, in words. Everything a developer needs (the device
+and precision, checkpoint paths, every metric of metrics.json, the commands that retrain the models
+and measure the figures the app shows) sits in About's "For developers" section, closed."""
 
 import base64
 import json
@@ -10,7 +13,7 @@ from demo import plots
 from demo.checkpoint import LM, SENTIMENT, Checkpoint
 from demo.inference import DemoService
 from demo.inputs import scrub_paths
-from demo.text import DATA_LINES, HEADER, MODEL_TITLES, RETRAINING, SHORT_TITLES
+from demo.text import DATA_LINES, DEVELOPERS, HEADER, MODEL_TITLES, SHORT_TITLES, USES
 
 HIDDEN_METRICS = {"history", "model_config", "train_config", "samples", "data"}  # shown otherwise, or too long
 MAX_METRIC_CHARS = 120
@@ -27,33 +30,22 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _short_params(n: int | None) -> str:
-    if n is None:
-        return "?"
-    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
-
-
 def _score(metrics: dict) -> str:
-    if "val_ppl" in metrics:
-        return f", val ppl {_fmt(metrics['val_ppl'])}"
-    if "val_accuracy" in metrics:
-        return f", val acc {_fmt(metrics['val_accuracy'])}"
+    """How good the model is, in words a learner can picture."""
+    if "val_ppl" in metrics and isinstance(metrics["val_ppl"], int | float):
+        ppl = metrics["val_ppl"]
+        return (f"on reviews it never trained on, its perplexity is {_fmt(ppl)}: at each token it is, on average, "
+                f"as unsure as a pick among {ppl:.0f} equally likely tokens")
+    if "val_accuracy" in metrics and isinstance(metrics["val_accuracy"], int | float):
+        return f"right on {metrics['val_accuracy']:.1%} of the reviews held out of its training"
     return ""
 
 
 def header_markdown(service: DemoService) -> str:
-    """Which device and checkpoints are in use, with a warning for missing or untrained ones."""
-    parts = [f"**Device:** {service.device_description()}, {service.precision} for the batched passes"]
-    for ckpt in service.checkpoints:
-        title = SHORT_TITLES[ckpt.name][0]
-        if ckpt.ready:
-            parts.append(f"**{title}:** `{ckpt.location}` ({_short_params(ckpt.parameters)} params"
-                         f"{_score(ckpt.metrics)})")
-        else:
-            parts.append(f"**{title}:** not loaded")
+    """What the two models are and do, in plain words, with a warning for a missing or untrained one."""
     warnings = list(service.notices)
-    warnings += [f"{SHORT_TITLES[c.name][1]}: {c.message}." for c in service.checkpoints if c.message]
-    return "\n".join([HEADER, " · ".join(parts), ""] + [f"> ⚠️ {w}" for w in warnings])
+    warnings += [f"{SHORT_TITLES[c.name]}: {c.message}." for c in service.checkpoints if c.message]
+    return "\n".join([HEADER, ""] + [f"> ⚠️ {w}" for w in warnings])
 
 
 def metric_rows(metrics: dict) -> list[tuple[str, str]]:
@@ -75,29 +67,32 @@ def metric_rows(metrics: dict) -> list[tuple[str, str]]:
 
 
 def _lm_architecture(c: dict) -> str:
-    return (f"{c.get('n_layer')} layers, {c.get('n_head')} heads, d_model {c.get('d_model')}, "
-            f"context {c.get('block_size')} tokens, vocabulary {c.get('vocab_size')}")
+    return (f"{c.get('n_layer')} layers of {c.get('n_head')} attention heads; each token is a vector of "
+            f"{c.get('d_model')} numbers (d_model); reads up to {c.get('block_size')} tokens at a time; "
+            f"a vocabulary of {_fmt(c.get('vocab_size'))} tokens")
 
 
 def _sentiment_architecture(c: dict) -> str:
     tail = c.get("src_keep_tail") or 0
     tail_note = f" (a longer review: its start and its last {tail})" if tail else ""
-    return (f"{c.get('n_encoder_layer')} encoder + {c.get('n_decoder_layer')} decoder layers, "
-            f"{c.get('n_head')} heads, d_model {c.get('d_model')}, reads up to {c.get('max_src_len')} "
-            f"tokens{tail_note}, labels {', '.join(c.get('labels') or [])}")
+    return (f"an encoder of {c.get('n_encoder_layer')} layers reads the review, a decoder of "
+            f"{c.get('n_decoder_layer')} layer writes the label; {c.get('n_head')} attention heads a layer; each "
+            f"token is a vector of {c.get('d_model')} numbers (d_model); reads up to {c.get('max_src_len')} "
+            f"tokens{tail_note}; labels {', '.join(c.get('labels') or [])}")
 
 
 ARCHITECTURES = {LM: _lm_architecture, SENTIMENT: _sentiment_architecture}
 
 
 def _data_line(ckpt: Checkpoint) -> str:
+    """The data in words, with its counts (where it was read from is for developers)."""
     default = DATA_LINES[ckpt.name]
     data = ckpt.metrics.get("data") or ckpt.metrics.get("dataset")
     if isinstance(data, dict):
         details = ", ".join(f"{k.replace('_', ' ')}: {_fmt(v)}" for k, v in data.items()
-                            if isinstance(v, (int, float, str)))
-        return f"{default} ({scrub_paths(details)})" if details else default
-    return f"{default} ({scrub_paths(_fmt(data))})" if data else default
+                            if isinstance(v, int | float) and not isinstance(v, bool))
+        return f"{default} ({details})" if details else default
+    return default
 
 
 def _table_cell(text: str, code: bool = False) -> str:
@@ -106,33 +101,47 @@ def _table_cell(text: str, code: bool = False) -> str:
 
 
 def checkpoint_markdown(ckpt: Checkpoint) -> str:
-    """One model's section: size, architecture, data, metrics and samples."""
-    lines = [f"## {MODEL_TITLES[ckpt.name]}", ""]
+    """One model for learners: what it does, its size and shape, its data and how good it is."""
+    lines = [f"## {MODEL_TITLES[ckpt.name]}", "", USES[ckpt.name], ""]
     if not ckpt.ready:
         return "\n".join(lines + [f"⚠️ Not loaded: {ckpt.message}."])
-    lines += [f"- **Checkpoint:** `{ckpt.location}`",
-              f"- **Parameters:** {ckpt.parameters:,}",
-              f"- **Architecture:** {ARCHITECTURES[ckpt.name](ckpt.config)}",
-              f"- **Data:** {_data_line(ckpt)}",
-              ""]
+    score = _score(ckpt.metrics)
+    lines += [f"- **Size:** {ckpt.parameters:,} parameters (numbers learned in training)",
+              f"- **Shape:** {ARCHITECTURES[ckpt.name](ckpt.config)}",
+              f"- **Data:** {_data_line(ckpt)}"] + ([f"- **How good:** {score}"] if score else []) + [""]
     if ckpt.message:
         lines += [f"⚠️ {ckpt.message}.", ""]
-    rows = metric_rows(ckpt.metrics)
-    if rows:
-        lines += ["| metric | value |", "| --- | --- |"]
-        lines += [f"| {_table_cell(k)} | {_table_cell(v, code=k == 'command')} |" for k, v in rows]
     samples = ckpt.metrics.get("samples")
     if isinstance(samples, list) and samples:
-        lines += ["", "**Samples written at the end of training:**", ""]
+        lines += ["", "**Written by the model at the end of its training:**", ""]
         for sample in samples[:5]:  # model output: shown as code, never rendered as Markdown
             lines += ["```text", str(sample).replace("```", "ʼʼʼ"), "```"]
     return "\n".join(lines)
 
 
+def developer_markdown(ckpt: Checkpoint) -> str:
+    """One model for developers: where its checkpoint is and every metric its training wrote."""
+    lines = [f"### {MODEL_TITLES[ckpt.name]}", ""]
+    if not ckpt.ready:
+        return "\n".join(lines + [f"Not loaded: {ckpt.message}."])
+    lines += [f"- **Checkpoint:** `{ckpt.location}`", ""]
+    rows = metric_rows(ckpt.metrics)
+    if rows:
+        lines += ["| metric | value |", "| --- | --- |"]
+        lines += [f"| {_table_cell(k)} | {_table_cell(v, code=k == 'command')} |" for k, v in rows]
+    return "\n".join(lines)
+
+
 def about_markdown(service: DemoService) -> str:
-    """Each model's size, architecture, data and metrics (whatever metrics.json holds)."""
-    sections = [checkpoint_markdown(ckpt) for ckpt in service.checkpoints]
-    return "\n\n".join(sections + [RETRAINING.format(device=service.device_description())])
+    """What each model is, for learners."""
+    return "\n\n".join(checkpoint_markdown(ckpt) for ckpt in service.checkpoints)
+
+
+def developers_markdown(service: DemoService) -> str:
+    """The device, the checkpoints' metrics and the commands behind the app's figures."""
+    sections = [developer_markdown(ckpt) for ckpt in service.checkpoints]
+    return "\n\n".join([DEVELOPERS.format(device=service.device_description(), precision=service.precision)]
+                         + sections)
 
 
 def curve_html(ckpt: Checkpoint) -> str:
@@ -157,8 +166,9 @@ def build(service: DemoService) -> None:
     gr.Markdown(about_markdown(service), elem_id="about")
     calibration = read_calibration()
     if calibration:  # the probabilities the app shows, against how often they are right
-        gr.Plot(plots.reliability_figure(calibration), label="Calibration (python -m benchmarks.calibration)",
-                elem_id="about-reliability")
+        gr.Plot(plots.reliability_figure(calibration), show_label=False, elem_id="about-reliability")
     for ckpt in service.checkpoints:
         if ckpt.training_curve_png:
             gr.HTML(curve_html(ckpt))
+    with gr.Accordion("For developers", open=False, elem_id="about-developers"):
+        gr.Markdown(developers_markdown(service), elem_id="about-developers-text")

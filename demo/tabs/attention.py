@@ -1,15 +1,18 @@
 """The Attention tab, in the manner of bertviz: any text through either model, an interactive
-heatmap of one layer (one head or their mean), and every layer and head as thumbnails; a click on
-one draws that head in the interactive heatmap. It opens with an example drawn, not empty."""
+heatmap of one layer (one head or their mean), a sentence on where its attention goes (the `<s>`
+sink), and every layer and head as thumbnails; a click on one draws that head in the interactive
+heatmap. It opens with an example drawn, not empty."""
 
 import gradio as gr
+import numpy as np
 
 from demo import plots
+from demo.attention import AttentionResult
 from demo.checkpoint import LM, SENTIMENT
 from demo.inference import DemoService
 from demo.tabs import ablation_panel, export_panel, qk_panel
 from demo.tabs.common import bind, failure, notice_markdown
-from demo.text import ATTENTION_EXAMPLE, ATTENTION_INTRO, CAUSAL_NOTE
+from demo.text import ATTENTION_EXAMPLE, ATTENTION_INTRO, CAUSAL_NOTE, code_span
 
 # Gradio's gallery is a fixed-height scroll box with captions laid over the thumbnails: here it grows
 # to hold every layer and head on the page, each caption under its picture; two columns on a phone
@@ -22,7 +25,29 @@ CSS = """
 @media (max-width: 640px) { #att-grid .grid-container { grid-template-columns: repeat(2, minmax(0, 1fr)) !important; } }
 #att-heatmap { scroll-margin-top: 8px; }
 """
+SINK = 0.25  # a key taking this share of a map's attention, on average over its rows, dominates the map
+SPECIAL = {"<s>": "the start token", "</s>": "the end token"}
 SCROLL_TO_HEATMAP = "() => document.getElementById('att-heatmap').scrollIntoView({behavior: 'smooth'})"
+
+
+def sink_sentence(keys: list[str], weights: np.ndarray, causal: bool) -> str:
+    """Which key takes the largest share of a map's attention, averaged over the rows that have a
+    choice (a causal map's first row can only look at the first token). A start or end token that
+    dominates is an *attention sink*: it means nothing itself, heads park their weight there when no
+    other token is relevant to them, and a learner should read the rest of the rows."""
+    rows = weights[1:] if causal and len(weights) > 1 else weights
+    share = rows.mean(axis=0)
+    top = int(share.argmax())
+    key, part = keys[top], float(share[top])
+    if part < SINK:
+        return (f"No token dominates this map: the largest share of a row's attention, {part:.0%} on average, goes "
+                f"to {code_span(key)}. The weight is spread over the text.")
+    if key in SPECIAL:
+        return (f"On average **{part:.0%}** of each row's attention goes to {code_span(key)}, {SPECIAL[key]}: an "
+                "*attention sink*. It carries no meaning of its own; a head parks its weight there when no other "
+                "token is relevant to it, so what the head does is in the rest of each row.")
+    return (f"On average **{part:.0%}** of each row's attention goes to one token, {code_span(key)}: this map "
+            "mostly looks at it.")
 
 
 def attention_options(service: DemoService, model_name, kind):
@@ -33,7 +58,7 @@ def attention_options(service: DemoService, model_name, kind):
     if kind not in [k for _, k in kinds]:
         kind = kinds[0][1]
     n_layers, n_heads = service.attention_shape(kind)
-    layers = [(f"layer {i + 1}", i) for i in range(n_layers)]
+    layers = [(f"layer {i + 1}" + (" (last)" if i == n_layers - 1 else ""), i) for i in range(n_layers)]
     heads = [("mean over heads", plots.MEAN)] + [(f"head {h + 1}", h) for h in range(n_heads)]
     return (gr.update(choices=kinds, value=kind), gr.update(choices=layers, value=n_layers - 1),
             gr.update(choices=heads, value=plots.MEAN))
@@ -46,10 +71,14 @@ def attention(service: DemoService, text, kind, layer, head):
         figure, overview = plots.heatmap(result, head), plots.overview(result)
     except Exception as e:
         return None, None, failure(e)
-    notes = list(result.notices)
-    if result.causal:
-        notes.append(CAUSAL_NOTE)
-    return figure, overview, notice_markdown(notes)
+    return figure, overview, map_notice(result, head)
+
+
+def map_notice(result: AttentionResult, head) -> str:
+    """What the map drawn shows (`sink_sentence`), then the notices."""
+    notes = list(result.notices) + ([CAUSAL_NOTE] if result.causal else [])
+    weights, _ = plots.select_head(result, head)
+    return sink_sentence(result.key_tokens, weights, result.causal) + "\n\n" + notice_markdown(notes)
 
 
 def focus(service: DemoService, text, kind, evt: gr.SelectData):
@@ -57,10 +86,11 @@ def focus(service: DemoService, text, kind, evt: gr.SelectData):
     try:
         n_heads = service.attention_shape(kind)[1]
         layer, head = divmod(int(evt.index), n_heads)
-        figure = plots.heatmap(service.attention(text, kind, layer), head)
+        result = service.attention(text, kind, layer)
+        figure = plots.heatmap(result, head)
     except Exception as e:
         return gr.skip(), gr.skip(), gr.skip(), failure(e)
-    return layer, head, figure, gr.skip()
+    return layer, head, figure, map_notice(result, head)
 
 
 def build(service: DemoService, compute: dict):
@@ -81,7 +111,8 @@ def build(service: DemoService, compute: dict):
     heatmap = gr.Plot(label="Heatmap", show_label=False, elem_id="att-heatmap")  # a label would cover the title
     export_panel.image_buttons(heatmap)
     export_panel.html_button("Attention heatmap", "attention", [("markdown", notice), ("figure", heatmap)])
-    overview = gr.Gallery(label="Every layer (rows) and head (columns): click one to see it in the heatmap",
+    overview = gr.Gallery(label="Every head of every layer, one picture each (layer 1's heads first): click one "
+                                "to draw it above",
                           columns=max(len(init_head["choices"]) - 1, 1), height="auto", object_fit="contain",
                           format="png", elem_id="att-grid", preview=False, allow_preview=False)
     qk_panel.build(service, compute, text, kind, layer, head)

@@ -8,12 +8,13 @@ import gradio as gr
 from demo import plots
 from demo.chat import EMPTY_PROMPT, TokenView
 from demo.inference import DemoService
-from demo.inputs import DemoError, visitor_text
+from demo.inputs import DemoError, read_number, visitor_text
+from demo.lens import LensView
 from demo.replies import Replies
-from demo.streaming import run_ahead
+from demo.streaming import paced, run_ahead
 from demo.tabs import export_panel, sampling_panel, token_panel
 from demo.tabs.common import bind, failure, lenient, notice_markdown
-from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS
+from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS, TABLE_LABEL
 from tokenization import clean_text, visible
 
 CONTINUATION = "…"  # the bot's message continues the visitor's text, so it starts with an ellipsis
@@ -22,45 +23,17 @@ CONTINUATION = "…"  # the bot's message continues the visitor's text, so it st
 UPDATE_SECONDS = 0.125
 PROBABILITY_COLOURS = {category: colour for _, category, colour in PROBABILITY_BANDS}
 REPLIES = Replies()  # the reply each visitor's session is streaming, for Stop and Clear to end
-# The logit lens scrolls in its box (#chat-lens-plot, at most 560 px) with its headings in view: the title,
-# the axis title and the layer names are pushed down by as much as the figure has scrolled past the box's
-# top, over a white band as wide as the figure under them. A Plotly figure is one SVG, out of reach of CSS
-# `position: sticky`. The pin follows each scroll and each redraw (Plotly redraws the figure to a new width
-# when the window is resized: the band must be as wide). Installed once, the first time a lens is drawn;
-# each new lens starts at its top.
-PIN_LENS_HEADINGS = """() => {
-    const box = document.getElementById('chat-lens-plot');
-    box.scrollTop = 0;
-    if (box.dataset.pinned) return;
-    box.dataset.pinned = 'yes';
-    const pin = () => {
-        const svg = box.querySelector('.main-svg'), axis = box.querySelector('.xaxislayer-above');
-        const plot = box.querySelector('.nsewdrag');
-        if (!svg || !axis || !plot) return;
-        const past = box.scrollTop - (svg.getBoundingClientRect().top - box.getBoundingClientRect().top
-                                      + box.scrollTop);
-        let band = axis.querySelector('.lens-band');
-        if (!band) {
-            band = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
-            band.setAttribute('class', 'lens-band');
-            band.setAttribute('fill', 'white');
-            axis.prepend(band);
-            axis.parentNode.appendChild(axis);  // drawn last: the band hides the tokens' names under it
-        }
-        band.setAttribute('width', svg.getAttribute('width'));
-        band.setAttribute('height', plot.getAttribute('y'));
-        const shift = `translateY(${Math.max(0, past)}px)`;
-        for (const heading of [axis, ...box.querySelectorAll('.g-gtitle, .g-xtitle')]) heading.style.transform = shift;
-    };
-    box.addEventListener('scroll', () => {
-        const figure = box.querySelector('.js-plotly-plot');  // drawn by the time the box is scrolled
-        if (!figure.dataset.pinned) {
-            figure.dataset.pinned = 'yes';
-            figure.on('plotly_afterplot', pin);
-        }
-        pin();
-    });
-}"""
+SPEEDS = [("1", 1), ("3", 3), ("8", 8), ("20", 20), ("max", 0)]  # tokens a second; 0: as fast as it computes
+DEFAULT_SPEED = 8  # slow enough to read the tokens arrive, fast enough not to wait
+# On a phone the chat box starts small, so that the text box is on the first screen, a table's headings
+# wrap between words, never inside one ("probab / ility"), and the logit lens's cells narrow (more layers in view)
+CSS = """
+#chat-table th, #chat-table th * { overflow-wrap: normal !important; word-break: normal !important; hyphens: none; }
+@media (max-width: 640px) { #chatbot { max-height: 260px !important; } }
+@media (max-width: 640px) {
+  #chat-lens-table td { max-width: 4.5em !important; } #chat-lens-table table { font-size: 11px !important; }
+}
+"""
 
 
 def message_text(message: dict) -> str:
@@ -104,12 +77,19 @@ def session_of(request: gr.Request | None) -> str | None:
     return request.session_hash if request else None
 
 
+def tokens_per_second(speed: object) -> float:
+    """The speed control's value as tokens a second; 0 (or anything not a positive number): as fast as
+    the model computes them."""
+    return read_number(speed, 0, low=0, high=1000)
+
+
 def chat(service: DemoService, message, history, max_new_tokens, temperature, top_k, top_p, seed,
-         request: gr.Request | None = None):
-    """Stream a continuation of `message`: outputs are chatbot, textbox, tokens, table, notice, and
-    (not part of the API: a `gr.State` and a button) the token ids for the logit lens once done and
-    the Retry button, disabled until the reply ends. Stop and Clear end it at its next update
-    (`demo.replies`), with a last update that shows the stopped reply or the cleared chat."""
+         speed=DEFAULT_SPEED, request: gr.Request | None = None):
+    """Stream a continuation of `message` at `speed` tokens a second (0: as fast as it computes):
+    outputs are chatbot, textbox, tokens, table, notice, and (not part of the API: a `gr.State` and a
+    button) the token ids for the logit lens once done and the Retry button, disabled until the reply
+    ends. Stop and Clear end it at its next update (`demo.replies`), with a last update that shows the
+    stopped reply or the cleared chat."""
     history = list(history or [])
     text, cleaning = visitor_text(message)  # the history shows the cleaned text
     if not clean_text(text):
@@ -120,7 +100,8 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
     with REPLIES.streaming(session) as reply:  # Stop and Clear reach it from here on
         yield history, "", [], [], "✍️ Writing…", None, retry_button(streaming=True)
         try:
-            updates = service.stream_continuation(text, max_new_tokens, temperature, top_k, top_p, seed)
+            updates = paced(service.stream_continuation(text, max_new_tokens, temperature, top_k, top_p, seed),
+                            tokens_per_second(speed))
             highlights, rows = [], []  # grown by the new steps of each update: every update holds all steps
             with closing(run_ahead(updates, UPDATE_SECONDS)) as stream:  # generation goes on while Gradio renders
                 for update in stream:
@@ -149,7 +130,7 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
             yield history, gr.skip(), gr.skip(), gr.skip(), failure(e), gr.skip(), retry_button(streaming=False)
 
 
-def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top_p, seed,
+def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top_p, seed, speed=DEFAULT_SPEED,
           request: gr.Request | None = None):
     """Drop the last exchange and generate again from the same opening."""
     history = list(history or [])
@@ -160,7 +141,7 @@ def retry(service: DemoService, history, max_new_tokens, temperature, top_k, top
         return
     last = users[-1]
     yield from chat(service, message_text(history[last]), history[:last], max_new_tokens, temperature, top_k,
-                    top_p, seed, request)
+                    top_p, seed, speed, request)
 
 
 def stopped_notice(n: int) -> str:
@@ -180,7 +161,7 @@ def clear(request: gr.Request | None = None):
     progress had disabled it."""
     REPLIES.end(session_of(request), "clear")
     *chat_views, retry_enabled = cleared(textbox="")
-    return *chat_views, None, None, "", "", retry_enabled  # and the rating, the lens and their notices
+    return *chat_views, None, "", "", "", retry_enabled, None  # and the rating, the lens, their notices, the lens data
 
 
 def cleared(textbox) -> tuple:
@@ -194,14 +175,39 @@ def emptying(views: list[gr.Component]) -> str:
     return f"() => {json.dumps(empty)}"
 
 
+def lens_summary(view: LensView) -> str:
+    """What the lens says, from its numbers: for how many tokens written the model's own first choice
+    (the last column) was that token, and from which layer on, on average, it had been the best guess;
+    the others the sampler drew from further down the list."""
+    n, layers = len(view.tokens), len(view.layers)
+    formed = []  # for each token the model ranked first: the first column from which it stays the best guess
+    for j, token in enumerate(view.tokens):
+        column = layers
+        while column > 0 and view.top_tokens[column - 1][j][0] == token:
+            column -= 1
+        if column < layers:
+            formed.append(column)
+    if not formed:
+        return (f"None of the {n} tokens written was the model's own first choice (last column): the sampler "
+                "drew a less likely token each time, as a temperature above 0 and top-k / top-p allow.")
+    average = sum(formed) / len(formed)
+    others = n - len(formed)
+    drawn = (f"; the other {'one was' if others == 1 else f'{others} were'} drawn from further down its list"
+             if others else "")
+    return (f"The model's own first choice (last column) was the token written for **{len(formed)} of {n}** "
+            f"tokens{drawn}. Those became the best guess, and stayed it, from **{view.layers[round(average)]}** "
+            "on average: the layers before it guessed something else, or echoed the input.")
+
+
 def look_inside(service: DemoService, generated):
-    """The logit lens of the last continuation: a figure and a notice."""
+    """The logit lens of the last continuation: a table, a notice that says what it shows, and (a
+    `gr.State`, for the export) the view it was drawn from."""
     try:
         token_ids, n_generated = generated or ((), 0)
         view = service.logit_lens(token_ids, n_generated)
-        return plots.lens_figure(view), notice_markdown(view.notices)
+        return plots.lens_html(view), notice_markdown(view.notices) + "\n\n" + lens_summary(view), view
     except Exception as e:
-        return None, failure(e)
+        return "", failure(e), None
 
 
 def rate_reply(service: DemoService, history):
@@ -224,8 +230,9 @@ def build(service: DemoService, compute: dict) -> None:
     gr.Markdown(CHAT_INTRO)
     with gr.Row():
         with gr.Column(scale=3):
-            chatbot = gr.Chatbot(label="Review writer", height=360, elem_id="chatbot", render_markdown=False,
-                                 feedback_options=None, buttons=["copy"])
+            # grows with the reply up to 360 px, rather than an empty 360 px box above the text box
+            chatbot = gr.Chatbot(label="Review writer", height=None, min_height=100, max_height=360, elem_id="chatbot",
+                                 render_markdown=False, feedback_options=None, buttons=["copy"])
             prompt = gr.Textbox(label="Opening of a review (Enter sends, Shift+Enter: new line)",
                                 placeholder="This movie was", lines=1, max_lines=8, elem_id="chat-input")
             with gr.Row():
@@ -236,6 +243,8 @@ def build(service: DemoService, compute: dict) -> None:
             chat_notice = gr.Markdown(elem_id="chat-notice")
             gr.Examples(CHAT_EXAMPLES, inputs=prompt, label="Example openings")
         with gr.Column(scale=2):
+            speed = lenient(gr.Radio(SPEEDS, value=DEFAULT_SPEED, label="Speed: tokens per second (max: as fast "
+                                     "as the model writes)", elem_id="chat-speed"))
             max_new = lenient(gr.Slider(1, 256, value=60, step=1, label="Max new tokens"))
             temperature = lenient(gr.Slider(0, 2, value=0.8, step=0.05, label="Temperature (0 = greedy)"))
             top_k = lenient(gr.Slider(0, vocab, value=40, step=1, label="Top-k (0 = off)"))
@@ -247,19 +256,19 @@ def build(service: DemoService, compute: dict) -> None:
     token_view = gr.HighlightedText(
         label="Generated tokens, coloured by the model's probability of each", elem_id="chat-tokens",
         color_map=PROBABILITY_COLOURS, show_legend=True, show_inline_category=False, combine_adjacent=False)
-    table = gr.Dataframe(headers=TABLE_HEADERS, label="Each step: probability and top alternatives",
-                         interactive=False, max_height=320, wrap=True, elem_id="chat-table")
+    table = gr.Dataframe(headers=TABLE_HEADERS, label=TABLE_LABEL, interactive=False, max_height=320, wrap=True,
+                         elem_id="chat-table")
     gr.Markdown(LENS_INTRO)
     lens_btn = gr.Button("Look inside: logit lens", elem_id="chat-lens")
     lens_notice = gr.Markdown(elem_id="chat-lens-notice")
-    lens_plot = gr.Plot(label="Logit lens", elem_id="chat-lens-plot")
-    export_panel.image_buttons(lens_plot)
-    export_panel.html_button("Logit lens", "logit-lens", [("markdown", lens_notice), ("figure", lens_plot)])
+    lens_plot = gr.HTML(elem_id="chat-lens-table")
+    lens_view = gr.State(None)  # what the lens was drawn from, for the export
+    export_panel.html_button("Logit lens", "logit-lens", [("markdown", lens_notice), ("lens", lens_view)])
     generated = gr.State(None)  # (token ids, number generated) of the last continuation
     panel_views = [*sampling_panel.build(service, compute, generated, temperature, top_k, top_p, table),
                    *token_panel.build(service, compute, generated, table)]
 
-    settings = [max_new, temperature, top_k, top_p, seed]
+    settings = [max_new, temperature, top_k, top_p, seed, speed]
     outputs = [chatbot, prompt, token_view, table, chat_notice, generated]
     stream = {**compute, "show_progress": "hidden"}
     replying = [*outputs, retry_btn]  # and the Retry button, disabled while the reply streams (no part of the API)
@@ -278,8 +287,8 @@ def build(service: DemoService, compute: dict) -> None:
                     **stream)
     # Stop and Clear end the reply in progress from inside it, not by Gradio's `cancels` (see demo/replies.py)
     stop.click(stopped, generated, [chat_notice, retry_btn], api_name="stop", api_visibility="private", queue=False)
-    clear_btn.click(clear, None, [*outputs, rating, lens_plot, rate_notice, lens_notice, retry_btn],
+    clear_btn.click(clear, None, [*outputs, rating, lens_plot, rate_notice, lens_notice, retry_btn, lens_view],
                     api_name="clear", queue=False)
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
-    lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice], api_name="logit_lens",
-                   api_visibility="private", **compute).then(None, js=PIN_LENS_HEADINGS)
+    lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice, lens_view], api_name="logit_lens",
+                   api_visibility="private", **compute)

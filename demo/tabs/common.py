@@ -8,6 +8,8 @@ from demo.inputs import DemoError
 from demo.text import INTERNAL_ERROR
 
 log = logging.getLogger("demo")
+# the method every explanation panel starts on: the most faithful on the classifier (README, benchmarks.faithfulness)
+DEFAULT_METHOD = "integrated_gradients"
 
 
 def bind(handler, service):

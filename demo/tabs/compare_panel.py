@@ -5,11 +5,12 @@ import html
 
 import gradio as gr
 
+from demo import plots
 from demo.compare import MINIMAL_PAIRS, Comparison
 from demo.inference import DemoService
 from demo.tabs import export_panel
-from demo.tabs.common import bind, failure, lenient, notice_markdown
-from model import METHODS
+from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
+from demo.text import METHOD_CHOICES, method_name
 
 COMPARE_INTRO = ("### Side by side: change a word, see what changes\n"
                  "Two versions of a review: both predictions, and each token's score in both (one explanation "
@@ -31,10 +32,9 @@ def compare_figure(comparison: Comparison):
         go.Bar(name="first version", x=labels, y=[t.score_a for t in comparison.tokens], marker_color="#94a3b8"),
         go.Bar(name="second version", x=labels, y=[t.score_b for t in comparison.tokens], marker_color="#6366f1"),
     ])
-    figure.update_layout(
-        barmode="group", height=420, plot_bgcolor="white", margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        title={"text": f"{comparison.method}: each token's score for “{comparison.label}”", "font": {"size": 13}},
-        legend={"orientation": "h", "y": -0.4}, yaxis_title="score (for the label)")
+    plots.titled(figure, f"Each token's score for “{comparison.label}”<br>by {method_name(comparison.method)}")
+    figure.update_layout(barmode="group", height=440, plot_bgcolor="white", margin={"l": 10, "r": 10, "b": 10},
+                         legend={"orientation": "h", "y": -0.4}, yaxis_title="score (above 0: for the label)")
     figure.update_xaxes(tickangle=-50)
     return figure
 
@@ -48,7 +48,7 @@ def compare(service: DemoService, text_a, text_b, method):
     rows = [[t.a or "", None if t.score_a is None else round(t.score_a, 4), t.b or "",
              None if t.score_b is None else round(t.score_b, 4), round(t.difference, 4)] for t in c.tokens]
     summary = (f"P({c.label}): **{c.probabilities_a[c.label]:.3f}** → **{c.probabilities_b[c.label]:.3f}** "
-               f"({c.change:+.3f}). Scores by `{c.method}`, for “{c.label}” in both versions.")
+               f"({c.change:+.3f}). Scores by {method_name(c.method)}, for “{c.label}” in both versions.")
     return c.probabilities_a, c.probabilities_b, compare_figure(c), rows, notice_markdown(c.notices) + "\n\n" + summary
 
 
@@ -62,13 +62,13 @@ def build(service: DemoService, compute: dict) -> None:
         gr.Examples([list(pair) for pair in MINIMAL_PAIRS.values()], inputs=[text_a, text_b],
                     example_labels=list(MINIMAL_PAIRS), label="Minimal pairs")
         with gr.Row():
-            method = lenient(gr.Radio(list(METHODS), value="integrated_gradients", label="Explanation method"))
+            method = lenient(gr.Radio(METHOD_CHOICES, value=DEFAULT_METHOD, label="Explanation method"))
             button = gr.Button("Compare", variant="primary")
         summary = gr.Markdown()
         with gr.Row():
             label_a = gr.Label(label="First version", num_top_classes=5)
             label_b = gr.Label(label="Second version", num_top_classes=5)
-        plot = gr.Plot(label="Token scores in both versions", elem_id="compare-plot")
+        plot = gr.Plot(label="Token scores in both versions", show_label=False, elem_id="compare-plot")
         export_panel.image_buttons(plot)
         table = gr.Dataframe(headers=COMPARE_HEADERS, label="Tokens aligned (a token only one version has "
                                                             "stands alone)", interactive=False, max_height=320)

@@ -61,10 +61,9 @@ def loss_curve(snapshots: SnapshotSet, index: int):
     if shown.get("val_loss") is not None:
         figure.add_scatter(x=[shown["step"]], y=[shown["val_loss"]], mode="markers", name=f"step {shown['step']:,}",
                            marker={"color": "#dc2626", "size": 14, "symbol": "circle"})
-    figure.update_layout(title={"text": "Loss during training", "font": {"size": 14}}, height=360,
-                         xaxis_title="training step", yaxis_title="loss (nats per token)",
-                         margin={"l": 50, "r": 10, "t": 40, "b": 40}, legend={"orientation": "h", "y": -0.25})
-    return figure
+    figure.update_layout(height=360, xaxis_title="training step", yaxis_title="loss (nats per token)",
+                         margin={"l": 50, "r": 10, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    return plots.titled(figure, "Loss during training", size=14)  # below Plotly's toolbar
 
 
 def learning(service: DemoService, index, prompt, decoding, layer):

@@ -26,17 +26,15 @@ def qk_figure(view: QueryKeyView):
 
     keys = [f"{i + 1} {html.escape(t, quote=False)}" for i, t in enumerate(view.key_tokens)]
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                           subplot_titles=("q·k / √d_k (before the softmax; masked keys have none)",
+                           subplot_titles=("q·k / √d_k: the scores (a masked key has none)",
                                            "softmax: the attention weights (sum to 1)"))
     figure.add_trace(go.Bar(x=keys, y=view.scores, marker_color="#6366f1", name="score",
                             hovertemplate="%{x}: %{y:.3f}<extra></extra>"), row=1, col=1)
     figure.add_trace(go.Bar(x=keys, y=view.weights, marker_color="#f59e0b", name="weight",
                             hovertemplate="%{x}: %{y:.3f}<extra></extra>"), row=2, col=1)
-    figure.update_layout(
-        title={"text": f"{view.title}, layer {view.layer + 1}, head {view.head + 1}: query "
-                       f"“{html.escape(view.query_token, quote=False)}” (token {view.query + 1})",
-               "font": {"size": 13}},
-        height=520, showlegend=False, margin={"l": 10, "r": 10, "t": 80, "b": 10}, plot_bgcolor="white")
+    plots.titled(figure, f"{view.title}, layer {view.layer + 1}, head {view.head + 1}<br>query "
+                         f"“{html.escape(view.query_token, quote=False)}” (token {view.query + 1})")
+    figure.update_layout(height=540, showlegend=False, margin={"l": 10, "r": 10, "b": 10}, plot_bgcolor="white")
     figure.update_xaxes(tickangle=-60)
     return figure
 
@@ -67,7 +65,7 @@ def build(service: DemoService, compute: dict, text, kind, layer, head) -> None:
                                                                    "-1 = its last)"))
             button = gr.Button("Show q·k")
         notice = gr.Markdown()
-        plot = gr.Plot(label="Scores and weights of one query", elem_id="qk-plot")
+        plot = gr.Plot(label="Scores and weights of one query", show_label=False, elem_id="qk-plot")
         export_panel.image_buttons(plot)
         export_panel.html_button("Query · key: how an attention weight is made", "query-key",
                                  [("markdown", notice), ("figure", plot)])

@@ -6,6 +6,7 @@ import html
 
 import gradio as gr
 
+from demo import plots
 from demo.inference import DemoService
 from demo.sampling import SamplingView
 from demo.tabs import export_panel
@@ -34,10 +35,9 @@ def sampling_figure(view: SamplingView):
                customdata=[r.removed_by or "kept" for r in view.rows],
                hovertemplate="%{x}: %{y:.4f} (%{customdata})<extra></extra>"),
     ])
-    figure.update_layout(
-        barmode="group", height=420, margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white",
-        title={"text": f"Step {view.step}: the drawn token is rank {view.drawn_rank} under the model", "font":
-               {"size": 13}}, legend={"orientation": "h", "y": -0.35}, yaxis_title="probability")
+    plots.titled(figure, f"Step {view.step}: the drawn token is<br>rank {view.drawn_rank} under the model")
+    figure.update_layout(barmode="group", height=440, margin={"l": 10, "r": 10, "b": 10}, plot_bgcolor="white",
+                         legend={"orientation": "h", "y": -0.35}, yaxis_title="probability")
     figure.update_xaxes(tickangle=-45)
     return figure
 
@@ -80,7 +80,8 @@ def build(service: DemoService, compute: dict, generated: gr.State, temperature,
             step = lenient(gr.Number(value=1, precision=0, label="Step", minimum=1))
             button = gr.Button("Show the sampling of this step", elem_id="sampling-show")
         summary = gr.Markdown(elem_id="sampling-summary")
-        plot = gr.Plot(label="The step's distribution, stage by stage", elem_id="sampling-plot")
+        plot = gr.Plot(label="The step's distribution, stage by stage", show_label=False,
+                       elem_id="sampling-plot")
         export_panel.image_buttons(plot)
         view_table = gr.Dataframe(headers=VIEW_HEADERS, label="The most likely tokens (and the drawn one)",
                                   interactive=False, max_height=320, elem_id="sampling-table")

@@ -10,8 +10,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from benchmarks import faithfulness  # noqa: E402
-from model import attribution  # noqa: E402
-from model.quadrature import gauss_legendre  # noqa: E402
+from inspection import attribution  # noqa: E402
+from inspection.quadrature import gauss_legendre  # noqa: E402
 
 attribution.ig_rules = lambda steps=None, max_steps=None: [gauss_legendre(16), gauss_legendre(32)]
 faithfulness.main(["--limit", "100", "--tasks", "classifier", "--methods", "integrated_gradients",

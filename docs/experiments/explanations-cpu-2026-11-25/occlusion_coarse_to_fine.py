@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from benchmarks import faithfulness  # noqa: E402
-from model import attribution as A  # noqa: E402
+from inspection import attribution as A  # noqa: E402
 
 BUDGET = 4_000
 

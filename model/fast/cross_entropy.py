@@ -118,5 +118,10 @@ class LinearCrossEntropy(torch.autograd.Function):
 def linear_cross_entropy(x: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
                          ignore_index: int = -100, compute_dtype: torch.dtype | None = None) -> torch.Tensor:
     """`F.cross_entropy(x @ weight.T, targets, ignore_index=...)` for (N, C) x, (V, C) weight and (N,)
-    targets, without the (N, V) logits; the products in `compute_dtype`, the loss in float32."""
-    return LinearCrossEntropy.apply(x, weight, targets, ignore_index, compute_dtype)
+    targets, without the (N, V) logits; the products in `compute_dtype` (None: autocast's dtype under
+    autocast, as autocast would run them, else x's), the loss in float32."""
+    device_type = x.device.type
+    if compute_dtype is None and torch.is_autocast_enabled(device_type):
+        compute_dtype = torch.get_autocast_dtype(device_type)
+    with torch.autocast(device_type, enabled=False):  # the casts are the function's own (see forward)
+        return LinearCrossEntropy.apply(x, weight, targets, ignore_index, compute_dtype)

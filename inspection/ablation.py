@@ -11,7 +11,7 @@ again. Two replacements, `MODES`:
   (the decoder side, a causal encoder) the mean runs over the positions up to each one, so no
   position reads the future. Over the input rather than a reference corpus: no data set to ship.
 
-    from model.ablation import Head, ablate, classifier_head_effects
+    from inspection import Head, ablate, classifier_head_effects
     with ablate(model, [Head("encoder_self", 2, 4)], "zero"):       # any forward pass in here
         memory, _ = model.encode(src_ids)
     effects = classifier_head_effects(model, src_ids, candidates, label)  # every head, one by one
@@ -31,9 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .attention import MultiHeadAttention
-from .decoder_only import DecoderOnlyLM
-from .encoder_decoder import EncoderDecoder
+from model import DecoderOnlyLM, EncoderDecoder, MultiHeadAttention
 
 MODES = ("zero", "mean")
 

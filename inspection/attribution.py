@@ -5,7 +5,7 @@ The classifier is text-to-text (`EncoderDecoder`): the decoder scores each label
 review, and a softmax over those scores gives the class probabilities (`score_candidates`). Every
 method explains the label the model writes (the argmax), unless another `label` is asked for.
 
-    from model import METHODS, attribute, attribute_methods, erase, rank_correlation   # erase: model/faithfulness.py
+    from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation   # erase: faithfulness.py
     result = attribute(model, src_ids, candidates, "integrated_gradients")   # src_ids: (S,) or (1, S)
     result.scores          # (S,) one score per source token, the end token included; higher = more for the label
     result.label           # index into `candidates` of the explained label
@@ -13,7 +13,7 @@ method explains the label the model writes (the argmax), unless another `label` 
     erase(model, src_ids, candidates, result.scores, result.label, (0.1,))  # P(label) once the top 10% are deleted
     attribute_methods(model, src_ids, candidates, METHODS)   # {method: Attribution}, one shared encoder pass
 
-`candidates` are the label words as token ids (`model.config.label_ids(tokenizer)`).
+`candidates` are the label words as token ids (`tokenization.label_candidates(tokenizer, model.config)`).
 The methods, registered by name in `ATTRIBUTIONS` (`METHODS` lists the names, `DESCRIPTIONS` gives
 each a line for the app). Adding a method is one `ATTRIBUTIONS` entry, a function of `Request`
 returning `Scores`, plus its `DESCRIPTIONS` line: `attribute`, the app, the faithfulness and speed
@@ -28,7 +28,7 @@ benchmarks and the registry tests pick it up by name.
 - `grad_x_input`: gradient × input on the token embeddings, summed over the embedding dimension.
 - `integrated_gradients` (Sundararajan et al., 2017): the gradient averaged along the straight
   path from a baseline of pad embeddings (same positions, same length) to the review, times
-  (input − baseline). The path integral uses Gaussian quadrature (`model/quadrature.py`),
+  (input − baseline). The path integral uses Gaussian quadrature (`inspection/quadrature.py`),
   evaluated in batches: with the same passes it leaves a smaller completeness gap (scores sum to
   f(input) − f(baseline), `Attribution.baseline_target`) than the midpoint Riemann sum. By
   default it tries Gauss's 7 nodes, then their Kronrod 15-point extension (8 passes more, the 7
@@ -52,7 +52,7 @@ label is not yet certain (along the integrated-gradients path from a baseline th
 nothing), where p itself is a sigmoid that flattens at both ends; and log-probabilities of
 deletions add up. A gradient of p is the gradient of log p times p, so grad × input ranks tokens
 identically either way, and occlusion, a monotone transform of the same deletions, ranks them
-identically too. The faithfulness tests (`model/faithfulness.py`) use the probability itself, as
+identically too. The faithfulness tests (`inspection/faithfulness.py`) use the probability itself, as
 ERASER (DeYoung et al., 2020) defines comprehensiveness and sufficiency.
 
 The special tokens (pad, bos, eos) get scores like any position, but are never deleted by
@@ -66,7 +66,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .encoder_decoder import EncoderDecoder
+from model import EncoderDecoder
+
 from .quadrature import Rule, gauss_7, gauss_kronrod_15, gauss_legendre
 
 # Integrated gradients' quadrature, cheapest first: Gauss 7 nodes, then the Kronrod 15-point rule
@@ -186,7 +187,7 @@ class Request:
     """What every method gets: the unpadded source (1, S), the label to explain, f(source), and the
     encoder pass `attribute` already made (its self-attention maps only for rollout). The gradient,
     occlusion and random methods read only `model.embed`, `.encode`, `.label_log_probs` and
-    `.config`: `model/token_attribution.py` passes the LM's next token through that interface."""
+    `.config`: `inspection/token_attribution.py` passes the LM's next token through that interface."""
 
     model: EncoderDecoder
     ids: torch.Tensor  # (1, S)

@@ -1,4 +1,4 @@
-"""Quadrature rules on [0, 1]: how integrated gradients (`model/attribution.py`) turns its path
+"""Quadrature rules on [0, 1]: how integrated gradients (`inspection/attribution.py`) turns its path
 integral ∫₀¹ ∇f(x0 + α(x - x0)) dα into a few gradient evaluations, each one forward and backward
 pass of the encoder. Fewer nodes for the same accuracy is the whole game.
 

@@ -6,7 +6,7 @@ read off by running the blocks one by one, then sent through what the model puts
 block: the final LayerNorm and the tied unembedding (`embed.logits`). The last row is therefore
 the model's own output, exactly.
 
-    from model import logit_lens
+    from inspection import logit_lens
     lens = logit_lens(lm, input_ids, k=5)   # input_ids: (T,) or (1, T), at most block_size tokens
     lens.layers          # ["embeddings", "block 1", ..., "block L"]
     lens.top_ids         # (L+1, T, k) the k likeliest next tokens at each layer and position
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .decoder_only import DecoderOnlyLM
+from model import DecoderOnlyLM
 
 
 @dataclass

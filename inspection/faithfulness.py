@@ -1,5 +1,5 @@
 """How faithful is an attribution? ERASER's deletion tests (DeYoung et al., 2020) and rank
-agreement between methods, for the scores of `model.attribution`.
+agreement between methods, for the scores of `inspection.attribution`.
 
 `erase` reads P(label) once a method's top tokens are deleted (or all but them kept);
 `faithfulness` turns that into comprehensiveness and sufficiency (AOPC over `ERASER_FRACTIONS`);
@@ -11,10 +11,19 @@ from collections.abc import Sequence
 
 import torch
 
+from model import EncoderDecoder
+
 from .attribution import Attribution, deletion_log_probs, special_mask
-from .encoder_decoder import EncoderDecoder
 
 ERASER_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)  # the top-k% bins of ERASER's AOPC
+
+
+def top_count(fraction: float, n: int) -> int:
+    """How many of `n` tokens "the top `fraction`" deletes: ceil(fraction * n), so on a short review
+    several fractions delete the same tokens (the app says so rather than read the test)."""
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"fractions are in [0, 1], got {fraction}")
+    return math.ceil(fraction * n - 1e-9)  # tolerance: 0.1 * 10 is 1.0000000000000002
 
 
 def erase(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]], scores: torch.Tensor,
@@ -22,7 +31,7 @@ def erase(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[in
     """P(label) after deleting the top fraction of tokens by `scores` (or, with `keep`, deleting
     all but them), one row per fraction -> (F,). The live deletion test: a faithful explanation's
     top tokens carry the prediction. Top k% means ceil(k% of the review's tokens), special tokens
-    never counted or deleted; ties go to the earlier token. src_ids: (S,) or (1, S), unpadded."""
+    never counted or deleted (`top_count`); ties go to the earlier token. src_ids: (S,) or (1, S), unpadded."""
     ids = src_ids.reshape(-1)
     s = scores.reshape(-1).to(ids.device).float()
     if s.numel() != ids.numel():
@@ -32,10 +41,8 @@ def erase(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[in
     order = eligible[torch.sort(s[eligible], descending=True, stable=True).indices]  # best first
     drops = []
     for frac in fractions:
-        if not 0 <= frac <= 1:
-            raise ValueError(f"fractions are in [0, 1], got {frac}")
         top = torch.zeros_like(ids, dtype=torch.bool)
-        top[order[: math.ceil(frac * len(eligible) - 1e-9)]] = True  # tolerance: 0.1 * 10 is 1.0000000000000002
+        top[order[: top_count(frac, len(eligible))]] = True
         drops.append(top if not keep else ~top & deletable)
     was_training = model.training
     model.eval()

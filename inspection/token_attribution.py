@@ -1,7 +1,7 @@
 """Why did the language model write *this* token? The classifier's attribution methods
-(`model.attribution`), applied to one token of a `DecoderOnlyLM`'s text.
+(`inspection.attribution`), applied to one token of a `DecoderOnlyLM`'s text.
 
-    from model import attribute_token
+    from inspection import attribute_token
     r = attribute_token(lm, ids, position, "integrated_gradients")   # ids: (T,) prompt + generated
     r.scores       # (position,) one per earlier token; the explained token and later ones get none
     r.target       # f(context) = log p(ids[position] | ids[:position])
@@ -31,8 +31,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from model import DecoderOnlyLM
+
 from .attribution import ATTRIBUTIONS, METHODS, Request, Scores, attention_rollout, evaluating
-from .decoder_only import DecoderOnlyLM
 from .faithfulness import ERASER_FRACTIONS, erase
 
 
@@ -143,7 +144,7 @@ def attribute_token(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], positi
 
 def token_faithfulness(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], result: TokenAttribution,
                        fractions: Sequence[float] = ERASER_FRACTIONS) -> dict[str, float]:
-    """ERASER's comprehensiveness and sufficiency (`model.faithfulness`) for the LM: p(token) lost
+    """ERASER's comprehensiveness and sufficiency (`inspection.faithfulness`) for the LM: p(token) lost
     when the context tokens `result` ranks highest are deleted, or when only they are kept (AOPC
     over `fractions`). Always p of the token itself, also for a contrastive attribution."""
     context = torch.as_tensor(ids).reshape(-1)[result.window_start : result.position]

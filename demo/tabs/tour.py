@@ -1,0 +1,206 @@
+"""The "How it works" tab, where the app opens: one forward pass of a model on the visitor's text, one
+step per screen (Back/Next, a clickable list of steps, an overview whose boxes open their step),
+each step with its paragraph, formula, live tensor, hand recomputation and source lines.
+
+The pass is computed once per text, model, layer and head (`demo.tour`) and kept in the visitor's
+session (`gr.State`); moving between steps only draws the step from it, without the model."""
+
+import textwrap
+
+import gradio as gr
+
+from demo import plots
+from demo.checkpoint import LM, SENTIMENT
+from demo.inference import DemoService
+from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.tabs.tokenizer import pieces_html
+from demo.text import TOUR_EXAMPLE, TOUR_INTRO
+from demo.tour import Step, Tour, tour_json, track_shape
+
+PARTS = 5  # boxes of the overview figure (`demo.tour.OVERVIEW`)
+PLOTS = 3  # the most pictures a step has (Q, K and V)
+VIEW = 7 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, code, two links, Back, Next, the overview
+MAX_SESSION_SECONDS = 3600  # a session's pass is dropped an hour after it was computed
+LATEX = [{"left": "$$", "right": "$$", "display": True}]
+CSS = """
+#tour-overview { gap: 26px; flex-wrap: wrap; }
+#tour-overview > button { position: relative; overflow: visible; flex: 1 1 140px; min-height: 46px;
+  font-weight: 600; border: 1px solid #c7d2fe; }
+#tour-overview > button:not(:last-child)::after { content: "→"; position: absolute; right: -20px; top: 50%;
+  transform: translateY(-50%); color: #64748b; font-size: 18px; pointer-events: none; }
+#tour-steps .wrap { flex-direction: column; gap: 2px; }
+#tour-steps label { width: 100%; }
+#tour-step .katex-display { overflow-x: auto; overflow-y: hidden; padding: 2px 0; }
+#tour-step h3 { overflow-wrap: normal; word-break: normal; hyphens: manual; }
+@media (max-width: 640px) {
+  #tour-overview { flex-direction: column; gap: 20px; }
+  #tour-overview > button { flex: 0 0 auto; width: 100%; }
+  #tour-overview > button:not(:last-child)::after { content: "↓"; right: 50%; top: auto; bottom: -21px;
+    transform: none; }
+  #tour-list { order: 2; }  /* on a phone the step comes first, the list of steps under it */
+}
+"""
+COLOURS = {"signed": "colour: red above 0, blue below, white 0", "weights": "colour: 0 dark to 1 yellow"}
+
+
+def go_to(tab: str, selector: str) -> str:
+    """Browser code that opens tab `tab` and scrolls to `selector` in it."""
+    return (f"() => {{ const tab = [...document.querySelectorAll('[role=\"tab\"]')]"
+            f".find(b => b.textContent.trim() === '{tab}'); if (tab) tab.click();"
+            f" setTimeout(() => document.querySelector('{selector}')?.scrollIntoView({{behavior: 'smooth'}}), 300); }}")
+
+
+def options(service: DemoService, model, toy):
+    """The layers and heads the chosen model (or its toy) has."""
+    try:
+        n_layers, n_heads = track_shape(service.tour_checkpoint(model, toy))
+    except Exception:
+        return gr.skip(), gr.skip()
+    return (gr.update(choices=[(f"layer {i + 1}", i) for i in range(n_layers)], value=0),
+            gr.update(choices=[(f"head {h + 1}", h) for h in range(n_heads)], value=0))
+
+
+def step_markdown(t: Tour, i: int, step: Step) -> str:
+    """The step's words: title, mismatches first, paragraph, formula, what the picture shows, the
+    worked example and the checks."""
+    shown = next((p.kind for p in step.panels), "")
+    notes = [COLOURS[shown]] if shown in COLOURS else []
+    notes += ["blank: masked"] if any(p.masked is not None for p in step.panels) else []
+    notes += ["hover for the values"] if shown != "pieces" else []
+    picture = f"**The live tensor:** {'; '.join([step.shape, *notes])}."
+    parts = [f"### Step {i + 1} of {len(t.steps)}: {step.title}",
+             *[f"> {c.sentence()}" for c in step.mismatches],
+             step.explanation, f"$${step.formula}$$", picture]
+    if step.worked:
+        parts.append(f"**Worked out:** {step.worked}")
+    parts += [c.sentence() for c in step.checks if c.ok]
+    return "\n\n".join(parts)
+
+
+def code_markdown(step: Step) -> str:
+    code = step.code()
+    if code is None:
+        return "The source lines of this step were not found (the model's code moved: see `CODE` in `demo/tour.py`)."
+    shown = textwrap.dedent("\n".join(code.lines)).split("\n")  # the file's lines, less their common indent
+    lines = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(shown, start=code.first_line))
+    where = f"{code.path}:{code.first_line}" + (f"–{code.last_line}" if code.last_line > code.first_line else "")
+    return f"**The code that computed it**, `{where}` (read from the file now):\n```python\n{lines}\n```"
+
+
+def show(t: Tour | None, index, show_all):
+    """Step `index` of the session's pass: its words, pieces or pictures, code, links, Back/Next, and
+    the overview with the part the step belongs to highlighted."""
+    if not isinstance(t, Tour):
+        return (gr.skip(),) * VIEW
+    i = min(max(int(index or 0), 0), len(t.steps) - 1)
+    step = t.steps[i]
+    here = max(n for n, (_, first) in enumerate(t.overview) if first <= i or n == 0)
+    pieces = [p for p in step.panels if p.kind == "pieces"]
+    pictures = [p for p in step.panels if p.kind != "pieces"]
+    figures = [gr.update(value=plots.tour_panel_figure(p, bool(show_all), t.toy), visible=True) for p in pictures]
+    figures += [gr.update(value=None, visible=False)] * (PLOTS - len(figures))
+    html = pieces_html([(label, int(i)) for label, i in zip(pieces[0].rows, pieces[0].values, strict=True)]) \
+        if pieces else ""
+    return (step_markdown(t, i, step), gr.update(value=html, visible=bool(pieces)), *figures, code_markdown(step),
+            gr.update(visible=step.link == "lens"), gr.update(visible=step.link == "sampling"),
+            gr.update(interactive=i > 0), gr.update(interactive=i < len(t.steps) - 1),
+            *[gr.update(value=label, variant="primary" if n == here else "secondary")
+              for n, (label, _) in enumerate(t.overview)])
+
+
+def go(t: Tour | None, index: int, show_all):
+    """Step `index` (clamped) drawn, and the list of steps moved to it."""
+    if not isinstance(t, Tour):
+        return (gr.skip(),) * (1 + VIEW)
+    i = min(max(index, 0), len(t.steps) - 1)
+    return gr.update(value=i), *show(t, i, show_all)
+
+
+def _opened(service: DemoService, text, model, layer, head, toy, shown: Tour | None, index: int):
+    try:
+        t = service.tour(text, model, layer, head, toy)
+    except Exception as e:
+        return gr.skip(), gr.skip(), gr.skip(), failure(e), *show(None, 0, False)
+    i = index if isinstance(shown, Tour) and shown.model == t.model and index < len(t.steps) else 0
+    steps = gr.update(choices=[(f"{n + 1}. {s.title}", n) for n, s in enumerate(t.steps)], value=i)
+    return t, tour_json(t), steps, notice_markdown(t.notices), *show(t, i, False)
+
+
+def run(service: DemoService, text, model, layer, head, toy):
+    """The pass over `text` through `model` ("lm" or "sentiment"; `toy`: its toy), showing its first
+    step. `layer`, `head`: 0-based. The API's output holds the steps as JSON."""
+    return _opened(service, text, model, layer, head, toy, None, 0)
+
+
+def rerun(service: DemoService, text, model, layer, head, toy, shown, index):
+    """A control changed: the pass again, on the same step when the model's track is the same."""
+    return _opened(service, text, model, layer, head, toy, shown, int(index or 0))
+
+
+def build(service: DemoService, compute: dict):
+    """The tab; returns its handler with its inputs and outputs, for the page's load event."""
+    first = LM if service.lm.ready else SENTIMENT
+    gr.Markdown(TOUR_INTRO)
+    with gr.Row():
+        text = gr.Textbox(TOUR_EXAMPLE, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
+                          elem_id="tour-input")
+        # lenient: an API caller's unknown model gets the service's one-line answer, not Gradio's refusal
+        model = lenient(gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first,
+                                 label="Model", elem_id="tour-model", scale=2))
+    layer_choices, head_choices = options(service, first, False)
+    with gr.Row():
+        layer = gr.Dropdown(layer_choices.get("choices", []), value=0, label="Layer (one block: attention, then "
+                            "feed-forward)", elem_id="tour-layer", allow_custom_value=True)
+        head = gr.Dropdown(head_choices.get("choices", []), value=0, label="Head (one of the attention computations "
+                           "a layer runs side by side)", elem_id="tour-head", allow_custom_value=True)
+        toy = gr.Checkbox(False, label="Toy model: every number on screen", elem_id="tour-toy")
+    start = gr.Button("Run the forward pass", variant="primary", elem_id="tour-run")
+    notice = gr.Markdown(elem_id="tour-notice")
+    gr.Markdown("**Overview: the model from your text to its output.** Click a box to open the tour there.")
+    with gr.Row(elem_id="tour-overview"):
+        parts = [gr.Button("…", size="sm", elem_classes="tour-part") for _ in range(PARTS)]
+    with gr.Row():
+        with gr.Column(scale=1, min_width=220, elem_id="tour-list"):
+            steps = gr.Radio([], label="Steps", elem_id="tour-steps")
+        with gr.Column(scale=3):
+            with gr.Row(elem_id="tour-nav"):
+                back = gr.Button("◀ Back", size="sm", elem_id="tour-back")
+                forward = gr.Button("Next ▶", size="sm", variant="primary", elem_id="tour-next")
+            words = gr.Markdown(elem_id="tour-step", latex_delimiters=LATEX)
+            pieces = gr.HTML(visible=False, elem_id="tour-pieces")
+            pictures = [gr.Plot(show_label=False, visible=False, elem_id=f"tour-plot-{n}") for n in range(PLOTS)]
+            show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 columns, "
+                                   "the 15 largest bars)", elem_id="tour-all")
+            code = gr.Markdown(elem_id="tour-code")
+            lens = gr.Button("Open the logit lens in the Chat tab (write a continuation, then “Look inside”)",
+                             visible=False, size="sm", elem_id="tour-lens")
+            sampling = gr.Button("Open “How was this token sampled?” in the Chat tab", visible=False, size="sm",
+                                 elem_id="tour-sampling")
+    data = gr.JSON(visible=False)
+    shown = gr.State(None, time_to_live=MAX_SESSION_SECONDS)
+
+    view = [words, pieces, *pictures, code, lens, sampling, back, forward, *parts]
+    outputs = [shown, data, steps, notice, *view]
+    controls = [text, model, layer, head, toy]
+    private = {"api_visibility": "private", "queue": False}
+    start.click(bind(run, service), controls, outputs, api_name="tour", **compute)
+    text.submit(bind(run, service), controls, outputs, api_visibility="private", **compute)
+    redraw = {"fn": bind(rerun, service), "inputs": [*controls, shown, steps], "outputs": outputs,
+              "api_visibility": "private", "trigger_mode": "always_last", **compute}
+    for control in (model, toy):
+        control.change(bind(options, service), [model, toy], [layer, head], **private).then(**redraw)
+    layer.input(**redraw)
+    head.input(**redraw)
+    # a step change is one round trip that draws the step from the session's pass: the list's own
+    # clicks (`input`, not `change`, which the moves below would trigger again), Back, Next, the overview
+    steps.input(show, [shown, steps, show_all], view, **private)
+    show_all.input(show, [shown, steps, show_all], view, **private)
+    moved = [steps, *view]
+    back.click(lambda t, i, a: go(t, int(i or 0) - 1, a), [shown, steps, show_all], moved, **private)
+    forward.click(lambda t, i, a: go(t, int(i or 0) + 1, a), [shown, steps, show_all], moved, **private)
+    for n, part in enumerate(parts):
+        part.click(lambda t, a, n=n: go(t, t.overview[n][1] if isinstance(t, Tour) else 0, a), [shown, show_all],
+                   moved, **private)
+    lens.click(None, js=go_to("Chat", "#chat-lens"), **private)
+    sampling.click(None, js=go_to("Chat", "#chat-table"), **private)
+    return bind(run, service), controls, outputs

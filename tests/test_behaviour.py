@@ -1,0 +1,151 @@
+"""The behavioural check (`benchmarks/behaviour.py`) and the app's before-trust note it feeds: the
+templates expand to the counts the README reports, every case says what it expects, the scoring
+gives the failure rates counted by hand, the classifier is read as the app reads it, and the note
+shows the measured figures on short text only."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import behaviour
+from benchmarks.behaviour import NEGATIVE, POSITIVE, TOLERANCE, Capability, Case, capabilities, score
+from demo.inference import DemoService
+from demo.sentiment import SentimentResult
+from demo.tabs import sentiment as tab
+from demo.tiny import shared_tiny_checkpoints
+
+WORDS, FEW = 20, 5  # adjectives per side, and per side in the two-opinion templates
+BASES = (2 * 3 + 2 * 2) * WORDS * 2  # (titles × aspects + actors × titles) × adjectives × sides
+COUNTS = {
+    "single_words": 3 * WORDS * 2,  # "{adj}", "{Adj}.", "{Adj}!"
+    "short_phrases": (3 + 3) * WORDS * 2 + 4 * 3 * 2,  # aspects, films; 4 verbs × 3 films
+    "negated_praise": 3 * WORDS + 3 * WORDS + WORDS + 4 * 3,
+    "negated_complaint": 3 * WORDS + 3 * WORDS + WORDS + 4 * 3,
+    "change_of_mind": (4 * 4 * 2 + FEW * FEW) * 2,  # verbs × verbs × {it, this film}; adjectives × adjectives
+    "contrast": (3 * FEW * FEW + FEW * FEW) * 2,
+    "typo": BASES, "typo_in_sentiment_word": BASES, "link_or_mention": BASES, "names": BASES,
+    "added_complaint": BASES, "added_praise": BASES,
+}
+
+
+@pytest.fixture(scope="module")
+def check() -> dict[str, Capability]:
+    return {c.name: c for c in capabilities()}
+
+
+def test_the_templates_expand_to_the_counts_reported(check: dict[str, Capability]):
+    assert {name: len(c.cases) for name, c in check.items()} == COUNTS
+    for c in check.values():
+        assert len({case.text for case in c.cases}) == len(c.cases), f"{c.name} repeats a case"
+
+
+def test_every_case_says_what_it_expects(check: dict[str, Capability]):
+    for c in check.values():
+        assert c.kind in ("MFT", "INV", "DIR") and c.about and c.fails
+        for case in c.cases:
+            if c.kind == "MFT":
+                assert case.expected in (POSITIVE, NEGATIVE) and case.base is None
+            else:
+                assert case.expected is None and case.base and case.text != case.base  # the edit changed it
+    assert all(case.expected == NEGATIVE and " not " in case.text for case in check["negated_praise"].cases)
+    assert all(case.expected == POSITIVE and " not " in case.text for case in check["negated_complaint"].cases)
+    for name in ("single_words", "short_phrases", "change_of_mind", "contrast"):  # both labels, as many of each
+        assert sum(case.expected for case in check[name].cases) * 2 == len(check[name].cases)
+    assert Case("I used to love it, now I hate it.", NEGATIVE) in check["change_of_mind"].cases
+    assert [c.direction for c in check.values() if c.kind == "DIR"] == [-1, +1]
+
+
+def changed_words(case: Case) -> list[tuple[str, str]]:
+    before, after = case.base.split(), case.text.split()
+    return [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+
+
+def test_each_edit_is_the_one_its_capability_names(check: dict[str, Capability]):
+    sentiment_words = set(behaviour.PRAISE + behaviour.COMPLAINT)
+    for case in check["typo"].cases:
+        [(word, typo)] = changed_words(case)
+        assert word.strip(".,") not in sentiment_words and sorted(word) == sorted(typo)
+    for case in check["typo_in_sentiment_word"].cases:
+        [(word, typo)] = changed_words(case)
+        assert word.strip(".,") in sentiment_words and sorted(word) == sorted(typo)
+    for case in check["names"].cases:
+        assert not any(name in case.text for name in behaviour.RENAMED)
+    for case in check["link_or_mention"].cases:
+        assert case.base in case.text and any(x in case.text for x in behaviour.LINKS + behaviour.MENTIONS)
+    for name in ("added_complaint", "added_praise"):
+        assert all(case.text.startswith(case.base + " ") for case in check[name].cases)
+
+
+def test_scoring_a_fake_classifier_gives_the_rates_counted_by_hand():
+    checks = [
+        Capability("mft", "MFT", "m", "wrong", (Case("a", POSITIVE), Case("b", POSITIVE), Case("c", NEGATIVE),
+                                                 Case("d", NEGATIVE))),
+        Capability("inv", "INV", "i", "flips", (Case("a2", base="a"), Case("b2", base="a"), Case("e2", base="c"))),
+        Capability("dir-", "DIR", "d", "rises", (Case("f1", base="f"), Case("f2", base="f"), Case("a3", base="a")), -1),
+        Capability("dir+", "DIR", "d", "falls", (Case("f3", base="f"), Case("f4", base="f")), +1),
+    ]
+    p = {"a": 0.9, "b": 0.4, "c": 0.2, "d": 0.5,  # b: wrong; d: 0.5 is not positive, so right
+         "a2": 0.6, "b2": 0.4, "e2": 0.7,  # a -> b2 and c -> e2 flip
+         "f": 0.5, "f1": 0.5 + TOLERANCE - 0.01, "f2": 0.5 + TOLERANCE + 0.01, "a3": 0.1,  # only f2 rises too far
+         "f3": 0.5 - TOLERANCE - 0.01, "f4": 0.46}  # only f3 falls too far
+    asked = []
+    results = score(checks, lambda texts: asked.append(texts) or [p[t] for t in texts])
+    assert len(asked) == 1 and sorted(asked[0]) == sorted(p)  # one call, every distinct text once
+    assert {name: (r["failures"], r["failure_rate"]) for name, r in results.items()} == {
+        "mft": (1, 0.25), "inv": (2, 0.6667), "dir-": (1, 0.3333), "dir+": (1, 0.5)}
+    assert results["mft"]["examples"] == [{"text": "b", "p_positive": 0.4, "expected": "positive"}]
+    assert results["inv"]["examples"][1] == {"text": "e2", "p_positive": 0.7, "base": "c", "base_p_positive": 0.2}
+
+
+def test_the_classifier_is_read_as_the_app_reads_it():
+    """The benchmark's batched P(positive) is the app's `/classify` probability, text by text."""
+    checkpoints = shared_tiny_checkpoints()
+    service = DemoService(checkpoints, device="cpu", precision="fp32")
+    texts = ["Not bad.", "I used to love it, now I hate it.", "The acting was superb. www.moviechat.net/t/20931"]
+    read = behaviour.checkpoint_reader(str(checkpoints / "sentiment"))(texts)
+    assert read.tolist() == pytest.approx([service.classify(t).probabilities["positive"] for t in texts], abs=1e-5)
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    rate = lambda r: {"failures": 0, "failure_rate": r, "examples": []}
+    caps = {"a": {"type": "MFT", "about": 'negated complaints, like "not bad"', "fails": "it is wrong",
+                  "ours": rate(0.987), "tfidf": rate(1.0)},
+            "b": {"type": "INV", "about": "a typo", "fails": "its label flips", "ours": rate(0.41), "tfidf": rate(0.0)},
+            "c": {"type": "MFT", "about": "single words", "fails": "it is wrong", "ours": rate(0.23), "tfidf": rate(0)},
+            "d": {"type": "INV", "about": "a link", "fails": "its label flips", "ours": rate(0.02), "tfidf": rate(0.9)}}
+    path = tmp_path / "behaviour.json"
+    path.write_text(json.dumps({"capabilities": caps}))
+    return path
+
+
+def test_the_note_names_the_worst_capabilities_with_their_rates(results: Path, tmp_path: Path):
+    note = tab.read_trust_note(results)
+    assert note.startswith(tab.TRUST_LEAD)
+    assert ('on negated complaints, like "not bad", it is wrong almost always (99%); '
+            "on a typo, its label flips 4 times in 10 (41%); on single words, it is wrong 2 times in 10 (23%).") in note
+    assert "a link" not in note  # not among the worst three
+    assert tab.read_trust_note(tmp_path / "missing.json") == tab.TRUST_LEAD  # no figures: no rates
+    assert tab.how_often(1.0) == "always (100%)" and tab.how_often(0.02) == "rarely (2%)"
+
+
+class FakeService:
+    """The tab's handlers need only the service's answer."""
+
+    def classify(self, text):
+        return SentimentResult({"negative": 0.9, "positive": 0.1}, "negative", [(text, 1.0)], ["A notice."])
+
+    def explain(self, text, method):
+        raise NotImplementedError  # classify's handler is enough: explain's adds the note the same way
+
+
+def test_the_note_appears_under_short_text_only(results: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(tab, "TRUST_NOTE", tab.read_trust_note(results))
+    short = "Not bad at all."
+    long = "A slow start, but the second half of this film builds into something I did not expect, " \
+           "with a cast that makes every scene count."
+    assert len(long.split()) >= tab.SHORT_TEXT_WORDS > len(short.split())
+    notice = tab.classify(FakeService(), short)[2]
+    assert notice.splitlines() == ["- ℹ️ A notice.", f"- ℹ️ {tab.TRUST_NOTE}"] and "(99%)" in notice
+    assert tab.classify(FakeService(), long)[2] == "- ℹ️ A notice."

@@ -1,0 +1,342 @@
+"""The "How it works" tour (`demo/tour.py`, `demo/tabs/tour.py`): every step's values against an
+independent computation, the hand recomputations (a case that passes and a corrupted capture that
+fails and shows its notice), the code ranges, the toy, and bad input."""
+
+import math
+import textwrap
+import threading
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from demo import tour
+from demo.checkpoint import LM, SENTIMENT, Checkpoint
+from demo.inference import DemoService
+from demo.inputs import DemoError
+from demo.sentiment import labels_and_candidates
+from demo.tabs import tour as tour_tab
+from demo.text import TOY_NOTE
+from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
+from demo.tokens import EMPTY_TEXT
+from demo.toy import SHAPE, toy_checkpoint, toy_tokenizer
+from model import EncoderDecoder, EncoderDecoderConfig
+from tokenization import source_ids
+
+LM_KEYS = ["tokens", "embedding", "position", "norm", "qkv", "scores", "scaling", "mask", "softmax", "weighted_sum",
+           "heads", "residual", "ffn", "stack", "logits", "probabilities", "sampling"]
+SENTIMENT_KEYS = ["source_tokens", "source_embedding", "qkv", "scores", "scaling", "padding_mask", "softmax", "memory",
+                  "decoder_input", "cross", "label"]
+# what each step's source lines must hold: the computation the step names
+COMPUTATION = {
+    "tokens": "def encode", "source_tokens": "cut_source(", "embedding": "self.lut(idx) * self.scale",
+    "position": "torch.sin", "source_embedding": "self.pos(", "norm": "self.norm(x)", "qkv": "self.in_proj(x)",
+    "scores": "q @ k.transpose", "scaling": "/ math.sqrt", "mask": "masked_fill", "padding_mask": "attention_mask",
+    "softmax": "softmax", "weighted_sum": "@ v", "heads": "self.out_proj(out)", "residual": "return x +",
+    "ffn": "GELU", "stack": "layer(", "memory": "layer(", "logits": "lut.weight",
+    "probabilities": "config.temperature", "sampling": "top_p", "decoder_input": "bos_token_id",
+    "cross": "memory", "label": "log_softmax",
+}
+
+
+@pytest.fixture(scope="module")
+def service() -> DemoService:
+    return DemoService(shared_tiny_checkpoints(), device="cpu")
+
+
+def by_key(t: tour.Tour) -> dict[str, tour.Step]:
+    return {s.key: s for s in t.steps}
+
+
+def lm_ids(service: DemoService, text: str) -> list[int]:
+    tok = service.lm.tokenizer
+    return [tok.bos_id, *tok.encode(text)]
+
+
+# -- the language model's track -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layer, head", [(0, 0), (1, 1)])
+def test_lm_steps_equal_an_independent_computation(service: DemoService, layer: int, head: int) -> None:
+    t = service.tour("This movie was", "lm", layer, head)
+    steps = by_key(t)
+    assert [s.key for s in t.steps] == LM_KEYS and len(t.steps) >= 14
+    assert all(c.ok for s in t.steps for c in s.checks) and all(s.checks for s in t.steps if s.key in (
+        "embedding", "position", "norm", "qkv", "mask", "softmax", "weighted_sum", "heads", "residual", "ffn", "stack",
+        "logits", "probabilities", "sampling"))
+    model = service.lm.model
+    ids = lm_ids(service, "This movie was")
+    with torch.inference_mode():
+        out = model(torch.tensor([ids]), output_attentions=True)
+    weights = out.attentions[layer].weights[0, head].numpy()
+    np.testing.assert_allclose(steps["softmax"].panels[0].values, weights, atol=1e-5)
+    np.testing.assert_allclose(steps["softmax"].panels[0].values.sum(-1), 1, atol=1e-6)  # rows sum to 1
+    assert (steps["softmax"].panels[0].values[np.triu_indices(len(ids), 1)] == 0).all()  # the causal mask
+    assert steps["mask"].panels[0].masked.tolist() == np.triu(np.ones((len(ids),) * 2, bool), 1).tolist()
+    probs = torch.softmax(out.logits[0, -1].double(), -1).numpy()
+    np.testing.assert_allclose(steps["probabilities"].panels[0].values, probs, atol=1e-6)
+    lut = model.embed.lut.weight.detach().numpy()
+    np.testing.assert_allclose(steps["embedding"].panels[0].values, lut[ids] * math.sqrt(model.config.d_model),
+                               atol=1e-5)
+    d_k = model.config.d_model // model.config.n_head
+    q, k = (p.values for p in steps["qkv"].panels[:2])
+    np.testing.assert_allclose(steps["scaling"].panels[0].values, q @ k.T / math.sqrt(d_k), atol=1e-5)
+    assert t.layer == layer and t.head == head and f"layer {layer + 1}, head {head + 1}" in steps["qkv"].title
+
+
+def test_positional_encoding_matches_the_seed_table() -> None:
+    """../shared/seeds/002_*.txt's table, its first two columns (sin p, cos p), to 4 decimals."""
+    pe = tour.sinusoids(4, 6).numpy()
+    np.testing.assert_allclose(pe[:, :2], [[0, 1], [0.8415, 0.5403], [0.9093, -0.4161], [0.1411, -0.9900]], atol=1e-4)
+    np.testing.assert_allclose(pe[1, 2], math.sin(1 / 10000 ** (2 / 6)))
+
+
+def test_masked_softmax_matches_the_seed_worked_example() -> None:
+    """../shared/seeds/002_*.txt, sections 3-5: masked scores S -> weights W (printed to 3 decimals)."""
+    s = torch.tensor([[0.20, 0.33, 0.37, 0.34], [0.22, 0.40, 0.42, 0.31],
+                      [0.29, 0.40, 0.46, 0.22], [0.29, 0.37, 0.45, 0.23]], dtype=torch.float64)
+    w = tour.softmax(s.masked_fill(~tour.allowed(4, 4, None, True), -math.inf))
+    np.testing.assert_allclose(w.numpy(), [[1, 0, 0, 0], [0.455, 0.545, 0, 0], [0.303, 0.338, 0.359, 0],
+                                           [0.238, 0.258, 0.280, 0.224]], atol=5e-4)
+    assert tour.softmax(torch.full((1, 3), -math.inf)).tolist() == [[0, 0, 0]]  # a row that sees nothing: zeros
+
+
+def test_sampling_step_is_the_samplers_distribution_and_its_draw(service: DemoService) -> None:
+    from model.generation import sampling_distribution, select_token
+
+    t = service.tour("The acting was", "lm")
+    step = by_key(t)["sampling"]
+    with torch.inference_mode():
+        logits = service.lm.model(torch.tensor([lm_ids(service, "The acting was")])).logits[0, -1]
+    expected = sampling_distribution(logits, tour.SAMPLING).double().numpy()
+    np.testing.assert_allclose(step.panels[0].values, expected, atol=1e-6)
+    kept = int((expected > 0).sum())
+    assert kept <= tour.SAMPLING.top_k and f"{kept} tokens above 0" in step.shape
+    drawn = select_token(logits, tour.SAMPLING, torch.Generator().manual_seed(tour.SAMPLING.seed))
+    assert step.panels[0].rows[drawn].endswith("◀ drawn") and step.link == "sampling"
+    assert by_key(t)["stack"].link == "lens"
+
+
+# -- recomputation: a mismatch is shown and fails -------------------------------------------------
+
+
+def test_a_corrupted_capture_fails_its_check_and_the_step_says_so(service: DemoService) -> None:
+    p, _ = tour.lm_pass(service.lm, "This movie was", 0)
+    good = tour.lm_steps(p, 0)
+    assert not [s.key for s in good if s.mismatches]
+    weights = p.values["weights"].clone()
+    weights[0, -1] = torch.eye(weights.size(-1))[0]  # head 1's last row on the first token: sums to 1, not the model's
+    logits = p.values["logits"] + 0.01
+    bad = by_key(tour.Tour(LM, False, "", 0, 0, 2, 2, tour.lm_steps(
+        replace(p, values={**p.values, "weights": weights, "logits": logits}), 0), [], []))
+    assert [s.key for s in bad.values() if s.mismatches] == ["softmax", "heads", "logits"]  # and what reads them
+    mismatch = bad["softmax"].mismatches[0]
+    assert not mismatch.ok and mismatch.error > 0.01 and "attention weights" in mismatch.what
+    t = tour.Tour(LM, False, "", 0, 0, 2, 2, list(bad.values()), [], [])
+    words = tour_tab.step_markdown(t, LM_KEYS.index("softmax"), bad["softmax"])
+    assert "⚠️ Mismatch" in words and "attention weights" in words
+    assert "⚠️" not in tour_tab.step_markdown(t, 0, bad["tokens"])
+
+
+def test_check_compares_values_and_shapes() -> None:
+    mine = torch.tensor([1.0, -math.inf], dtype=torch.float64)
+    ok = tour.check("x", mine, torch.tensor([1.0 + 1e-6, -math.inf], dtype=torch.float64))
+    assert ok.ok and ok.error == pytest.approx(1e-6, rel=1e-6) and ok.sentence().startswith("✓")
+    assert not tour.check("x", torch.tensor([1.0]), torch.tensor([1.1])).ok
+    assert not tour.check("x", torch.zeros(2), torch.zeros(3)).ok
+
+
+def test_recording_sees_only_its_own_threads_calls(service: DemoService) -> None:
+    """The models are shared: another visitor's pass through the hooked module is not recorded."""
+    model = service.lm.model
+    x = torch.tensor([[1, 5, 6]])
+    with tour.recording(model, {"embedded": "embed"}) as calls:
+        other = threading.Thread(target=lambda: model(x))
+        other.start()
+        other.join()
+        assert calls["embedded"] == []
+        (hook,) = model.embed._forward_hooks.values()
+        errors = []
+
+        def called_late():  # as torch calls it once removed while another thread's pass was running
+            try:
+                hook(model.embed, (x,), torch.zeros(1))
+            except Exception as e:
+                errors.append(e)
+
+        late = threading.Thread(target=called_late)
+        late.start()
+        late.join()
+        assert calls["embedded"] == [] and errors == []
+        model(x)
+    assert len(calls["embedded"]) == 1 and calls["embedded"][0].output.shape == (1, 3, model.config.d_model)
+    assert not model.embed._forward_hooks  # removed on exit
+
+
+# -- the sentiment track --------------------------------------------------------------------------
+
+
+def test_sentiment_track_pads_masks_and_cross_attends(service: DemoService) -> None:
+    text = "A wonderful film, I loved it."
+    t = service.tour(text, "sentiment", 1, 1)
+    steps = by_key(t)
+    assert [s.key for s in t.steps] == SENTIMENT_KEYS and all(c.ok for s in t.steps for c in s.checks)
+    model, tok = service.sentiment.require()
+    labels, candidates = labels_and_candidates(model, tok)
+    with torch.inference_mode():  # the classifier's own reading in float32 (the Sentiment tab may run bf16)
+        memory = model.encode(torch.tensor(source_ids([text], tok, model.config)))[0]
+        expected = model.label_log_probs(memory, candidates)[0].exp().tolist()
+    classified = dict(zip(labels, expected, strict=True))
+    assert t.label_probabilities == pytest.approx(classified, abs=1e-5)
+    assert sum(t.label_probabilities.values()) == pytest.approx(1)
+    tokens = steps["source_tokens"].panels[0].rows
+    assert tokens[-tour.PADDING:] == ["<pad>"] * tour.PADDING and tokens[-tour.PADDING - 1] == "</s>"
+    weights = steps["softmax"].panels[0].values  # encoder self-attention: padding keys get 0
+    assert (weights[:, -tour.PADDING:] == 0).all() and np.allclose(weights.sum(-1), 1)
+    cross = steps["cross"].panels[0]
+    best = labels.index(max(classified, key=classified.get))
+    assert cross.rows[0] == "<s>" and len(cross.rows) == len(candidates[best]) + 1  # queries: the label written
+    assert cross.columns == tokens and (cross.values[:, -tour.PADDING:] == 0).all()  # keys: the review
+    src = torch.tensor([steps["source_tokens"].panels[0].values[:-tour.PADDING].tolist()])
+    with torch.inference_mode():  # the model's own cross-attention of the same review, unpadded
+        memory, _ = model.encode(src)
+        _, maps = model.decode(torch.tensor([model.config.decoder_input_ids(candidates[best])]), memory,
+                               need_weights=True)
+    layer = min(1, model.config.n_decoder_layer - 1)
+    expected = next(m for m in maps if m.kind == "cross" and m.layer == layer).weights[0, 1].numpy()
+    np.testing.assert_allclose(cross.values[:, :-tour.PADDING], expected, atol=1e-5)
+
+
+def test_a_causal_encoder_masks_the_future_too() -> None:
+    """With `causal_encoder` the encoder keeps the LM's causal mask: the tour masks both, and says so."""
+    torch.manual_seed(0)
+    model = EncoderDecoder(EncoderDecoderConfig(vocab_size=toy_tokenizer().vocab_size, max_src_len=8, max_tgt_len=4,
+                                                n_encoder_layer=1, n_decoder_layer=1, causal_encoder=True,
+                                                labels=["negative", "positive"], **SHAPE)).eval()
+    ckpt = Checkpoint(SENTIMENT, "test", "ready", model=model, tokenizer=toy_tokenizer())
+    steps = by_key(tour.tour(ckpt, "this film was great"))
+    assert all(c.ok for s in steps.values() for c in s.checks)
+    masked = steps["padding_mask"].panels[0].masked
+    assert masked[np.triu_indices(len(masked), 1)].all() and "causal mask" in steps["padding_mask"].explanation
+    assert (steps["softmax"].panels[0].values[np.triu_indices(len(masked), 1)] == 0).all()
+
+
+# -- the toy ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", [LM, SENTIMENT])
+def test_the_toy_is_small_enough_to_read_and_checks_like_the_real_model(service: DemoService, model: str) -> None:
+    t = service.tour("This movie was not good", model, 0, 1, toy=True)
+    ckpt = toy_checkpoint(model)
+    assert ckpt.model.config.d_model == 8 and ckpt.model.config.n_head == 2 and t.toy and TOY_NOTE in t.notices
+    assert all(c.ok for s in t.steps for c in s.checks)
+    weights = torch.cat([p.flatten() for n, p in ckpt.model.named_parameters() if "norm" not in n and "bias" not in n])
+    assert torch.equal(weights, (weights * 10).round() / 10)  # one decimal each: products a learner can redo
+    qkv = by_key(t)["qkv"]
+    assert qkv.panels[0].values.shape[1] == 4  # d_k = 8 / 2
+    assert "+" in qkv.worked and "…" not in qkv.worked  # every product of the dot product written out
+    figure = tour_tab.plots.tour_panel_figure(qkv.panels[0], numbers=True)
+    assert figure.data[0].texttemplate == "%{z:.2f}"  # every number in its cell
+
+
+def test_toy_vocabulary_reads_words_and_unknowns() -> None:
+    tok = toy_tokenizer()
+    assert [p.text for p in tok.pieces("This movie, was great")] == ["this", "movie", "<unk>", "was", "great"]
+    assert tok.vocab_size == 20
+
+
+# -- the code each step shows -----------------------------------------------------------------------
+
+
+def test_every_step_shows_the_lines_of_its_computation_read_from_the_file() -> None:
+    assert set(tour.CODE) == set(LM_KEYS) | set(SENTIMENT_KEYS) == set(COMPUTATION)  # no entry unused
+    for key, needle in COMPUTATION.items():
+        code = tour.code_range(key)
+        assert code.path.startswith("tokenization/" if key in ("tokens", "source_tokens") else "model/"), key
+        text = (REPO_ROOT / code.path).read_text(encoding="utf-8").splitlines()
+        assert list(code.lines) == text[code.first_line - 1:code.last_line], key
+        assert 1 <= code.first_line <= code.last_line and code.last_line - code.first_line < 20, key
+        assert needle in "\n".join(code.lines), (key, needle)
+
+
+def test_the_displayed_code_is_the_files_lines(service: DemoService) -> None:
+    step = by_key(service.tour("This movie was", "lm"))["scaling"]
+    code = step.code()
+    shown = tour_tab.code_markdown(step)
+    assert f"`{code.path}:{code.first_line}" in shown
+    body = shown.split("```python\n")[1].split("\n```")[0].splitlines()
+    numbers = [int(line.split()[0]) for line in body]
+    assert numbers == list(range(code.first_line, code.last_line + 1))
+    file_lines = (REPO_ROOT / code.path).read_text(encoding="utf-8").splitlines()[code.first_line - 1:code.last_line]
+    assert [line[6:] for line in body] == textwrap.dedent("\n".join(file_lines)).split("\n")
+
+
+def test_a_code_entry_that_no_longer_matches_is_reported(monkeypatch) -> None:
+    monkeypatch.setitem(tour.CODE, "scaling", tour.CodeRef("model.attention.scaled_dot_product_attention", "nope"))
+    tour.code_range.cache_clear()
+    try:
+        with pytest.raises(LookupError, match="scaling"):
+            tour.code_range("scaling")
+        step = tour.Step("scaling", "", "", "", "", [])
+        assert step.code() is None and "not found" in tour_tab.code_markdown(step)
+    finally:
+        tour.code_range.cache_clear()
+
+
+# -- input and the JSON -------------------------------------------------------------------------------
+
+
+def test_bad_input_is_one_line(service: DemoService) -> None:
+    for text in ("", "   ", None):
+        with pytest.raises(DemoError, match=EMPTY_TEXT):
+            service.tour(text, "lm")
+    with pytest.raises(DemoError, match="Unknown model"):
+        service.tour("This movie was", "gpt-5")
+    long = service.tour("word " * 200, "lm", layer=99, head=-3)
+    assert len(long.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS
+    assert any("reads its last" in n for n in long.notices) and any("no layer 100" in n for n in long.notices)
+    assert (long.layer, long.head) == (1, 0)
+    toy = service.tour("this " * 50, "lm", toy=True)
+    assert len(toy.steps[0].panels[0].rows) == toy_checkpoint(LM).model.config.block_size
+    review = service.tour("fine " * 400, "sentiment")
+    assert len(review.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS and review.notices
+
+
+def test_tour_json_holds_the_steps_and_the_outcome(service: DemoService) -> None:
+    lm = tour.tour_json(service.tour("This movie was", "lm"))
+    assert len(lm["steps"]) >= 14 and "label_probabilities" not in lm
+    for step in lm["steps"]:
+        assert {"title", "explanation", "formula", "code", "shape"} <= step.keys()
+        assert step["code"]["first_line"] <= step["code"]["last_line"]
+    tokens = [token for token, _ in lm["top_tokens"]]
+    assert tokens == [service.lm.tokenizer.decode_token(i) for i in torch.softmax(
+        service.lm.model(torch.tensor([lm_ids(service, "This movie was")])).logits[0, -1], -1).topk(
+        tour.TOP_TOKENS).indices.tolist()]
+    sentiment = tour.tour_json(service.tour("A fine film.", "sentiment"))
+    assert "top_tokens" not in sentiment and set(sentiment["label_probabilities"]) == {"negative", "positive"}
+
+
+# -- the tab: one pass per text and settings, steps drawn from the session --------------------------
+
+
+def test_moving_between_steps_does_not_run_the_model_again(service: DemoService, monkeypatch) -> None:
+    calls = []
+    real = service.tour
+    monkeypatch.setattr(service, "tour", lambda *a, **k: calls.append(a) or real(*a, **k))
+    out = tour_tab.run(service, "This movie was", "lm", 0, 0, False)
+    shown, data, steps = out[0], out[1], out[2]
+    assert len(calls) == 1 and data["steps"] and steps["value"] == 0
+    for i in range(len(shown.steps)):
+        view = tour_tab.show(shown, i, i % 2 == 0)
+        assert view[0].startswith(f"### Step {i + 1} of {len(shown.steps)}")
+        parts = view[-tour_tab.PARTS:]  # the overview: the part this step belongs to is highlighted
+        here = [n for n, part in enumerate(parts) if part["variant"] == "primary"]
+        assert here == [max(n for n, (_, first) in enumerate(shown.overview) if first <= i)]
+    assert len(calls) == 1
+    again = tour_tab.rerun(service, "This movie was", "lm", 1, 1, False, shown, 8)  # another head: same step
+    assert again[2]["value"] == 8 and again[0].head == 1 and len(calls) == 2
+    other = tour_tab.rerun(service, "This movie was", "sentiment", 0, 0, False, shown, 16)  # another track: step 1
+    assert other[2]["value"] == 0
+    failed = tour_tab.run(service, "  ", "lm", 0, 0, False)
+    assert failed[3] == f"ℹ️ {EMPTY_TEXT}" and "Traceback" not in str(failed)
