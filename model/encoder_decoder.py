@@ -35,9 +35,6 @@ class EncoderDecoderConfig(TransformerConfig):
     # reading with a bidirectional mask its weights never saw; the decoder's cross-attention still
     # reads every position of the memory.
     causal_encoder: bool = False
-    # ULMFiT's concat pooling (Howard & Ruder 2018, section 3.3), as memory rows: the decoder's
-    # cross-attention also reads the review's last state, its mean and its max over positions
-    pool_memory: bool = False
     # the classifier's softmax temperature over label scores (temperature scaling, Guo et al. 2017),
     # fitted on the selection rows at the end of a sentiment run so that its probabilities are calibrated
     temperature: float = bounded(1.0, 1e-2, 100.0)
@@ -57,18 +54,6 @@ class EncoderDecoderConfig(TransformerConfig):
     def decoder_input_ids(self, target: Sequence[int]) -> list[int]:
         """What the decoder reads to write `target`: the target shifted right behind the start token."""
         return [self.bos_token_id, *target]
-
-
-def pooled_memory(memory: torch.Tensor, src_mask: torch.Tensor | None):
-    """memory (B, S, C) -> (B, S + 3, C) with the last real state, the mean and the max over the real
-    positions appended; src_mask (B, S) -> (B, S + 3), the new rows real."""
-    real = torch.ones(memory.shape[:2], device=memory.device) if src_mask is None else src_mask.to(memory.dtype)
-    last = memory[torch.arange(memory.size(0)), real.sum(1).long() - 1]  # (B, C): right padding
-    mean = (memory * real[..., None]).sum(1) / real.sum(1, keepdim=True)
-    top = memory.masked_fill(real[..., None] == 0, float("-inf")).amax(1)
-    pooled = torch.stack([last, mean.to(memory.dtype), top], 1)  # (B, 3, C)
-    mask = None if src_mask is None else torch.cat([src_mask, src_mask.new_ones(src_mask.size(0), 3)], 1)
-    return torch.cat([memory, pooled], 1), mask
 
 
 class EncoderDecoder(PreTrainedModel, GenerationMixin):
@@ -163,8 +148,6 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """`decode` before the output projection: hidden states (B, T, C), attention maps."""
         offset = cache.length if cache is not None else 0
         x = self.pos(self.embed(tgt_ids), offset)
-        if self.config.pool_memory:
-            memory, src_mask = pooled_memory(memory, src_mask)
         mask = padding_mask(src_mask) if src_mask is not None else None
         x, maps = self.decoder(x, memory=memory, src_mask=mask,
                                cache=cache.layers if cache is not None else None, need_weights=need_weights)

@@ -6,7 +6,6 @@ import torch
 import torch.nn.functional as F
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, resolve_device
-from model.encoder_decoder import pooled_memory
 
 VOCAB, PAD = 50, 0
 
@@ -195,30 +194,3 @@ def test_resolve_device():
             with pytest.raises(ValueError, match=f"device {name.lower()}: no CUDA device is available"):
                 resolve_device(name)
 
-
-def test_pooled_memory_rows_are_last_mean_and_max_of_the_real_positions() -> None:
-    torch.manual_seed(0)
-    memory = torch.randn(2, 5, 4)
-    src_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
-    pooled, mask = pooled_memory(memory, src_mask)
-    assert pooled.shape == (2, 8, 4) and mask.tolist() == [[1] * 8, [1, 1, 1, 0, 0, 1, 1, 1]]
-    assert torch.equal(pooled[:, :5], memory)
-    for b, n in ((0, 5), (1, 3)):
-        real = memory[b, :n]
-        torch.testing.assert_close(pooled[b, 5:], torch.stack([real[-1], real.mean(0), real.max(0).values]))
-
-
-def test_pooled_rows_are_read_by_cross_attention_and_padding_still_blocked() -> None:
-    torch.manual_seed(0)
-    config = EncoderDecoderConfig(vocab_size=40, n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=16,
-                                  d_ff=32, max_src_len=16, max_tgt_len=8, dropout=0.0, pool_memory=True)
-    model = EncoderDecoder(config).eval()
-    src, src_mask = torch.randint(4, 40, (1, 6)), torch.tensor([[1, 1, 1, 1, 0, 0]])
-    tgt = torch.tensor([[1, 5]])
-    memory, _ = model.encode(src, src_mask)
-    logits, maps = model.decode(tgt, memory, src_mask, need_weights=True)
-    cross = next(m for m in maps if m.kind == "cross").weights  # (1, H, 2, 6 + 3)
-    assert cross.shape == (1, 2, 2, 9) and torch.all(cross[..., 4:6] == 0) and torch.all(cross[..., 6:] > 0)
-    noisy = memory.clone()
-    noisy[:, 4:] = 100.0  # what padding holds must change nothing
-    torch.testing.assert_close(model.decode(tgt, noisy, src_mask)[0], logits)
