@@ -231,3 +231,19 @@ def test_training_uses_a_word_or_phrase_only_with_the_label_it_carries_across_re
     cache.write_text("\n".join(json.dumps(line) for line in [header, *reviews[:10], reviews[-1]]) + "\n")
     texts, labels, _ = evidence.load_evidence([str(cache)], VAL_SIZE, SEED)
     assert sorted(set(zip(texts, labels, strict=True))) == [("Great", 1), ("great", 1), ("the", 1)]  # one label
+
+
+def test_a_cache_whose_snippets_hold_unicode_line_separators_reads_back_whole(tmp_path):
+    """Reviews contain U+2028 and U+0085, which `json.dumps(ensure_ascii=False)` writes as they are
+    and `str.splitlines()` would split at: the cache must still read back one review a line."""
+    cache = tmp_path / "e.jsonl"
+    header = {"format": evidence.FORMAT, "val_size": VAL_SIZE, "seed": SEED}
+    reviews = [{"review": i, "label": i % 2, "snippets": [
+        {"text": f"Line one.\u2028Line\x85 two {i}.", "kind": "sentence", "score": 0.3}]} for i in range(3)]
+    cache.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header, *reviews]),
+                     encoding="utf-8")
+    found, done = evidence.read_cache(cache)
+    assert found == header and done == {0, 1, 2}
+    texts, labels, counts = evidence.load_evidence([str(cache)], VAL_SIZE, SEED)
+    assert texts == [f"Line one.\u2028Line\x85 two {i}." for i in range(3)] and labels == [0, 1, 0]
+    assert counts == {"sentence": 3, "phrase": 0, "word": 0}

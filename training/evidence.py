@@ -252,6 +252,12 @@ def teacher_sha(teacher: str | Path) -> str:
     return digest.hexdigest()[:12]
 
 
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines file. Not `str.splitlines()`: that also splits at U+2028, U+0085
+    and the like, which reviews contain and `json.dumps(ensure_ascii=False)` writes as they are."""
+    return [line for line in text.split("\n") if line]
+
+
 def read_cache(path: Path) -> tuple[dict | None, set[int]]:
     """(header, reviews done) of a cache file; (None, empty) when there is none. A torn last line
     (a build killed while writing) is cut off, so that the next line appended starts clean."""
@@ -262,7 +268,7 @@ def read_cache(path: Path) -> tuple[dict | None, set[int]]:
         data = data[: data.rfind(b"\n") + 1]
         with open(path, "r+b") as f:
             f.truncate(len(data))
-    lines = data.decode("utf-8").splitlines()
+    lines = json_lines(data.decode("utf-8"))
     if not lines:
         return None, set()
     return json.loads(lines[0]), {json.loads(line)["review"] for line in lines[1:]}
@@ -284,7 +290,7 @@ def load_evidence(paths: list[str] | tuple[str, ...], val_size: int, seed: int) 
     for path in map(Path, paths):
         if not path.is_file():
             raise UsageError(f"--evidence {path}: no such file")
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = json_lines(path.read_text(encoding="utf-8"))
         header = json.loads(lines[0]) if lines else {}
         if header.get("format") != FORMAT:
             raise UsageError(f"--evidence {path}: not an evidence cache of this version (training.evidence)")
