@@ -9,7 +9,10 @@ import torch
 from safetensors.torch import load_file
 
 import model as lib
+from demo import snapshots
+from demo.checkpoint import LM, Checkpoint
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
+from storage import SHIPPED_SNAPSHOTS, read_index
 
 LM_CONFIG = DecoderOnlyConfig(vocab_size=30, block_size=16, n_layer=2, n_head=2, d_model=16, d_ff=32)
 SEQ2SEQ_CONFIG = EncoderDecoderConfig(vocab_size=30, max_src_len=16, max_tgt_len=8, n_encoder_layer=2,
@@ -228,3 +231,24 @@ def test_configs_are_checked_when_built_in_code_too():
     with pytest.raises(ValueError, match="n_layer must be between 1 and 128, got 0"):
         DecoderOnlyConfig(n_layer=0)
     assert lib.TransformerConfig().d_model == 256 and EncoderDecoderConfig().norm_first is False
+
+
+def test_every_shipped_file_is_at_most_25_mb():
+    """A Space and a git clone take files up to 25 MB without LFS: the shipping rule."""
+    sizes = {str(f.relative_to(SHIPPED)): f.stat().st_size for f in SHIPPED.rglob("*") if f.is_file()}
+    assert sizes and max(sizes.values()) <= 25 * 10**6, max(sizes.items(), key=lambda kv: kv[1])
+
+
+@torch.no_grad()
+def test_the_shipped_snapshots_are_the_laptop_run_from_its_start_to_its_end():
+    """`checkpoints/lm-laptop/snapshots/` fills "Watch it learn" when the LM served kept none: the
+    run's random start to its last step, in order, recorded with the command that made them."""
+    found = snapshots.find(Checkpoint(LM, "lm", SHIPPED / "lm"), SHIPPED)
+    assert found is not None and found.location == f"{SHIPPED_SNAPSHOTS}/snapshots"
+    steps = [e["step"] for e in found.entries]
+    assert steps[0] == 0 and steps[-1] == read_index(found.folder)["max_steps"] and steps == sorted(steps)
+    assert found.commands and "--preset laptop" in found.commands[-1]
+    first, last = found.checkpoint(0).model, found.checkpoint(len(steps) - 1).model
+    ids = torch.tensor([found.tokenizer.encode("This movie was one of the best I have seen, and the acting")])
+    loss = [torch.nn.functional.cross_entropy(m(ids[:, :-1]).logits[0], ids[0, 1:]).item() for m in (first, last)]
+    assert loss[1] < loss[0] - 2  # the trained end predicts real text far better than the random start
