@@ -24,14 +24,30 @@ PROMPT = torch.tensor([[1, 7, 3]])
 SIZES_AND_IDS = {"vocab_size", "n_head", "d_model", "d_ff", "block_size", "n_layer", "pad_token_id",
                  "bos_token_id", "eos_token_id"}
 CONFIG_OPTIONS = {"norm_first": [True, False], "dropout": [0.0, 0.5]}
+
+
+class DoubledLayerNorm(nn.LayerNorm):
+    """A subclass whose forward differs: the fast step binds `nn.LayerNorm` itself, never a subclass."""
+
+    def forward(self, x):
+        return 2 * super().forward(x)
+
+
+class ShiftedGELU(nn.GELU):
+    def forward(self, x):
+        return super().forward(x) - 0.1
+
+
 # What the modules of a block can be beyond the config: the norm (build_norm's choice), the activation, biases.
 NORMS = {
     "layer_norm": lambda d: nn.LayerNorm(d),
     "layer_norm_without_affine": lambda d: nn.LayerNorm(d, elementwise_affine=False),
     "layer_norm_without_bias": lambda d: nn.LayerNorm(d, bias=False),
     "rms_norm": lambda d: nn.RMSNorm(d),
+    "layer_norm_subclass": lambda d: DoubledLayerNorm(d),
 }
-ACTIVATIONS = {"gelu": nn.GELU(), "gelu_tanh": nn.GELU(approximate="tanh"), "relu": nn.ReLU(), "silu": nn.SiLU()}
+ACTIVATIONS = {"gelu": nn.GELU(), "gelu_tanh": nn.GELU(approximate="tanh"), "relu": nn.ReLU(), "silu": nn.SiLU(),
+               "gelu_subclass": ShiftedGELU()}
 
 
 def test_every_config_field_is_a_size_or_a_tested_option():

@@ -10,13 +10,16 @@ same weights, with the Python done once per stream: at its first step each block
 beside the block's own parts, bound.
 
 It is built from the block's modules, not written again: each norm is the norm module's own
-`forward` (whatever `build_norm` makes), the activation is the feed-forward's `activation`, the
+`forward` (whatever `build_norm` makes; `nn.LayerNorm` bound to its parameters once, `bound`), the
+activation is the feed-forward's `activation` (likewise `nn.GELU`), the
 residual order is each sublayer's `norm_first`, and each product is the `nn.Linear`'s weight and
 bias (zeros where it has none), as `torch.addmm` takes them in the layout `row_weight` gives a
 single row. What the step cannot follow it leaves to the layers (`can_decode`): dropout in training
 mode, autograd, autocast (its out= product would not autocast), and a knocked-out head.
 `tests/test_decode_step.py` holds the step against the layers for every option.
 """
+
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -49,6 +52,20 @@ def decode_step(model: nn.Module, token: torch.Tensor, cache) -> torch.Tensor:
     return torch.mm(model.decoder.norm(x), row_weight(embed.lut.weight).t())  # (1, vocab): the tied projection
 
 
+def bound(module: nn.Module):
+    """A norm or activation module as a function of x alone. `nn.LayerNorm.forward` and
+    `nn.GELU.forward` look their parameters and settings up at every call (through
+    `nn.Module.__getattr__`: ~15 us a token at the shipped shape); bound once, the same functional
+    call takes the same arguments. Any other module steps through its own `forward`, so a new norm
+    or activation is never skipped."""
+    if type(module) is nn.LayerNorm:
+        return partial(F.layer_norm, normalized_shape=module.normalized_shape, weight=module.weight,
+                       bias=module.bias, eps=module.eps)
+    if type(module) is nn.GELU:
+        return partial(F.gelu, approximate=module.approximate)
+    return module.forward
+
+
 def _product(linear: nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
     """An nn.Linear as `torch.addmm(bias, x, matrix)` takes it: bias (out,), matrix (in, out)."""
     bias = linear.bias if linear.bias is not None else linear.weight.new_zeros(linear.out_features)
@@ -67,12 +84,12 @@ class BlockStep(KVBuffer):
             self.append(past.k, past.v)
         attn, ff = block.self_attn, block.feed_forward
         around_attn, around_ff = block.sublayer  # residual + norm around each sublayer
-        self.attn_norm_first, self.attn_norm = around_attn.norm_first, around_attn.norm.forward
-        self.ff_norm_first, self.ff_norm = around_ff.norm_first, around_ff.norm.forward
+        self.attn_norm_first, self.attn_norm = around_attn.norm_first, bound(around_attn.norm)
+        self.ff_norm_first, self.ff_norm = around_ff.norm_first, bound(around_ff.norm)
         self.qkv_b, self.qkv_m = _product(attn.in_proj)
         self.out_b, self.out_m = _product(attn.out_proj)
         self.ff_1_b, self.ff_1_m = _product(ff.w_1)
-        self.activation = ff.activation.forward
+        self.activation = bound(ff.activation)
         self.ff_2_b, self.ff_2_m = _product(ff.w_2)
         C, H = attn.d_model, attn.n_head
         self.width = C
