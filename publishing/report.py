@@ -66,7 +66,10 @@ def load_runs(roots: list[Path]) -> dict[str, dict]:
 
 def _split_note(m: dict) -> str:
     seed = m.get("train_config", {}).get("seed")
-    return (f"validation = {_held_out(m):,} reviews held out of IMDB's train split (fixed seed {seed}; "
+    rows = (" (for a classifier, the *selection* rows: the first 40% of the reviews held out, on which the "
+            "kept step and the temperature were chosen; the other held-out reviews, the *report* rows, served "
+            "no choice and are scored by `benchmarks.sentiment_report`)") if "val_accuracy" in m else ""
+    return (f"validation = {_held_out(m):,} reviews held out of IMDB's train split{rows} (fixed seed {seed}; "
             "the same rows every run with the same `--val-size` and `--seed`), never trained on; "
             "not IMDB's test split" + (", scored separately below" if any(k.startswith("test_") for k in m) else ""))
 

@@ -37,7 +37,8 @@ def test_card_metadata_holds_the_metrics_json_figures(name):
     for key, label, split, fmt in report.ROWS:
         if key in expected:
             held_out = metrics["data"].get("val_texts") or metrics["data"]["val_pairs"]
-            assert held_out == 2500  # both shipped runs validated on all the held-out reviews
+            # the LM validated on all 2,500 held-out reviews; the classifier on their 1,000 selection rows
+            assert held_out == {"lm": 2500, "sentiment": 1000}[name]
             assert f"| {label} | {fmt.format(metrics[key])} | {split.format(n=held_out)} |" in card.text
 
 
@@ -47,7 +48,9 @@ def test_sentiment_card_states_its_confusion_matrix_and_truncation():
     (tn, fp), (fn, tp) = metrics["val_confusion"]
     assert f"| true negative | {tn:,} | {fp:,} |" in text and f"| true positive | {fn:,} | {tp:,} |" in text
     assert "first 639 and its last 384 tokens" in text  # 1,024 = 639 + 384 + the end token
-    assert "(it wrote to `runs/sent-1024-lr1.5e-4`; this folder holds a copy)" in text
+    assert "(it wrote to `runs/ulmfit-full`; this folder holds a copy)" in text
+    assert "the *selection* rows" in text and "the *report* rows, served no choice" in text
+    assert "selection" not in generated_card("lm")  # a language model validates on all its held-out reviews
 
 
 @pytest.mark.parametrize("name", SHIPPED)
