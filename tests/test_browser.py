@@ -22,6 +22,7 @@ writes `docs/screenshot_<tab>.png`, using `checkpoints/` when it holds both mode
 """
 
 import os
+import shutil
 import socket
 import threading
 from contextlib import contextmanager
@@ -37,7 +38,8 @@ if not CHROMIUM.exists():
 from demo.app import build_app, launch  # noqa: E402
 from demo.inference import DemoService  # noqa: E402
 from demo.text import METHOD_NAMES  # noqa: E402
-from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
+from demo.tiny import REPO_ROOT, make_tiny_checkpoints, shared_tiny_checkpoints  # noqa: E402
+from storage import SHIPPED_SNAPSHOTS, SNAPSHOTS_DIR  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 TIMEOUT_MS = 30_000
@@ -329,6 +331,39 @@ def test_watch_it_learn_tab_opens_drawn_and_follows_the_slider(page, shots: Path
     page.locator("#learn-curve").get_by_text("step 0").first.wait_for()  # its point marked on the curve
     page.screenshot(path=shots / "screenshot_learning.png", full_page=True)
     assert_no_error_box(page)
+
+
+def test_the_shipped_laptop_snapshots_fill_watch_it_learn_when_the_lm_kept_none(tmp_path: Path) -> None:
+    """The Space serves an LM trained without snapshots: the tab then shows the laptop run's, shipped
+    in checkpoints/lm-laptop/snapshots/, from its random start to its last step."""
+    folder = make_tiny_checkpoints(tmp_path / "ckpt")
+    shutil.rmtree(folder / "lm" / SNAPSHOTS_DIR)
+    (folder / SHIPPED_SNAPSHOTS).symlink_to(REPO_ROOT / "checkpoints" / SHIPPED_SNAPSHOTS)
+    service = DemoService(folder, device="cpu")
+    last = service.snapshots.entries[-1]["step"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = build_app(service)
+    _, url, _ = launch(app, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+            page = browser.new_page(viewport=DESKTOP)
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(url)
+            open_tab(page, "Watch it learn")
+            page.locator("#learn-run").get_by_text(f"{SHIPPED_SNAPSHOTS}/{SNAPSHOTS_DIR}").wait_for()
+            page.locator("#learn-step").get_by_text(f"Step {last:,}").wait_for()
+            number = page.locator("#learn-slider input[type=number]")
+            number.fill("0")
+            number.press("Enter")
+            page.locator("#learn-step").get_by_text("Step 0 ").wait_for()
+            page.locator("#learn-attention .js-plotly-plot").wait_for()
+            assert_no_error_box(page)
+            browser.close()
+    finally:
+        app.close()
 
 
 # -- what is on screen belongs to the current input and controls (issue #19) ------------------------
