@@ -16,8 +16,10 @@ teacher is confident (`CONFIDENCE`).
 How (`review_evidence`):
 
 - the token attributions are integrated gradients toward the label (`model.attribute`), the most
-  faithful of the project's methods on this classifier (ERASER comprehensiveness 0.606 against
-  occlusion's 0.276 and grad x input's 0.128), and the one whose scores add up: the tokens' scores
+  faithful of the project's methods on the classifier this cache was first built with (shipped until
+  2026-11-25: ERASER comprehensiveness 0.606 against occlusion's 0.276 and grad x input's 0.128; on
+  its successor occlusion and integrated gradients are within a standard error), and the one whose
+  scores add up: the tokens' scores
   sum to f(review) - f(blank review) (completeness), so a sentence's sum is its part of the
   verdict. Its quadrature is Gauss-Legendre `IG_STEPS` = 7 nodes, fixed, instead of the app's
   adaptive ladder. Measured on 50 training reviews in bf16 on one thread of a shared, loaded 2-core
