@@ -8,7 +8,7 @@ its first 200 words, read as the app reads it.
     python -m benchmarks.ablation_speed [--repeats 5] [--json PATH | --no-json]
 
 It takes no `--precision`: the app knocks heads out in float32 whatever its precision
-(`DemoService.ablate` and `rank_heads` run outside its bf16 passes), and so does this. Prints one
+(`demo.views.ablation`'s `ablate_heads` and `rank_heads` run outside its bf16 passes), and so does this. Prints one
 line per model and mode (median seconds of `--repeats` runs after one warm-up) and writes them as
 JSON (`benchmarks/common.py`).
 """

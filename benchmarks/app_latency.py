@@ -110,8 +110,10 @@ def chat_through_server(stream, tokens: int, seed: int) -> tuple[float | None, f
 
 
 def chat_direct(service, tokens: int, seed: int) -> tuple[float | None, float | None, int]:
-    """The same request calling `DemoService` in this process, without a server."""
-    return first_token_and_speed(service.stream_continuation(PROMPT, tokens, 0.8, 40, 0.95, seed),
+    """The same request calling the chat's computation in this process, without a server."""
+    from demo.views.chat import stream_continuation
+
+    return first_token_and_speed(stream_continuation(service, PROMPT, tokens, 0.8, 40, 0.95, seed),
                                  lambda update: len(update.steps))
 
 
@@ -175,7 +177,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from gradio_client import Client
 
-    from demo.inference import DemoService
+    from demo.serving import DemoService
 
     with tempfile.TemporaryDirectory() as scratch:
         checkpoints, kind = pick_checkpoints(args.checkpoints, Path(scratch))

@@ -79,7 +79,7 @@ def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:
 def add_precision(parser: argparse.ArgumentParser) -> None:
     """`--precision`, with the app's default: $DEMO_PRECISION, else "auto" (bf16 where the device
     multiplies it natively: `model.resolve_precision`). `parse` resolves it to "fp32" or "bf16"."""
-    from demo.inference import PRECISION_ENV  # the app's own variable; only these benchmarks import demo
+    from demo.serving import PRECISION_ENV  # the app's own variable; only these benchmarks import demo
 
     parser.add_argument("--precision", choices=PRECISIONS, default=os.environ.get(PRECISION_ENV, "auto"),
                         help=f"the app's batched passes in bf16 or fp32 (default: ${PRECISION_ENV} or auto, "

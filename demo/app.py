@@ -2,22 +2,15 @@
 Tokenizer, Watch it learn and About tabs.
 
 This module only assembles the page: each tab's layout and handlers live in `demo.tabs.<tab>`,
-its computation in `demo.<tab>` (through `demo.inference.DemoService`), its words in `demo.text`.
-Every handler turns failures into a friendly notice, so a visitor never sees an error box or a
-stack trace.
-
-Under load, two limits keep the server responsive (see `demo.budget`): Gradio admits at most
-`ACTIVE_REQUESTS` requests at once, all tabs together (one shared `concurrency_id`), and queues
-`QUEUE_SIZE` more; the model calls of the admitted requests share the machine's compute slots,
-token by token. A classification, one short model call, skips Gradio's queue and waits for a
-slot only.
+its computation in `demo.views`, its words in `demo.text`; the models, the compute budget and
+Gradio's queue are `demo.serving`'s. Every handler turns failures into a one-line notice
+(`demo.serving.failure`), so a visitor never sees an error box or a stack trace.
 
 Run it with `python -m demo` or, as Hugging Face Spaces does with its `app_file`,
 `python demo/app.py`.
 """
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
@@ -32,40 +25,21 @@ if sys.path and Path(sys.path[0] or ".").resolve() == REPO_ROOT / "demo":
 elif str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-# After every event, Gradio's queue recomputes a summary of all recorded events (up to 10,000) with
-# pandas: a cost per request that grows with the server's age. Every 100 events over the last 1,000
-# is plenty for its monitoring page (read when the queue is created, so set before the app is built).
-os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "100")
-os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
-
 import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 
 from cli import Parser  # noqa: E402
-from demo.checkpoint import LM, SENTIMENT  # noqa: E402
-from demo.inference import PRECISION_ENV, DemoService  # noqa: E402
-from demo.memory import trim_when_idle  # noqa: E402
-from demo.sessions import start_sessions_lazily  # noqa: E402
+from demo.serving import COMPUTE, LM, PRECISION_ENV, SENTIMENT, DemoService, start_queue, trim_when_idle  # noqa: E402
+from demo.serving.sessions import start_sessions_lazily  # noqa: E402
 from demo.tabs import about, attention, chat, learning, sentiment, tokenizer, tour  # noqa: E402
 from demo.text import TITLE  # noqa: E402
+from demo.views import warm_up  # noqa: E402
 from model import PRECISIONS  # noqa: E402
 
 log = logging.getLogger("demo")
 
 DEFAULT_CHECKPOINTS = REPO_ROOT / "checkpoints"
-ACTIVE_REQUESTS = 16  # requests in progress at once, all tabs together; they take turns on the compute slots
-QUEUE_SIZE = 64  # more requests than this waiting: Gradio answers "queue full, try again later"
-COMPUTE = {"concurrency_id": "compute", "concurrency_limit": ACTIVE_REQUESTS}
 MAX_FILE_SIZE = "1kb"  # the app has no file inputs: Gradio's upload route gets nothing to keep
-# Gradio's queue looks for new events every 1 ms when free (on Linux) and for progress every 10 ms.
-# Each look wakes the server's event loop, which takes the GIL from a generating model between its
-# ops: ~1,500 wake-ups a second. While a long request runs (a chat), every 10 ms / 100 ms instead
-# (~200 a second): a request queued behind it waits at most 10 ms more to start, and chats stream
-# faster (docs/log.md). Otherwise every 1 ms again, so that a lone request (a classification, a
-# chat's first token) starts within 1 ms, not 5 on average, and so does the next one after it.
-QUEUE_POLL_SECONDS = (0.01, 0.1)
-IDLE_POLL_SECONDS = 0.001
-LONG_REQUEST_SECONDS = 0.1  # a request running longer slows the poll down (a classification takes ~30 ms)
 DELETE_CACHE = (3600, 3600)  # every hour, delete the files Gradio wrote (plot images) older than an hour
 # Code and model samples wrap rather than run off the right edge; on a phone (< 640 px) the columns and
 # form groups of a row take the full width each, rather than squeezing text into ~100 px side by side
@@ -101,29 +75,8 @@ def build_app(service: DemoService) -> gr.Blocks:
             app.load(handler, inputs, outputs, api_name=f"example_{i}", api_visibility="private", **COMPUTE)
         if learned:  # drawn when opened: few visitors open it, and every page load would pay for it
             learning_tab.select(*learned, api_name="learning_opened", api_visibility="private", **COMPUTE)
-    app.queue(default_concurrency_limit=ACTIVE_REQUESTS, max_size=QUEUE_SIZE)
-    poll_by_load(app._queue)
+    start_queue(app)
     return app
-
-
-def poll_by_load(queue) -> None:
-    """The queue looks for new events every `QUEUE_POLL_SECONDS` while a request has run longer than
-    `LONG_REQUEST_SECONDS`, every `IDLE_POLL_SECONDS` otherwise: Gradio runs each request through
-    `process_events`, which this wraps."""
-    queue.sleep_when_free, queue.progress_update_sleep_when_free = IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS[1]
-    process_events = queue.process_events
-
-    async def process_events_polling_slower(*args, **kwargs):
-        slow_down = asyncio.get_running_loop().call_later(LONG_REQUEST_SECONDS, setattr, queue, "sleep_when_free",
-                                                          QUEUE_POLL_SECONDS[0])
-        try:
-            await process_events(*args, **kwargs)
-        finally:
-            slow_down.cancel()
-            if queue.get_active_worker_count() == 0:
-                queue.sleep_when_free = IDLE_POLL_SECONDS
-
-    queue.process_events = process_events_polling_slower
 
 
 def launch(app: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, share: bool = False, **kwargs):
@@ -167,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     """Serve the demo until interrupted.
 
     torch gets one CPU thread by default: the compute budget runs one model call per core at once
-    (`demo.budget.machine_slots`), and these models' per-token matrix products are too small to
+    (`demo.serving.budget.machine_slots`), and these models' per-token matrix products are too small to
     gain from intra-op threads, which then only fight each other (measured on 2 busy cores: ~20
     tokens/s with 2 threads against ~800 with 1, tiny model).
     """
@@ -184,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     for ckpt in service.checkpoints:
         log.info("%s: %s %s", ckpt.name, ckpt.status, ckpt.message)
     log.info("compute slots: %d", service.budget.slots)
-    service.warmup()
-    trim_when_idle(service.budget)  # resident memory stays put under mixed requests (demo.memory)
+    warm_up(service)
+    trim_when_idle(service.budget)  # resident memory stays put under mixed requests (demo.serving.memory)
     launch(build_app(service), args.host, args.port, args.share)
     return 0
 

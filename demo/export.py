@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from demo import plots
-from demo.inputs import DemoError
+from demo.serving import DemoError
 
 EXPORT_DIR = Path(tempfile.gettempdir()) / "tiny-transformers-exports"  # Gradio serves files from the temp dir
 NOTHING = "Nothing to export yet: compute the view first."
@@ -72,7 +72,7 @@ def _figure(plot_json: str, i: int, name: str) -> str:
 
 def page(title: str, parts: list[tuple[str, object]], name: str = "explanation") -> str:
     """The standalone page: `parts` are (kind, value) with kind one of "markdown", "label", "shading"
-    (segments, heading, prediction), "lens" (a `demo.lens.LensView`), "table" and "figure" (a Plotly
+    (segments, heading, prediction), "lens" (a `demo.views.lens.LensView`), "table" and "figure" (a Plotly
     figure's JSON), in page order; empty ones are skipped."""
     render = {"markdown": _markdown, "label": _label, "shading": _shading, "lens": plots.lens_html, "table": _table}
     body, figures = [], 0

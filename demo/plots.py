@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from demo.attention import AttentionResult
-from demo.inputs import read_number
+from demo.serving import read_number
+from demo.views.attention import AttentionResult
 
 MEAN = -1  # "head" value meaning the mean over heads
 FOR_RGB = (37, 99, 235)  # blue: pushes towards the prediction
@@ -217,7 +217,7 @@ def lens_html(view) -> str:
     first, the model's output last); each cell names the layer's likeliest next token, bold where it
     is already the token written, coloured by the probability the layer gives that token (not by its
     own guess's, which puts the eye on the first columns' echo of the input); hover lists the layer's
-    top tokens. Headings stay in view as the box scrolls. `view`: a `demo.lens.LensView`."""
+    top tokens. Headings stay in view as the box scrolls. `view`: a `demo.views.lens.LensView`."""
     sticky = "position:sticky;background:white;border:0;z-index:{}"
     head = "".join(f'<th style="{sticky.format(1)};top:0;padding:2px 4px;font-weight:600">{html.escape(name)}'
                    f'{"<br>(output)" if i == len(view.layers) - 1 else ""}</th>' for i, name in enumerate(view.layers))
@@ -276,7 +276,7 @@ TOUR_BARS = 15  # a tour bar chart's largest values shown until the visitor asks
 
 
 def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
-    """One picture of a tour step (`demo.tour.Panel`): a heatmap, its first `TOUR_COLUMNS` columns
+    """One picture of a tour step (`demo.views.tour.Panel`): a heatmap, its first `TOUR_COLUMNS` columns
     unless `show_all` (values on hover; written in the cells when they fit, up to `TOUR_COLUMNS`
     columns with `numbers`: the toy's worked-example style), or bars, the `TOUR_BARS` largest unless
     `show_all` (then every value, in id order). No colour bar (it took half a phone's width): the

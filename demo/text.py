@@ -4,7 +4,7 @@ Messages that belong to one computation (an empty review, a clamped setting) sta
 this module holds what a visitor reads on the page before doing anything.
 """
 
-from demo.checkpoint import LM, SENTIMENT
+from demo.serving import LM, SENTIMENT
 from inspection import DESCRIPTIONS, METHODS
 
 TITLE = "Tiny Transformers demo"
@@ -13,7 +13,6 @@ HEADER = ("# Tiny Transformers, built from scratch\n"
           "model** that continues a review you start (**Chat**), and a **sentiment model** that says whether a "
           "review is positive or negative (**Sentiment**). **How it works** follows your text through one of "
           "them step by step; the other tabs look inside them; sizes and scores are under **About**.\n")
-INTERNAL_ERROR = "Sorry, something went wrong on our side (it has been logged). Please try other input."
 
 # Each word a learner needs, defined once; a tab's text says it where the word first appears there.
 DEFINITIONS = {

@@ -7,7 +7,7 @@
         step-000123/          snapshot_name()  a checkpoint folder (config.json + float16 model.safetensors)
 
 A run keeps a few (`training.run --snapshots`, log-spaced over its steps: the early ones change the
-most); the app reads them (`demo.snapshots`): those of the LM it serves, else the set shipped in
+most); the app reads them (`demo.serving.snapshots`): those of the LM it serves, else the set shipped in
 `checkpoints/<SHIPPED_SNAPSHOTS>/snapshots/`, a copy of a run's folder with as many snapshots as fit
 a size budget (`python -m publishing.snapshots`). Training writes, the app reads, and both spell the layout
 through this module.

@@ -35,9 +35,9 @@ def one_torch_thread():
 # How close a value the app serves must be to a reference computed in float32. float32 against
 # float32 differs only by the order of additions. The app's batched passes run in bfloat16 where
 # the CPU multiplies it natively (or with DEMO_PRECISION=bf16): on all 2,500 held-out reviews the
-# largest change of a class probability against float32 was 0.011
-# (benchmarks/results/precision_agreement.json), so a served probability or attention weight is
-# checked within 0.02 of its float32 reference there.
+# largest change of a class probability against float32 was 0.011 for the classifier shipped until
+# 2026-11-25 and 0.019 for its successor (benchmarks/results/precision_agreement.json), so a served
+# probability or attention weight is checked within 0.02 of its float32 reference there.
 SERVED_ATOL = {"fp32": 1e-5, "bf16": 0.02}
 
 

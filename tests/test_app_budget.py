@@ -1,14 +1,16 @@
-"""The app's one compute budget (`demo.budget`): a fair, bounded semaphore shared by every tab."""
+"""The app's one compute budget (`demo.serving.budget`): a fair, bounded semaphore shared by every tab."""
 
 import threading
 import time
 
 import pytest
 
-from demo.budget import BUSY, Busy, ComputeBudget, machine_slots
-from demo.inference import DemoService
-from demo.memory import malloc_trim, trim_when_idle
+from demo.serving import BUSY, Busy, ComputeBudget, DemoService, machine_slots
+from demo.serving.memory import malloc_trim, trim_when_idle
 from demo.tiny import shared_tiny_checkpoints
+from demo.views.attention import attention_view
+from demo.views.chat import continue_text
+from demo.views.sentiment import classify, explain
 
 
 def test_machine_slots_counts_usable_cores() -> None:
@@ -84,13 +86,13 @@ def test_every_tab_draws_on_the_services_budget() -> None:
     service = DemoService(shared_tiny_checkpoints(), device="cpu", slots=1, max_waiting=0)
     service.budget.acquire()  # all compute taken, nobody may wait: every model call is refused
     with pytest.raises(Busy):
-        service.classify("A fine film.")
+        classify(service, "A fine film.")
     with pytest.raises(Busy):
-        service.attention("A fine film.", "lm_self")
+        attention_view(service, "A fine film.", "lm_self")
     with pytest.raises(Busy):
-        service.continue_text("This movie was", max_new_tokens=2)
+        continue_text(service, "This movie was", max_new_tokens=2)
     service.budget.release()
-    assert service.classify("A fine film.").label in {"negative", "positive"}
+    assert classify(service, "A fine film.").label in {"negative", "positive"}
     assert service.budget.busy_slots == 0
 
 
@@ -100,16 +102,16 @@ def test_explanations_never_take_every_slot() -> None:
     service.heavy.acquire()  # an explanation is running: the next one waits, a classification does not
     started = threading.Event()
 
-    def explain() -> None:
+    def explaining() -> None:
         started.set()
-        service.explain("A fine film.", "attention")
+        explain(service, "A fine film.", "attention")
 
-    waiter = threading.Thread(target=explain)
+    waiter = threading.Thread(target=explaining)
     waiter.start()
     started.wait()
     while not service.heavy._waiters:
         time.sleep(0.001)
-    assert service.classify("A fine film.").label in {"negative", "positive"}
+    assert classify(service, "A fine film.").label in {"negative", "positive"}
     assert waiter.is_alive()  # still waiting for the explanation before it
     service.heavy.release()
     waiter.join()

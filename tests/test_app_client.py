@@ -16,14 +16,18 @@ import torch
 
 gradio_client = pytest.importorskip("gradio_client")
 
-from demo.app import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUEUE_SIZE, build_app, launch  # noqa: E402
-from demo.inference import DemoService  # noqa: E402
-from demo.sentiment import labels_and_candidates  # noqa: E402
+from demo.app import build_app, launch  # noqa: E402
+from demo.serving import DemoService  # noqa: E402
+from demo.serving.queue import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUEUE_SIZE  # noqa: E402
 from demo.tabs import chat as chat_tab  # noqa: E402
 from demo.tabs.chat import CONTINUATION, message_text  # noqa: E402
 from demo.tabs.sentiment import TRUST_NOTE  # noqa: E402
 from demo.text import METHOD_NAMES, TABLE_HEADERS  # noqa: E402
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
+from demo.views import chat as chat_view  # noqa: E402
+from demo.views.attention import attention_shape, served  # noqa: E402
+from demo.views.chat import continue_text  # noqa: E402
+from demo.views.sentiment import classify, labels_and_candidates  # noqa: E402
 from inspection import METHODS  # noqa: E402
 from tokenization import source_ids  # noqa: E402
 
@@ -91,20 +95,20 @@ def test_every_endpoint_is_listed(client) -> None:
 
 def test_chat_streams_token_by_token(client, service: DemoService, monkeypatch) -> None:
     monkeypatch.setattr(chat_tab, "UPDATE_SECONDS", 0.0)  # no coalescing
-    stream = service.stream_continuation
+    stream = chat_view.stream_continuation
 
     def one_token_per_30_ms(*args, **kwargs):  # slower than the server renders: every token gets its own update
         for update in stream(*args, **kwargs):
             time.sleep(0.03)
             yield update
 
-    monkeypatch.setattr(service, "stream_continuation", one_token_per_30_ms)
+    monkeypatch.setattr(chat_view, "stream_continuation", one_token_per_30_ms)
     job = client.submit("This movie was", [], 8, 0.9, 40, 0.95, 5, 0, api_name="/chat")
     final = job.result(timeout=60)
     texts = [reply_text(out[0]) for out in job.outputs()]
     assert texts[0] == CONTINUATION  # the empty bubble, before the first token
     assert len(set(texts)) >= 3 and len(texts) >= 9  # one update per token (the tiny model may repeat text)
-    expected = service.continue_text("This movie was", max_new_tokens=8, temperature=0.9, top_k=40, top_p=0.95,
+    expected = continue_text(service, "This movie was", max_new_tokens=8, temperature=0.9, top_k=40, top_p=0.95,
                                      seed=5)
     history, textbox, tokens, table, notice = final
     assert [m["role"] for m in history] == ["user", "assistant"]
@@ -179,7 +183,7 @@ def test_retry_clear_and_rate(client) -> None:
 def test_clear_ends_the_reply_in_progress_with_the_cleared_chat(client, service: DemoService, monkeypatch) -> None:
     """/clear during a /chat of the same session: the stream ends at its next update, and its last
     output is the cleared chat (an update already on its way is then overwritten), not the reply."""
-    stream, started, go_on = service.stream_continuation, threading.Event(), threading.Event()
+    stream, started, go_on = chat_view.stream_continuation, threading.Event(), threading.Event()
 
     def held_after_two(*args, **kwargs):
         for i, update in enumerate(stream(*args, **kwargs)):
@@ -188,7 +192,7 @@ def test_clear_ends_the_reply_in_progress_with_the_cleared_chat(client, service:
                 go_on.wait(30)
             yield update
 
-    monkeypatch.setattr(service, "stream_continuation", held_after_two)
+    monkeypatch.setattr(chat_view, "stream_continuation", held_after_two)
     job = client.submit("This movie was", [], 60, 0.0, 40, 0.95, 1, 0, api_name="/chat")
     assert started.wait(30)
     cleared = client.predict(api_name="/clear")
@@ -239,7 +243,7 @@ def test_classify_probabilities_are_the_calibrated_ones(client, service: DemoSer
     text = "A wonderful, moving film. Loved it!"
     config = service.sentiment.model.config
     monkeypatch.setattr(config, "temperature", 1.0)
-    plain = service.classify(text).probabilities
+    plain = classify(service, text).probabilities
     monkeypatch.setattr(config, "temperature", 0.1)  # a sharper softmax: the scores are 10 times as far apart
     label, _, _ = client.predict(text, api_name="/classify")
     shown = {c["label"]: c["confidence"] for c in label["confidences"]}
@@ -255,7 +259,7 @@ def test_classify_probabilities_are_the_calibrated_ones(client, service: DemoSer
 def test_explain_every_method(client, service: DemoService, method: str) -> None:
     text = "A wonderful, moving film. Loved it!"
     label, shading, deletion, notice = client.predict(text, method, api_name="/explain")
-    expected = service.classify(text).probabilities
+    expected = classify(service, text).probabilities
     assert {c["label"]: c["confidence"] for c in label["confidences"]} == pytest.approx(expected, abs=1e-4)
     assert f"Token shading by {METHOD_NAMES[method]}, for “{label['label']}”" in shading  # names its method in words
     tokens = shading.split('line-height:1.9">')[1]
@@ -292,7 +296,7 @@ def test_attention_options_and_plots(client, service: DemoService) -> None:
     for kind in ("lm_self", "encoder_self", "cross", "decoder_self"):
         heatmap, overview, notice = client.predict("The movie was not bad.", kind, 0, -1, api_name="/attention")
         assert heatmap["type"] == "plotly" and "query: %{customdata[0]}" in heatmap["plot"]
-        n_layers, n_heads = service.attention_shape(kind)
+        n_layers, n_heads = attention_shape(served(service, kind), kind)
         assert [p["caption"] for p in overview] == [f"layer {i + 1} · head {h + 1}" for i in range(n_layers)
                                                     for h in range(n_heads)]
         assert all(p["image"].endswith(".png") for p in overview)
@@ -440,7 +444,7 @@ def test_twenty_simultaneous_chats_all_complete(client, service: DemoService) ->
     jobs = [client.submit(p, [], 10, 1.0, 40, 0.95, i, 0, api_name="/chat") for i, p in enumerate(prompts)]
     results = [job.result(timeout=120) for job in jobs]
     for i, (prompt, result) in enumerate(zip(prompts, results, strict=True)):
-        expected = service.continue_text(prompt, max_new_tokens=10, temperature=1.0, top_k=40, top_p=0.95, seed=i)
+        expected = continue_text(service, prompt, max_new_tokens=10, temperature=1.0, top_k=40, top_p=0.95, seed=i)
         assert message_text(result[0][0]) == prompt
         assert reply_text(result[0]) == shown(CONTINUATION + expected.text)  # each got its own, correct answer
         assert [row[2] for row in result[3]["data"]] == pytest.approx([s.prob for s in expected.steps], abs=1e-3)
@@ -465,7 +469,7 @@ def test_one_shared_concurrency_budget(server, service: DemoService) -> None:
     assert app._queue.ANAYLTICS_CACHE_FREQUENCY == 100 and app._queue.ANALYTICS_MAX_EVENTS == 1000
     assert service.budget.slots >= 1 and service.budget.busy_slots == 0  # every slot given back
     deps = app.config["dependencies"]
-    # Stop and Clear end the reply from inside its stream (demo/replies.py), never by Gradio's `cancels`,
+    # Stop and Clear end the reply from inside its stream (demo/serving/replies.py), never by Gradio's `cancels`,
     # whose cancelling message Gradio's page can turn into "Error" on every output of the reply
     assert not any(d["cancels"] for d in deps)
     # Enter and Continue are one event, so a press during a reply runs after it rather than beside it or never
@@ -484,7 +488,7 @@ def test_the_queue_polls_every_10_ms_while_a_chat_runs_and_every_1_otherwise(ser
     app, _ = server
     queue = app._queue
     assert (queue.sleep_when_free, queue.progress_update_sleep_when_free) == (IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS[1])
-    stream, polls = service.stream_continuation, []
+    stream, polls = chat_view.stream_continuation, []
 
     def held_until_the_poll_slows(*args, **kwargs):
         for i, update in enumerate(stream(*args, **kwargs)):
@@ -495,7 +499,7 @@ def test_the_queue_polls_every_10_ms_while_a_chat_runs_and_every_1_otherwise(ser
                 polls.append(queue.sleep_when_free)
             yield update
 
-    monkeypatch.setattr(service, "stream_continuation", held_until_the_poll_slows)
+    monkeypatch.setattr(chat_view, "stream_continuation", held_until_the_poll_slows)
     client.submit("A long review", [], 20, 1.0, 0, 1.0, 1, 0, api_name="/chat").result(timeout=60)
     assert polls == [QUEUE_POLL_SECONDS[0]]  # slower while the chat ran
     deadline = time.monotonic() + 5

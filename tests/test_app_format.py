@@ -12,16 +12,12 @@ import numpy as np
 import pytest
 
 from demo import plots
-from demo.chat import ChatUpdate, TokenView
-from demo.checkpoint import Checkpoint
-from demo.inference import DemoService
-from demo.inputs import DemoError
-from demo.lens import LensView
+from demo.serving import INTERNAL_ERROR, Checkpoint, DemoError, DemoService, failure
 from demo.tabs.ablation_panel import effect_sentence
 from demo.tabs.about import about_markdown, curve_html, developers_markdown, header_markdown
 from demo.tabs.attention import sink_sentence
 from demo.tabs.chat import lens_summary, look_inside, message_text, token_highlights, token_table
-from demo.tabs.common import failure, notice_markdown
+from demo.tabs.common import notice_markdown
 from demo.tabs.sentiment import (
     agreement_takeaway,
     benchmark_sentence,
@@ -31,8 +27,11 @@ from demo.tabs.sentiment import (
     read_benchmark_sentence,
 )
 from demo.tabs.tokenizer import pieces_html, tokenize
-from demo.text import INTERNAL_ERROR, METHOD_CHOICES, METHOD_NAMES, code_span
+from demo.text import METHOD_CHOICES, METHOD_NAMES, code_span
 from demo.tiny import shared_tiny_checkpoints
+from demo.views import tokens
+from demo.views.chat import ChatUpdate, TokenView, continue_text
+from demo.views.lens import LensView
 from inspection import METHODS
 
 
@@ -119,7 +118,7 @@ def test_pieces_html_escapes_and_alternates() -> None:
 
 def test_tokenizer_shows_a_split_letter_over_its_byte_pieces(service: DemoService) -> None:
     text = "naïve 😀 日本"
-    result = service.tokenize(text)
+    result = tokens.tokenize(service, text)
     ids = service.tokenizer.encode(text)
     for first, end, letter in result.letters:  # the byte pieces of each run decode to the letter
         assert service.tokenizer.decode(ids[first:end]) == letter
@@ -329,7 +328,7 @@ def test_code_span_keeps_tokens_out_of_markdown() -> None:
 def test_look_inside_handler(service: DemoService) -> None:
     table, notice, view = look_inside(service, None)
     assert table == "" and view is None and "Generate a continuation first" in notice
-    update = service.continue_text("This movie was", max_new_tokens=3, temperature=0)
+    update = continue_text(service, "This movie was", max_new_tokens=3, temperature=0)
     table, notice, view = look_inside(service, (list(update.token_ids), len(update.steps)))
     assert table == plots.lens_html(view) and notice.strip() == lens_summary(view)
     assert "**3 of 3**" in notice  # greedy: the model's own first choice every time

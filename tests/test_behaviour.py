@@ -10,10 +10,11 @@ import pytest
 
 from benchmarks import behaviour
 from benchmarks.behaviour import NEGATIVE, POSITIVE, TOLERANCE, Capability, Case, capabilities, score
-from demo.inference import DemoService
-from demo.sentiment import SentimentResult
+from demo.serving import DemoService
 from demo.tabs import sentiment as tab
 from demo.tiny import shared_tiny_checkpoints
+from demo.views import sentiment
+from demo.views.sentiment import SentimentResult, classify
 
 WORDS, FEW = 20, 5  # adjectives per side, and per side in the two-opinion templates
 BASES = (2 * 3 + 2 * 2) * WORDS * 2  # (titles × aspects + actors × titles) × adjectives × sides
@@ -104,7 +105,7 @@ def test_the_classifier_is_read_as_the_app_reads_it():
     service = DemoService(checkpoints, device="cpu", precision="fp32")
     texts = ["Not bad.", "I used to love it, now I hate it.", "The acting was superb. www.moviechat.net/t/20931"]
     read = behaviour.checkpoint_reader(str(checkpoints / "sentiment"))(texts)
-    assert read.tolist() == pytest.approx([service.classify(t).probabilities["positive"] for t in texts], abs=1e-5)
+    assert read.tolist() == pytest.approx([classify(service, t).probabilities["positive"] for t in texts], abs=1e-5)
 
 
 @pytest.fixture
@@ -130,22 +131,18 @@ def test_the_note_names_the_worst_capabilities_with_their_rates(results: Path, t
     assert tab.how_often(1.0) == "always (100%)" and tab.how_often(0.02) == "rarely (2%)"
 
 
-class FakeService:
-    """The tab's handlers need only the service's answer."""
-
-    def classify(self, text):
-        return SentimentResult({"negative": 0.9, "positive": 0.1}, "negative", [(text, 1.0)], ["A notice."])
-
-    def explain(self, text, method):
-        raise NotImplementedError  # classify's handler is enough: explain's adds the note the same way
+def fake_classify(service, text):
+    """The tab's handler needs only the view's answer (explain's adds the note the same way)."""
+    return SentimentResult({"negative": 0.9, "positive": 0.1}, "negative", [(text, 1.0)], ["A notice."])
 
 
 def test_the_note_appears_under_short_text_only(results: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(tab, "TRUST_NOTE", tab.read_trust_note(results))
+    monkeypatch.setattr(sentiment, "classify", fake_classify)
     short = "Not bad at all."
     long = "A slow start, but the second half of this film builds into something I did not expect, " \
            "with a cast that makes every scene count."
     assert len(long.split()) >= tab.SHORT_TEXT_WORDS > len(short.split())
-    notice = tab.classify(FakeService(), short)[2]
+    notice = tab.classify(None, short)[2]
     assert notice.splitlines() == ["- ℹ️ A notice.", f"- ℹ️ {tab.TRUST_NOTE}"] and "(99%)" in notice
-    assert tab.classify(FakeService(), long)[2] == "- ℹ️ A notice."
+    assert tab.classify(None, long)[2] == "- ℹ️ A notice."

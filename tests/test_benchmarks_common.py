@@ -15,7 +15,7 @@ import torch
 import benchmarks
 from benchmarks import explain_speed, service_device
 from benchmarks.common import RESULTS, SEED, VAL_SIZE, benchmark_parser, parse, timings, write_json
-from demo.inference import PRECISION_ENV
+from demo.serving import PRECISION_ENV
 from demo.tiny import make_tiny_checkpoints, shared_tiny_checkpoints
 from training.heldout import add_held_out_arguments
 from training.task import TaskOptions

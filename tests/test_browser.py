@@ -36,9 +36,11 @@ if not CHROMIUM.exists():
     pytest.skip("no Chromium at /usr/bin/chromium", allow_module_level=True)
 
 from demo.app import build_app, launch  # noqa: E402
-from demo.inference import DemoService  # noqa: E402
+from demo.serving import DemoService  # noqa: E402
 from demo.text import METHOD_NAMES  # noqa: E402
 from demo.tiny import REPO_ROOT, make_tiny_checkpoints, shared_tiny_checkpoints  # noqa: E402
+from demo.views import chat as chat_view  # noqa: E402
+from demo.views.chat import continue_text  # noqa: E402
 from storage import SHIPPED_SNAPSHOTS, SNAPSHOTS_DIR  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
@@ -394,7 +396,7 @@ def paused_stream(service: DemoService, monkeypatch, tokens: int) -> threading.E
     """The chat's model, made slow: the stream shows `tokens` tokens, then waits for the returned
     event (or the timeout) before the next, so that a test can act while it is still open."""
     resume = threading.Event()
-    stream = service.stream_continuation
+    stream = chat_view.stream_continuation
 
     def slow(*args, **kwargs):
         for i, update in enumerate(stream(*args, **kwargs)):
@@ -402,7 +404,7 @@ def paused_stream(service: DemoService, monkeypatch, tokens: int) -> threading.E
                 resume.wait(TIMEOUT_MS / 1000)
             yield update
 
-    monkeypatch.setattr(service, "stream_continuation", slow)
+    monkeypatch.setattr(chat_view, "stream_continuation", slow)
     return resume
 
 
@@ -491,14 +493,14 @@ def test_chat_keeps_text_typed_during_a_stream_and_continue_sends_it(page, servi
         .join('|') === 'This movie was|And the ending'""", arg=USER_MESSAGES)  # the second exchange started
     page.locator("#chat-notice").get_by_text("Done:").wait_for()
     assert page.locator(USER_MESSAGES).count() == 2 and box.input_value() == ""
-    first = service.continue_text("This movie was", max_new_tokens=60, temperature=0.8, top_k=40, top_p=0.95, seed=2)
+    first = continue_text(service, "This movie was", max_new_tokens=60, temperature=0.8, top_k=40, top_p=0.95, seed=2)
     assert page.locator(BOT_MESSAGES).first.inner_text().strip() == ("…" + first.text).strip()  # the whole reply
     assert_no_error_box(page)
 
 
 def reply_of(service: DemoService, opening: str, seed: int) -> str:
     """The bubble `start_chat`'s settings give `opening` with `seed`: the whole reply."""
-    reply = service.continue_text(opening, max_new_tokens=60, temperature=0.8, top_k=40, top_p=0.95, seed=seed)
+    reply = continue_text(service, opening, max_new_tokens=60, temperature=0.8, top_k=40, top_p=0.95, seed=seed)
     return ("…" + reply.text).strip()
 
 

@@ -100,8 +100,10 @@ def test_the_app_shows_a_causal_encoder_masked_and_explains_it(tmp_path):
     import json
     import shutil
 
-    from demo.inference import DemoService
+    from demo.serving import DemoService
     from demo.tiny import shared_tiny_checkpoints
+    from demo.views.attention import attention_view
+    from demo.views.sentiment import explain
     from inspection import METHODS
 
     ckpt = tmp_path / "ckpt"
@@ -111,10 +113,10 @@ def test_the_app_shows_a_causal_encoder_masked_and_explains_it(tmp_path):
     config_path.write_text(json.dumps({**config, "causal_encoder": True}))
     service = DemoService(ckpt, device="cpu")
     assert service.sentiment.model.config.causal_encoder
-    result = service.attention("The film was not bad at all, I liked it.", "encoder_self", 1)
+    result = attention_view(service, "The film was not bad at all, I liked it.", "encoder_self", 1)
     assert result.causal and "masked" in result.title
     upper = np.triu(np.ones(result.all_weights.shape[-2:], dtype=bool), 1)
     assert (result.all_weights[..., upper] == 0).all()
     for method in METHODS:
-        explanation = service.explain("The film was not bad at all, I liked it.", method)
+        explanation = explain(service, "The film was not bad at all, I liked it.", method)
         assert explanation is not None

@@ -1,14 +1,13 @@
-"""Side by side (`demo.compare`): both versions' probabilities and scores are the library's, for
+"""Side by side (`demo.views.compare`): both versions' probabilities and scores are the library's, for
 the same label; the alignment keeps every token of both in order; hostile input gets a message."""
 
 import pytest
 import torch
 
-from demo.compare import MINIMAL_PAIRS, align, compare
-from demo.inference import DemoService
-from demo.inputs import DemoError
+from demo.serving import DemoError, DemoService
 from demo.tabs import compare_panel
 from demo.tiny import shared_tiny_checkpoints
+from demo.views.compare import MINIMAL_PAIRS, align, compare
 from inspection import attribute
 from model import autocast
 
@@ -30,7 +29,7 @@ def test_align_pairs_shared_tokens_and_keeps_every_token() -> None:
 @pytest.mark.parametrize("pair", list(MINIMAL_PAIRS))
 def test_both_versions_are_explained_for_the_first_label(service: DemoService, pair: str, served_atol) -> None:
     text_a, text_b = MINIMAL_PAIRS[pair]
-    c = service.compare_reviews(text_a, text_b, "grad_x_input")
+    c = compare(service, text_a, text_b, "grad_x_input")
     model, tok = service.sentiment.require()
     candidates = [tok.encode(w) for w in model.config.labels]
     ids_a = torch.tensor([[*tok.encode(text_a), tok.eos_id]])
@@ -54,7 +53,7 @@ def test_the_panel_and_hostile_input(service: DemoService) -> None:
                                   ("fine", None, "occlusion", "The second version"),
                                   ("fine", "good", "magic", "Unknown explanation method")]:
         with pytest.raises(DemoError, match=message):
-            compare(service.sentiment, a, b, method)
+            compare(service, a, b, method)
     *_, notice = compare_panel.compare(service, "x" * 20_001, "ok", "random")
     assert "The first version: The text was cut" in notice
     outputs = compare_panel.compare(service, "ok", "", "random")

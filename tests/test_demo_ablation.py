@@ -1,15 +1,13 @@
-"""The app's head ablation (`demo.ablation` through `DemoService`): the numbers are the library's,
+"""The app's head ablation (`demo.views.ablation` through `DemoService`): the numbers are the library's,
 the shared model is never left ablated, and hostile input gets a message, not a stack trace."""
 
 import pytest
 import torch
 
-from demo.ablation import parse_heads
-from demo.checkpoint import LM, SENTIMENT
-from demo.inference import DemoService
-from demo.inputs import DemoError
+from demo.serving import LM, SENTIMENT, DemoError, DemoService
 from demo.tabs import ablation_panel
 from demo.tiny import shared_tiny_checkpoints
+from demo.views.ablation import ablate_heads, head_names, parse_heads, rank_heads
 from inspection import Head, ablate
 
 
@@ -19,8 +17,8 @@ def service() -> DemoService:
 
 
 def test_head_names_cover_every_head(service: DemoService) -> None:
-    assert service.head_names(LM) == ["L1 H1", "L1 H2", "L2 H1", "L2 H2"]
-    names = service.head_names(SENTIMENT)
+    assert head_names(service, LM) == ["L1 H1", "L1 H2", "L2 H1", "L2 H2"]
+    names = head_names(service, SENTIMENT)
     assert names[:2] == ["enc L1 H1", "enc L1 H2"] and "cross L2 H2" in names and "dec L1 H1" in names
     assert len(names) == 2 * 2 + 2 * 2 + 2 * 2
     assert parse_heads(service.sentiment, "Cross l2 h1, enc L1 H2") == [Head("cross", 1, 0), Head("encoder_self", 0, 1)]
@@ -28,7 +26,7 @@ def test_head_names_cover_every_head(service: DemoService) -> None:
 
 def test_knocking_out_matches_the_library_and_leaves_the_served_model_alone(service: DemoService) -> None:
     text = "The movie was not bad at all"
-    result = service.ablate(LM, text, ["L2 H1", "L1 H2"], "mean")
+    result = ablate_heads(service, LM, text, ["L2 H1", "L1 H2"], "mean")
     model, tok = service.lm.require()
     ids = torch.tensor([[tok.bos_id, *tok.encode(text)]])
     with torch.inference_mode():
@@ -42,7 +40,7 @@ def test_knocking_out_matches_the_library_and_leaves_the_served_model_alone(serv
 
 
 def test_ranking_lists_every_head_by_effect(service: DemoService) -> None:
-    ranking = service.rank_heads(SENTIMENT, "A wonderful film, but far too long.", "zero")
+    ranking = rank_heads(service, SENTIMENT, "A wonderful film, but far too long.", "zero")
     assert len(ranking.rows) == 12 and ranking.prediction.startswith("P(")
     deltas = [abs(r.delta) for r in ranking.rows]
     assert deltas == sorted(deltas, reverse=True)
@@ -52,19 +50,19 @@ def test_ranking_lists_every_head_by_effect(service: DemoService) -> None:
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda s: s.ablate(LM, "", ["L1 H1"]), "Type some text"),
-    (lambda s: s.ablate(SENTIMENT, "   ", ["enc L1 H1"]), "review"),
-    (lambda s: s.ablate(LM, "Fine.", ["L9 H1"]), "no head"),
-    (lambda s: s.ablate(LM, "Fine.", ["L1 H0"]), "no head"),
-    (lambda s: s.ablate(LM, "Fine.", ["L-1 H1"]), "no head"),
-    (lambda s: s.ablate(SENTIMENT, "Fine.", ["L1 H1"]), "no head"),  # the sentiment model's heads need a kind
-    (lambda s: s.ablate(LM, "Fine.", []), "Pick at least one head"),
-    (lambda s: s.ablate(LM, "Fine.", None), "Pick at least one head"),
-    (lambda s: s.ablate(LM, "Fine.", 12), "Pick at least one head"),
-    (lambda s: s.ablate(LM, "Fine.", ["L1 H1"], "noise"), "Unknown ablation"),
-    (lambda s: s.ablate("gpt", "Fine.", ["L1 H1"]), "Unknown model"),
-    (lambda s: s.rank_heads(LM, None), "Type some text"),
-    (lambda s: s.rank_heads(SENTIMENT, "ok", "zero\x00"), "Unknown ablation"),
+    (lambda s: ablate_heads(s, LM, "", ["L1 H1"]), "Type some text"),
+    (lambda s: ablate_heads(s, SENTIMENT, "   ", ["enc L1 H1"]), "review"),
+    (lambda s: ablate_heads(s, LM, "Fine.", ["L9 H1"]), "no head"),
+    (lambda s: ablate_heads(s, LM, "Fine.", ["L1 H0"]), "no head"),
+    (lambda s: ablate_heads(s, LM, "Fine.", ["L-1 H1"]), "no head"),
+    (lambda s: ablate_heads(s, SENTIMENT, "Fine.", ["L1 H1"]), "no head"),  # the sentiment model's heads need a kind
+    (lambda s: ablate_heads(s, LM, "Fine.", []), "Pick at least one head"),
+    (lambda s: ablate_heads(s, LM, "Fine.", None), "Pick at least one head"),
+    (lambda s: ablate_heads(s, LM, "Fine.", 12), "Pick at least one head"),
+    (lambda s: ablate_heads(s, LM, "Fine.", ["L1 H1"], "noise"), "Unknown ablation"),
+    (lambda s: ablate_heads(s, "gpt", "Fine.", ["L1 H1"]), "Unknown model"),
+    (lambda s: rank_heads(s, LM, None), "Type some text"),
+    (lambda s: rank_heads(s, SENTIMENT, "ok", "zero\x00"), "Unknown ablation"),
 ])
 def test_hostile_input_gets_a_message(service: DemoService, call, message: str) -> None:
     with pytest.raises(DemoError, match=message):
@@ -73,8 +71,8 @@ def test_hostile_input_gets_a_message(service: DemoService, call, message: str) 
 
 def test_20k_characters_are_cut_and_said(service: DemoService) -> None:
     text = "great acting but a dull plot " * 700  # 20,300 characters
-    result = service.ablate(SENTIMENT, text, "enc L1 H1, cross L1 H2")
+    result = ablate_heads(service, SENTIMENT, text, "enc L1 H1, cross L1 H2")
     assert any("cut" in n for n in result.notices) and any("only the first" in n for n in result.notices)
-    ranking = service.rank_heads(LM, text, "mean")
+    ranking = rank_heads(service, LM, text, "mean")
     assert any("reads the last" in n for n in ranking.notices) and len(ranking.rows) == 4
     assert "ℹ️" in ablation_panel.knock_out(service, "", LM, ["L1 H1"], "zero")

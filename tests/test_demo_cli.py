@@ -13,10 +13,11 @@ import pytest
 
 from benchmarks.app_startup import free_port, start_server, stop_server, wait_ready
 from demo.app import DEFAULT_CHECKPOINTS, build_app, parse_args
-from demo.checkpoint import LM, SENTIMENT
-from demo.inference import DemoService
+from demo.serving import LM, SENTIMENT, DemoService
 from demo.tabs.about import developers_markdown
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
+from demo.views.chat import continue_text
+from demo.views.sentiment import classify
 from storage import SNAPSHOTS_DIR
 
 
@@ -88,8 +89,8 @@ def test_lm_and_sentiment_paths_serve_those_models(tmp_path) -> None:
     service = DemoService(args.checkpoints, "cpu", models={LM: args.lm, SENTIMENT: args.sentiment})
     assert service.lm.ready and service.sentiment.ready and service.tokenizer is service.lm.tokenizer
     assert (service.lm.location, service.sentiment.location) == ("runs/x", "runs/y")
-    assert service.continue_text("This movie was", max_new_tokens=3, temperature=0).text
-    assert service.classify("A fine film.").label in ("negative", "positive")
+    assert continue_text(service, "This movie was", max_new_tokens=3, temperature=0).text
+    assert classify(service, "A fine film.").label in ("negative", "positive")
     assert service.snapshots is not None and service.snapshots.location == f"x/{SNAPSHOTS_DIR}"
     developers = developers_markdown(service)  # where each model comes from: About's developer section
     assert "runs/x" in developers and "runs/y" in developers

@@ -1,4 +1,5 @@
-"""Unit tests of `demo.inference.DemoService` and the per-tab logic it runs (and the plots) on a tiny random checkpoint.
+"""Unit tests of `demo.serving.DemoService` and the views' logic it serves (and the plots) on a tiny random
+checkpoint.
 
 No server here: each tab's logic is plain Python, tested directly, including every robustness
 rule (empty input, long input, any Unicode, out-of-range settings, missing/broken checkpoints).
@@ -14,12 +15,13 @@ import pytest
 import torch
 
 from demo import plots
-from demo.attention import MAX_ATTENTION_TOKENS
-from demo.chat import MAX_NEW_TOKENS, MIN_TOP_P
-from demo.inference import DemoService, serving_device
-from demo.inputs import MAX_INPUT_CHARS, DemoError, scrub_paths, visitor_text
-from demo.sentiment import merge_spans, review_source
+from demo.serving import MAX_INPUT_CHARS, DemoError, DemoService, scrub_paths, serving_device, visitor_text
 from demo.tiny import shared_tiny_checkpoints
+from demo.views.attention import MAX_ATTENTION_TOKENS, attention_kinds, attention_shape, attention_view, served
+from demo.views.chat import MAX_NEW_TOKENS, MIN_TOP_P, continue_text, generation_config, stream_continuation
+from demo.views.lens import lens_view
+from demo.views.sentiment import classify, explain, merge_spans, review_source
+from demo.views.tokens import tokenize
 from model import autocast
 from storage import IN_PROGRESS_NAME
 from tokenization import Piece, clean_text, read_review, token_label, visible
@@ -74,14 +76,14 @@ def test_missing_checkpoints_give_friendly_errors(tmp_path: Path) -> None:
     assert [info.status for info in service.checkpoints] == ["missing", "missing"]
     assert any("No checkpoints directory" in n for n in service.notices)
     with pytest.raises(DemoError, match="language model is not available"):
-        next(service.stream_continuation("This movie was"))
+        next(stream_continuation(service, "This movie was"))
     with pytest.raises(DemoError, match="sentiment model is not available"):
-        service.classify("great")
+        classify(service, "great")
     with pytest.raises(DemoError):
-        service.attention("great", "lm_self")
+        attention_view(service, "great", "lm_self")
     with pytest.raises(DemoError, match="No tokenizer"):
-        service.tokenize("great")
-    assert service.attention_kinds() == []
+        tokenize(service, "great")
+    assert attention_kinds(service) == []
 
 
 def test_untrained_and_broken_checkpoints(ckpt: Path, tmp_path: Path) -> None:
@@ -95,7 +97,7 @@ def test_untrained_and_broken_checkpoints(ckpt: Path, tmp_path: Path) -> None:
     assert service.sentiment.status == "error"
     assert "not valid JSON" in service.sentiment.message
     assert str(tmp_path) not in service.sentiment.message  # no absolute path in the UI
-    assert service.sentiment.model is None and service.attention_kinds() == [("LM self-attention (masked)", "lm_self")]
+    assert service.sentiment.model is None and attention_kinds(service) == [("LM self-attention (masked)", "lm_self")]
 
 
 def test_a_checkpoint_still_being_trained_is_refused(ckpt: Path, tmp_path: Path) -> None:
@@ -106,7 +108,7 @@ def test_a_checkpoint_still_being_trained_is_refused(ckpt: Path, tmp_path: Path)
     assert service.lm.status == "error" and service.lm.model is None and service.sentiment.ready
     assert "still being written by a training run" in service.lm.message and str(tmp_path) not in service.lm.message
     with pytest.raises(DemoError, match="language model is not available: `ckpts/lm/` is still being written"):
-        service.continue_text("This movie was")
+        continue_text(service, "This movie was")
 
 
 def test_tokenizer_model_mismatch_is_reported(ckpt: Path, tmp_path: Path) -> None:
@@ -153,10 +155,10 @@ def test_scrub_paths() -> None:
 
 
 def test_inputs_are_cleaned_like_the_training_data(service: DemoService) -> None:
-    result = service.classify("  Great film.<br /><br />Loved it.  ")
+    result = classify(service, "  Great film.<br /><br />Loved it.  ")
     assert "".join(s for s, _ in result.highlights) == "Great film.\n\nLoved it."
-    a = service.continue_text("This movie was <br />", max_new_tokens=3, temperature=0)
-    b = service.continue_text("This movie was", max_new_tokens=3, temperature=0)
+    a = continue_text(service, "This movie was <br />", max_new_tokens=3, temperature=0)
+    b = continue_text(service, "This movie was", max_new_tokens=3, temperature=0)
     assert a.text == b.text
 
 
@@ -192,6 +194,12 @@ def test_merge_spans_leaves_skipped_and_cut_text_unscored() -> None:
 # -- chat -------------------------------------------------------------------------------------
 
 
+def vocab_and_eos(service: DemoService) -> tuple[int, int]:
+    """What `generation_config` reads of the served LM."""
+    config = service.lm.model.config
+    return config.vocab_size, config.eos_token_id
+
+
 @pytest.mark.parametrize(("settings", "expected", "notice"), [
     ({"temperature": 0}, {"temperature": 0.0}, "greedy"),
     ({"temperature": -3}, {"temperature": 0.0}, "greedy"),
@@ -215,7 +223,7 @@ def test_merge_spans_leaves_skipped_and_cut_text_unscored() -> None:
     ({"max_new_tokens": float("-inf"), "seed": float("inf")}, {"max_new_tokens": 1}, "at least 1"),
 ])
 def test_generation_settings_are_clamped_and_explained(service, settings, expected, notice) -> None:
-    config, notices = service.generation_config(**settings)  # never raises
+    config, notices = generation_config(*vocab_and_eos(service), **settings)  # never raises
     for key, value in expected.items():
         assert getattr(config, key) == value
     if notice is None:
@@ -225,12 +233,12 @@ def test_generation_settings_are_clamped_and_explained(service, settings, expect
 
 
 def test_random_seed_when_negative(service: DemoService) -> None:
-    config, _ = service.generation_config(seed=-1)
+    config, _ = generation_config(*vocab_and_eos(service), seed=-1)
     assert config.seed is not None and config.seed >= 0
 
 
 def test_stream_yields_every_token_with_probabilities(service: DemoService) -> None:
-    updates = list(service.stream_continuation("This movie was", max_new_tokens=8, temperature=0.8, seed=3))
+    updates = list(stream_continuation(service, "This movie was", max_new_tokens=8, temperature=0.8, seed=3))
     assert updates[-1].done and not any(u.done for u in updates[:-1])
     final = updates[-1]
     assert len(final.steps) == 8 and len(updates) == 9  # one update per token, then the final one
@@ -241,37 +249,37 @@ def test_stream_yields_every_token_with_probabilities(service: DemoService) -> N
         assert len(probs) == 5 and probs == sorted(probs, reverse=True)
     tok = service.lm.tokenizer
     ids = tok.encode("This movie was")
-    expected = service.lm.model.generate(torch.tensor([[tok.bos_id, *ids]]), service.generation_config(
-        max_new_tokens=8, temperature=0.8, seed=3)[0])
+    expected = service.lm.model.generate(torch.tensor([[tok.bos_id, *ids]]), generation_config(
+        *vocab_and_eos(service), max_new_tokens=8, temperature=0.8, seed=3)[0])
     assert final.text == tok.decode(expected)  # same tokens as the model's own generate()
 
 
 def test_seed_makes_sampling_reproducible(service: DemoService) -> None:
-    a = service.continue_text("The plot", max_new_tokens=12, temperature=1.0, top_k=50, top_p=0.9, seed=7)
-    b = service.continue_text("The plot", max_new_tokens=12, temperature=1.0, top_k=50, top_p=0.9, seed=7)
+    a = continue_text(service, "The plot", max_new_tokens=12, temperature=1.0, top_k=50, top_p=0.9, seed=7)
+    b = continue_text(service, "The plot", max_new_tokens=12, temperature=1.0, top_k=50, top_p=0.9, seed=7)
     assert a.text == b.text and a.seed == 7
 
 
 def test_greedy_picks_the_most_likely_token(service: DemoService) -> None:
-    update = service.continue_text("I loved", max_new_tokens=5, temperature=0)
+    update = continue_text(service, "I loved", max_new_tokens=5, temperature=0)
     for step in update.steps:
         assert step.token == step.alternatives[0][0]
 
 
 def test_long_prompt_is_truncated_with_notice(service: DemoService) -> None:
     block = service.lm.model.config.block_size
-    update = service.continue_text("word " * (3 * block), max_new_tokens=10, temperature=0)
+    update = continue_text(service, "word " * (3 * block), max_new_tokens=10, temperature=0)
     assert any("sees only the last" in n for n in update.notices)
     assert len(update.steps) == 10
 
 
 def test_end_of_text_stops_generation(service: DemoService, monkeypatch) -> None:
-    first = service.continue_text("This movie was", max_new_tokens=1, temperature=0).steps[0]
+    first = continue_text(service, "This movie was", max_new_tokens=1, temperature=0).steps[0]
     first_id = service.lm.tokenizer.encode(first.token)[0] if not first.token.startswith("⟨") else None
     if first_id is None:
         pytest.skip("first greedy token is a partial byte")
     monkeypatch.setattr(service.lm.model.config, "eos_token_id", first_id)
-    update = service.continue_text("This movie was", max_new_tokens=10, temperature=0)
+    update = continue_text(service, "This movie was", max_new_tokens=10, temperature=0)
     assert update.steps == [] and update.done
     assert any("ended the review" in n for n in update.notices)
 
@@ -279,24 +287,24 @@ def test_end_of_text_stops_generation(service: DemoService, monkeypatch) -> None
 @pytest.mark.parametrize("text", ["", "   ", "\n\t ", None])
 def test_empty_input_is_a_friendly_error(service: DemoService, text) -> None:
     with pytest.raises(DemoError, match="first"):
-        next(service.stream_continuation(text))
+        next(stream_continuation(service, text))
     with pytest.raises(DemoError, match="first"):
-        service.classify(text)
+        classify(service, text)
     with pytest.raises(DemoError, match="first"):
-        service.attention(text, "lm_self")
+        attention_view(service, text, "lm_self")
 
 
 @pytest.mark.parametrize("text", UNICODE)
 def test_any_unicode_works_everywhere(service: DemoService, text: str) -> None:
-    update = service.continue_text(text, max_new_tokens=3, temperature=0)
+    update = continue_text(service, text, max_new_tokens=3, temperature=0)
     assert update.done and len(update.steps) <= 3  # a random model may end at once
-    result = service.classify(text)
+    result = classify(service, text)
     assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
     cleaned = clean_text(visitor_text(text)[0])
     assert "".join(s for s, _ in result.highlights) == cleaned  # segments tile the text exactly
     for kind in ("lm_self", "encoder_self", "cross", "decoder_self"):
-        assert service.attention(text, kind).weights.size > 0
-    assert service.tokenize(text).count > 0
+        assert attention_view(service, text, kind).weights.size > 0
+    assert tokenize(service, text).count > 0
 
 
 # -- sentiment --------------------------------------------------------------------------------
@@ -304,7 +312,7 @@ def test_any_unicode_works_everywhere(service: DemoService, text: str) -> None:
 
 def test_classify(service: DemoService) -> None:
     text = "A wonderful film, I loved the acting."
-    result = service.classify(text)
+    result = classify(service, text)
     assert list(result.probabilities) == ["negative", "positive"]
     assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
     assert result.label == max(result.probabilities, key=result.probabilities.get)
@@ -315,14 +323,14 @@ def test_classify(service: DemoService) -> None:
 
 
 def test_the_deletion_test_measures_the_method_against_as_many_random_tokens(service: DemoService) -> None:
-    from demo.sentiment import DELETION_FRACTIONS
+    from demo.views.sentiment import DELETION_FRACTIONS
     from inspection import top_count
 
     text = "A wonderful, moving film with a clever story. Loved it, and I will watch it again!"
-    result = service.explain(text, "occlusion")
+    result = explain(service, text, "occlusion")
     assert [(f, c) for f, c, _, _ in result.deletion] == [(f, top_count(f, result.tokens)) for f in DELETION_FRACTIONS]
     assert all(0 <= p <= 1 and 0 <= q <= 1 for *_, p, q in result.deletion)
-    floor = service.explain(text, "random")  # random against random: the same tokens, the same probabilities
+    floor = explain(service, text, "random")  # random against random: the same tokens, the same probabilities
     assert all(p == q for *_, p, q in floor.deletion)
 
 
@@ -333,12 +341,12 @@ def test_classify_matches_score_candidates(service: DemoService, served_atol) ->
     with autocast(service.device, service.precision):  # like with like: the service's own precision
         scores = model.score_candidates(src, [tok.encode(label) for label in model.config.labels])
     expected = scores.softmax(-1)[0].tolist()
-    assert list(service.classify(text).probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
+    assert list(classify(service, text).probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
 
 def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
     text = ("great acting and a boring plot. " * 100).strip()
-    result = service.classify(text)
+    result = classify(service, text)
     assert any("only the first" in n for n in result.notices)
     assert "".join(s for s, _ in result.highlights) == text
     assert result.highlights[-1][1] is None  # the unread rest, unhighlighted
@@ -348,7 +356,7 @@ def test_head_and_tail_truncation_reads_what_training_read(service: DemoService,
     model, tok = service.sentiment.model, service.sentiment.tokenizer
     monkeypatch.setattr(model.config, "src_keep_tail", 8)
     text = "great acting and a boring plot. " * 30 + "In the end I loved it."
-    result = service.classify(text)
+    result = classify(service, text)
     assert any(f"only the first {model.config.max_src_len - 9} and the last 8 are read" in n for n in result.notices)
     assert "".join(s for s, _ in result.highlights) == text
     scored = [w is not None for _, w in result.highlights]
@@ -386,8 +394,8 @@ def test_training_and_serving_read_a_review_alike(service: DemoService, monkeypa
 
 @pytest.mark.parametrize("kind", ["lm_self", "encoder_self", "cross", "decoder_self"])
 def test_attention_shapes(service: DemoService, kind: str) -> None:
-    result = service.attention("The movie was not bad at all.", kind, layer=1)
-    n_heads = service.attention_shape(kind)[1]
+    result = attention_view(service, "The movie was not bad at all.", kind, layer=1)
+    n_heads = attention_shape(served(service, kind), kind)[1]
     assert result.weights.shape == (n_heads, len(result.query_tokens), len(result.key_tokens))
     assert result.layer == 1 and result.n_heads == n_heads
     np.testing.assert_allclose(result.weights.sum(-1), 1.0, atol=1e-5)
@@ -405,25 +413,25 @@ def test_attention_shapes(service: DemoService, kind: str) -> None:
 
 
 def test_attention_clamps_layer_and_rejects_unknown_kind(service: DemoService) -> None:
-    result = service.attention("good film", "lm_self", layer=99)
+    result = attention_view(service, "good film", "lm_self", layer=99)
     assert result.layer == result.n_layers - 1 and any("does not exist" in n for n in result.notices)
-    assert service.attention("good film", "lm_self", layer="nonsense").layer == 0
-    assert service.attention("good film", "lm_self", layer=float("inf")).layer == result.n_layers - 1
-    assert service.attention("good film", "lm_self", layer=-(10**400)).layer == 0
+    assert attention_view(service, "good film", "lm_self", layer="nonsense").layer == 0
+    assert attention_view(service, "good film", "lm_self", layer=float("inf")).layer == result.n_layers - 1
+    assert attention_view(service, "good film", "lm_self", layer=-(10**400)).layer == 0
     with pytest.raises(DemoError, match="Unknown attention kind"):
-        service.attention("good film", "no_such_kind")
+        attention_view(service, "good film", "no_such_kind")
 
 
 def test_attention_caps_long_text(service: DemoService) -> None:
-    result = service.attention("word " * 500, "lm_self")
+    result = attention_view(service, "word " * 500, "lm_self")
     assert len(result.query_tokens) == MAX_ATTENTION_TOKENS
     assert any("shows the first" in n for n in result.notices)
-    result = service.attention("word " * 500, "encoder_self")
+    result = attention_view(service, "word " * 500, "encoder_self")
     assert len(result.key_tokens) <= MAX_ATTENTION_TOKENS and result.notices
 
 
 def test_heatmap_masks_the_causal_triangle_and_hovers_tokens_and_weights(service: DemoService) -> None:
-    result = service.attention("The $5 movie, 日本 👍", "lm_self")
+    result = attention_view(service, "The $5 movie, 日本 👍", "lm_self")
     trace = plots.heatmap(result, head=plots.MEAN).data[0]
     n = len(result.query_tokens)
     upper = np.triu(np.ones((n, n), dtype=bool), k=1)
@@ -437,7 +445,7 @@ def test_heatmap_masks_the_causal_triangle_and_hovers_tokens_and_weights(service
 
 
 def test_overview_draws_every_layer_and_head_with_labels(service: DemoService) -> None:
-    result = service.attention("good film, bad ending", "encoder_self", layer=1)
+    result = attention_view(service, "good film, bad ending", "encoder_self", layer=1)
     pictures = plots.overview(result)
     n_layers, n_heads, t_q, t_k = result.all_weights.shape
     assert [c for _, c in pictures] == [f"layer {i + 1} · head {h + 1}" for i in range(n_layers)
@@ -456,12 +464,12 @@ def test_overview_draws_every_layer_and_head_with_labels(service: DemoService) -
 
 def test_the_heatmap_keeps_one_colour_scale(service: DemoService) -> None:
     for head in (plots.MEAN, 0):  # a head's map and the mean's: the same scale, weight 0 to 1
-        trace = plots.heatmap(service.attention("good film", "lm_self"), head).data[0]
+        trace = plots.heatmap(attention_view(service, "good film", "lm_self"), head).data[0]
         assert (trace.zmin, trace.zmax) == (0.0, 1.0)
 
 
 def test_select_head(service: DemoService) -> None:
-    result = service.attention("good film", "encoder_self")
+    result = attention_view(service, "good film", "encoder_self")
     mean, title = plots.select_head(result, plots.MEAN)
     np.testing.assert_allclose(mean, result.weights.mean(0))
     assert "mean" in title
@@ -476,14 +484,14 @@ def test_select_head(service: DemoService) -> None:
 
 def test_tokenize(service: DemoService) -> None:
     text = "Tokenization isn't magic!"
-    result = service.tokenize(text)
+    result = tokenize(service, text)
     assert [i for _, i in result.pieces] == service.tokenizer.encode(text)
     assert "".join(t for t, _ in result.pieces) == text
     assert result.count == len(result.pieces) and result.characters == len(text)
 
 
 def test_tokenize_caps_displayed_pieces(service: DemoService) -> None:
-    result = service.tokenize("x y " * 3000)
+    result = tokenize(service, "x y " * 3000)
     assert result.count > len(result.pieces) and result.notices
 
 
@@ -492,21 +500,21 @@ def test_tokenize_caps_displayed_pieces(service: DemoService) -> None:
 
 def test_concurrent_requests_give_the_same_answers(service: DemoService) -> None:
     texts = [f"review number {i}: great film" for i in range(4)]
-    expected = [service.continue_text(t, max_new_tokens=6, temperature=1.0, seed=i).text for i, t in enumerate(texts)]
+    expected = [continue_text(service, t, max_new_tokens=6, temperature=1.0, seed=i).text for i, t in enumerate(texts)]
     with ThreadPoolExecutor(4) as pool:
-        got = list(pool.map(lambda it: service.continue_text(it[1], max_new_tokens=6, temperature=1.0, seed=it[0]).text,
-                            enumerate(texts)))
-        probs = list(pool.map(lambda t: service.classify(t).probabilities, texts))
+        got = list(pool.map(lambda it: continue_text(service, it[1], max_new_tokens=6, temperature=1.0,
+                                                     seed=it[0]).text, enumerate(texts)))
+        probs = list(pool.map(lambda t: classify(service, t).probabilities, texts))
     assert got == expected
-    assert probs == [service.classify(t).probabilities for t in texts]
+    assert probs == [classify(service, t).probabilities for t in texts]
 
 
 # -- logit lens -------------------------------------------------------------------------------
 
 
 def test_logit_lens_of_a_continuation(service: DemoService, served_atol) -> None:
-    update = service.continue_text("This movie was", max_new_tokens=6, temperature=0)
-    view = service.logit_lens(update.token_ids, len(update.steps))
+    update = continue_text(service, "This movie was", max_new_tokens=6, temperature=0)
+    view = lens_view(service, update.token_ids, len(update.steps))
     n_layers = service.lm.model.config.n_layer
     assert view.layers == ["embeddings"] + [f"block {i + 1}" for i in range(n_layers)]
     assert view.tokens == [visible(s.token, show_spaces=True) for s in update.steps]
@@ -518,15 +526,15 @@ def test_logit_lens_of_a_continuation(service: DemoService, served_atol) -> None
     np.testing.assert_allclose(view.token_probs[-1], [s.prob for s in update.steps], rtol=atol, atol=atol)
     np.testing.assert_allclose(view.top_probs[-1, :, 0], [s.prob for s in update.steps], rtol=atol, atol=atol)
     with pytest.raises(DemoError, match="Generate a continuation first"):
-        service.logit_lens(update.token_ids, 0)
+        lens_view(service, update.token_ids, 0)
 
 
 def test_logit_lens_shows_the_last_generated_tokens(service: DemoService, monkeypatch) -> None:
-    from demo import lens
+    from demo.views import lens
 
     monkeypatch.setattr(lens, "MAX_LENS_POSITIONS", 4)
-    update = service.continue_text("This movie was", max_new_tokens=10, temperature=0)
-    view = service.logit_lens(update.token_ids, len(update.steps))
+    update = continue_text(service, "This movie was", max_new_tokens=10, temperature=0)
+    view = lens_view(service, update.token_ids, len(update.steps))
     assert view.tokens == [visible(s.token, show_spaces=True) for s in update.steps[-4:]]
     assert any("last 4 of the 10" in n for n in view.notices)
     table = plots.lens_html(view)

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from demo.app import parse_args
-from demo.inference import PRECISION_ENV, DemoService
+from demo.serving import PRECISION_ENV, DemoService
 from demo.tabs.about import developers_markdown
 from demo.tiny import shared_tiny_checkpoints
+from demo.views.attention import attention_view
+from demo.views.sentiment import classify, explain
 from inspection import METHODS
 
 REVIEW = "A slow start, but the acting is wonderful and the ending moved me."
@@ -45,14 +47,14 @@ def test_the_environment_and_the_argument_override_auto(ckpt: Path, monkeypatch:
 def test_bf16_answers_like_fp32(ckpt: Path) -> None:
     fp32 = DemoService(ckpt, device="cpu", precision="fp32")
     bf16 = DemoService(ckpt, device="cpu", precision="bf16")
-    a, b = fp32.classify(REVIEW), bf16.classify(REVIEW)
+    a, b = classify(fp32, REVIEW), classify(bf16, REVIEW)
     assert a.label == b.label and a.probabilities.keys() == b.probabilities.keys()
     assert math.fsum(b.probabilities.values()) == pytest.approx(1.0, abs=1e-5)  # summed in float32
     assert max(abs(a.probabilities[k] - b.probabilities[k]) for k in a.probabilities) < 0.02
     for method in METHODS:
-        x, y = fp32.explain(REVIEW, method), bf16.explain(REVIEW, method)
+        x, y = explain(fp32, REVIEW, method), explain(bf16, REVIEW, method)
         assert x.label == y.label and len(x.highlights) == len(y.highlights)
         assert all(w is None or math.isfinite(w) for _, w in y.highlights)
-    maps = bf16.attention(REVIEW, "lm_self", 0).all_weights
+    maps = attention_view(bf16, REVIEW, "lm_self", 0).all_weights
     assert maps.dtype == np.float32
-    np.testing.assert_allclose(maps, fp32.attention(REVIEW, "lm_self", 0).all_weights, atol=0.02)
+    np.testing.assert_allclose(maps, attention_view(fp32, REVIEW, "lm_self", 0).all_weights, atol=0.02)

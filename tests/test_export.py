@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from demo.compare import MINIMAL_PAIRS
 from demo.export import NOTHING, page, write_page
-from demo.inference import DemoService
-from demo.inputs import DemoError
+from demo.serving import DemoError, DemoService
 from demo.tabs import compare_panel
 from demo.tabs.export_panel import _value
 from demo.tiny import shared_tiny_checkpoints
+from demo.views.compare import MINIMAL_PAIRS
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]

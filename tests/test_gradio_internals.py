@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from gradio import blocks, queueing, state_holder
 
 from demo.app import DEFAULT_CHECKPOINTS
-from demo.sessions import LazySessionState, start_sessions_lazily
+from demo.serving.sessions import LazySessionState, start_sessions_lazily
 from demo.tabs.common import lenient
 from demo.tabs.export_panel import _value
 
@@ -31,7 +31,7 @@ def test_the_pin_is_the_space_cards_sdk_version_and_the_installed_one() -> None:
 
 
 def test_sessions_are_made_by_name_from_the_state_holder_module() -> None:
-    """demo/sessions.py swaps `state_holder.SessionState`: that works only while StateHolder looks the
+    """demo/serving/sessions.py swaps `state_holder.SessionState`: that works only while StateHolder looks the
     class up by its module-level name, and builds every config in __init__ from
     `blocks.default_config` and `config_for_block(k, [], block)` (which LazySessionState defers)."""
     gradios = LazySessionState.__base__  # Gradio's own class (the module's name may already be swapped)
@@ -45,7 +45,7 @@ def test_sessions_are_made_by_name_from_the_state_holder_module() -> None:
 
 
 def test_the_queue_still_polls_through_the_attributes_the_app_sets() -> None:
-    """demo/app.py `poll_by_load` sets `sleep_when_free` / `progress_update_sleep_when_free` and wraps
+    """demo/serving/queue.py `poll_by_load` sets `sleep_when_free` / `progress_update_sleep_when_free` and wraps
     `process_events` on the instance; the loops must still read them through `self` (the behaviour is
     tested in tests/test_app_client.py with a held chat)."""
     assert "self.sleep_when_free" in inspect.getsource(queueing.Queue.start_processing)

@@ -1,4 +1,4 @@
-"""The "Watch it learn" view (`demo.snapshots`) on the tiny checkpoint's three snapshots, checked
+"""The "Watch it learn" view (`demo.views.learning`) on the tiny checkpoint's three snapshots, checked
 against each snapshot model run directly; where the app finds snapshots; and shipping a run's
 snapshots within a size budget (`publishing.snapshots`)."""
 
@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from demo.inference import DemoService
-from demo.inputs import DemoError
-from demo.snapshots import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED
+from demo.serving import DemoError, DemoService
 from demo.tabs import learning as learning_tab
 from demo.tiny import TINY_SNAPSHOT_STEPS, make_tiny_checkpoints, shared_tiny_checkpoints
+from demo.views.learning import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED, learning_view
 from model import GenerationConfig, load_pretrained
 from publishing import snapshots as ship_snapshots
 from storage import IN_PROGRESS_NAME, SHIPPED_SNAPSHOTS, SNAPSHOTS_DIR, read_index
@@ -39,7 +38,7 @@ def test_the_served_lms_snapshots_are_found_in_step_order(service: DemoService):
 
 @pytest.mark.parametrize("i", range(len(TINY_SNAPSHOT_STEPS)))
 def test_each_snapshot_continues_predicts_and_attends_as_its_own_weights_do(service: DemoService, i: int):
-    view = service.learning(i, PROMPT)
+    view = learning_view(service, i, PROMPT)
     model, tok = snapshot_model(i), service.snapshots.tokenizer
     ids = [tok.bos_id, *tok.encode(PROMPT)]
     greedy = model.generate(torch.tensor([ids]), GenerationConfig(max_new_tokens=MAX_NEW_TOKENS, temperature=0,
@@ -62,10 +61,10 @@ def test_each_snapshot_continues_predicts_and_attends_as_its_own_weights_do(serv
 
 
 def test_the_snapshots_differ_and_a_sampled_draw_is_the_same_at_every_call(service: DemoService):
-    first, last = service.learning(0, PROMPT), service.learning(len(TINY_SNAPSHOT_STEPS) - 1, PROMPT)
+    first, last = learning_view(service, 0, PROMPT), learning_view(service, len(TINY_SNAPSHOT_STEPS) - 1, PROMPT)
     assert first.next_token != last.next_token  # other weights, other predictions
-    drawn = service.learning(1, PROMPT, sampled=True)
-    assert drawn.continuation == service.learning(1, PROMPT, sampled=True).continuation
+    drawn = learning_view(service, 1, PROMPT, sampled=True)
+    assert drawn.continuation == learning_view(service, 1, PROMPT, sampled=True).continuation
     model, tok = snapshot_model(1), service.snapshots.tokenizer
     cfg = GenerationConfig(max_new_tokens=MAX_NEW_TOKENS, eos_token_id=tok.eos_id, num_alternatives=5, **SAMPLED)
     out = model.generate(torch.tensor([[tok.bos_id, *tok.encode(PROMPT)]]), cfg)
@@ -73,13 +72,13 @@ def test_the_snapshots_differ_and_a_sampled_draw_is_the_same_at_every_call(servi
 
 
 def test_out_of_range_settings_are_clamped_and_explained(service: DemoService):
-    view = service.learning(99, PROMPT, layer=7)
+    view = learning_view(service, 99, PROMPT, layer=7)
     assert view.index == len(TINY_SNAPSHOT_STEPS) - 1 and view.attention.layer == 1
     assert any("showing the nearest" in n and "snapshots" in n for n in view.notices)
     assert any("Layer 7 does not exist" in n for n in view.notices)
     assert not any("greedy" in n for n in view.notices)  # the decoding radio says so already
     with pytest.raises(DemoError, match="Type the opening"):
-        service.learning(0, "   ")
+        learning_view(service, 0, "   ")
 
 
 def test_the_tab_handler_draws_every_view_and_says_what_the_step_is(service: DemoService):
@@ -96,7 +95,7 @@ def test_without_snapshots_the_view_says_so(tmp_path: Path):
     service = DemoService(folder, device="cpu")
     assert service.snapshots is None
     with pytest.raises(DemoError) as exc:
-        service.learning(0, PROMPT)
+        learning_view(service, 0, PROMPT)
     assert str(exc.value) == NO_SNAPSHOTS
 
 

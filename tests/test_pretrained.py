@@ -9,8 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 import model as lib
-from demo import snapshots
-from demo.checkpoint import LM, Checkpoint
+from demo.serving import LM, Checkpoint, snapshots
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 from storage import SHIPPED_SNAPSHOTS, read_index
 

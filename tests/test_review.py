@@ -85,4 +85,4 @@ def test_the_clean_up_is_called_by_the_review_owner_and_the_chat_alone():
     shows the visitor's cleaned text; everything else reads text through the owner."""
     calls = {str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
              if "tests" not in p.parts and "docs" not in p.parts and re.search(r"\bclean_text\(", p.read_text())}
-    assert calls == {"tokenization/review.py", "tokenization/text.py", "demo/chat.py", "demo/tabs/chat.py"}
+    assert calls == {"tokenization/review.py", "tokenization/text.py", "demo/views/chat.py", "demo/tabs/chat.py"}

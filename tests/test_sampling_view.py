@@ -1,14 +1,13 @@
-"""Sampling made visible (`demo.sampling`): the distribution shown for a chat step is the one the
+"""Sampling made visible (`demo.views.sampling`): the distribution shown for a chat step is the one the
 generator really drew from, checked by replaying the draws with the same seed, past the point
 where the window slides too."""
 
 import pytest
 import torch
 
-from demo.inference import DemoService
-from demo.inputs import DemoError
-from demo.sampling import sampling_view, step_logits
+from demo.serving import DemoError, DemoService
 from demo.tiny import shared_tiny_checkpoints
+from demo.views.sampling import sampling_view, step_logits
 from model import GenerationConfig, sampling_distribution
 
 SEED = 11
@@ -44,7 +43,7 @@ def test_the_shown_distribution_is_the_one_sampled_from(service: DemoService, ru
 def test_the_view_of_a_step(service: DemoService, run) -> None:
     token_ids, steps, config = run
     for n in (1, 30, 60):
-        view = sampling_view(service.lm, (token_ids, len(steps)), n, config.temperature, config.top_k, config.top_p)
+        view = sampling_view(service, (token_ids, len(steps)), n, config.temperature, config.top_k, config.top_p)
         expected = sampling_distribution(steps[n - 1].logits, config)
         drawn = next(r for r in view.rows if r.drawn)
         assert view.step == n and drawn.removed_by == "" and drawn.sampled > 0
@@ -62,12 +61,12 @@ def test_the_view_of_a_step(service: DemoService, run) -> None:
 
 def test_greedy_and_bad_requests(service: DemoService, run) -> None:
     token_ids, steps, _ = run
-    view = sampling_view(service.lm, (token_ids, len(steps)), 999, 0, None, None)
+    view = sampling_view(service, (token_ids, len(steps)), 999, 0, None, None)
     assert view.step == len(steps) and any("does not exist" in n for n in view.notices)
     assert any("greedy" in n for n in view.notices) and view.kept == 1
     for generated in (None, (), ([1, 2], 5), ([10**9], 1), "abc", ([1, 2, 3], 0)):
         with pytest.raises(DemoError, match="Generate a continuation first"):
-            sampling_view(service.lm, generated, 1)
+            sampling_view(service, generated, 1)
 
 
 @pytest.mark.filterwarnings("ignore:.*no_silent_downcasting", "ignore:The copy keyword is deprecated")

@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from demo import streaming
-from demo.streaming import paced, run_ahead
+from demo.serving import paced, run_ahead, streaming
 
 
 def gated(n: int, gate: threading.Event | None = None, produced: list | None = None, closed: threading.Event = None):
@@ -90,7 +89,7 @@ def test_closing_the_consumer_stops_and_closes_the_source() -> None:
 
 
 class Clock:
-    """`time.monotonic` and `time.sleep` for `demo.streaming`: time passes only when slept or spent."""
+    """`time.monotonic` and `time.sleep` for `demo.serving.streaming`: time passes only when slept or spent."""
 
     def __init__(self) -> None:
         self.now = 0.0

@@ -1,4 +1,4 @@
-"""Why this token? in the app: `demo.token_explain` on the tiny checkpoints, and the `/explain_token`
+"""Why this token? in the app: `demo.views.token_explain` on the tiny checkpoints, and the `/explain_token`
 endpoint driven through `gradio_client`, with ordinary and hostile input."""
 
 import socket
@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from demo.app import build_app, launch
-from demo.inference import DemoService
-from demo.inputs import DemoError
+from demo.serving import DemoError, DemoService
 from demo.tiny import shared_tiny_checkpoints
+from demo.views.chat import continue_text
+from demo.views.token_explain import explain_step, explain_text
 from inspection import METHODS, attribute_token
 
 gradio_client = pytest.importorskip("gradio_client")
@@ -44,7 +45,7 @@ def text_ids(service, text=TEXT) -> list[int]:
 @pytest.mark.parametrize("method", METHODS)
 def test_text_token_shades_every_earlier_token(service, method):
     ids = text_ids(service)
-    result = service.explain_token(TEXT, 5, method)
+    result = explain_text(service, TEXT, 5, method)
     scores = [s for _, s in result.highlights]
     assert len(result.highlights) == 6 and scores[-1] is None  # bos + 4 tokens, then the token itself
     assert all(-1 <= s <= 1 for s in scores[:-1]) and max(abs(s) for s in scores[:-1]) == pytest.approx(1)
@@ -53,18 +54,18 @@ def test_text_token_shades_every_earlier_token(service, method):
 
 
 def test_contrastive_summary_names_both_tokens(service):
-    result = service.explain_token(TEXT, 3, "grad_x_input", " terrible")
+    result = explain_text(service, TEXT, 3, "grad_x_input", " terrible")
     assert result.alternative is not None and result.alternative_probability is not None
     assert "rather than" in result.summary and "minus that of" in result.summary
     assert "by gradient × input" in result.summary
 
 
 def test_chat_step_is_explained_from_the_generators_window(service):
-    update = service.continue_text("This movie was", max_new_tokens=6, temperature=0.0, seed=1)
+    update = continue_text(service, "This movie was", max_new_tokens=6, temperature=0.0, seed=1)
     generated = (update.token_ids, len(update.steps))
     prompt_len = len(update.token_ids) - len(update.steps)
     for step in (1, len(update.steps)):
-        result = service.explain_step(generated, step, "occlusion")
+        result = explain_step(service, generated, step, "occlusion")
         assert len(result.highlights) == prompt_len + step  # every earlier token, then the token
         assert result.token.replace("␣", " ") == update.steps[step - 1].token
         assert result.probability == pytest.approx(update.steps[step - 1].prob, abs=1e-4)
@@ -104,17 +105,17 @@ def test_endpoint_long_text_reads_the_last_window(client, service):
 
 
 def test_chat_step_before_any_chat_or_out_of_range(service):
-    update = service.continue_text("This movie was", max_new_tokens=3, temperature=0.0, seed=1)
+    update = continue_text(service, "This movie was", max_new_tokens=3, temperature=0.0, seed=1)
     generated = (update.token_ids, len(update.steps))
     for state, step, message in [(None, 1, "Generate a continuation first"),
                                  (([1, 99_999], 1), 1, "Generate a continuation first"),
                                  (generated, 0, "pick 1..3"), (generated, 4, "pick 1..3")]:
         with pytest.raises(DemoError, match=message):
-            service.explain_step(state, step, "random")
+            explain_step(service, state, step, "random")
 
 
 def test_alternative_copied_from_the_table_reads_back(service):
     """The chat table shows " great" as "␣great": typed either way, the same token is contrasted."""
-    typed = service.explain_token(TEXT, 3, "grad_x_input", " great")
-    copied = service.explain_token(TEXT, 3, "grad_x_input", "␣great")
+    typed = explain_text(service, TEXT, 3, "grad_x_input", " great")
+    copied = explain_text(service, TEXT, 3, "grad_x_input", "␣great")
     assert copied.alternative == typed.alternative and copied.highlights == typed.highlights

@@ -1,4 +1,4 @@
-"""The "How it works" tour (`demo/tour.py`, `demo/tabs/tour.py`): every step's values against an
+"""The "How it works" tour (`demo/views/tour.py`, `demo/tabs/tour.py`): every step's values against an
 independent computation, the hand recomputations (a case that passes and a corrupted capture that
 fails and shows its notice), the code ranges, the toy, and bad input."""
 
@@ -11,16 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from demo import tour
-from demo.checkpoint import LM, SENTIMENT, Checkpoint
-from demo.inference import DemoService
-from demo.inputs import DemoError
-from demo.sentiment import labels_and_candidates
+from demo.serving import LM, SENTIMENT, Checkpoint, DemoError, DemoService
 from demo.tabs import tour as tour_tab
 from demo.text import TOY_NOTE
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
-from demo.tokens import EMPTY_TEXT
-from demo.toy import SHAPE, toy_checkpoint, toy_tokenizer
+from demo.views import tour
+from demo.views.sentiment import labels_and_candidates
+from demo.views.tokens import EMPTY_TEXT
+from demo.views.toy import SHAPE, toy_checkpoint, toy_tokenizer
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import source_ids
 
@@ -59,7 +57,7 @@ def lm_ids(service: DemoService, text: str) -> list[int]:
 
 @pytest.mark.parametrize("layer, head", [(0, 0), (1, 1)])
 def test_lm_steps_equal_an_independent_computation(service: DemoService, layer: int, head: int) -> None:
-    t = service.tour("This movie was", "lm", layer, head)
+    t = tour.tour(service, "This movie was", "lm", layer, head)
     steps = by_key(t)
     assert [s.key for s in t.steps] == LM_KEYS and len(t.steps) >= 14
     assert all(c.ok for s in t.steps for c in s.checks) and all(s.checks for s in t.steps if s.key in (
@@ -105,7 +103,7 @@ def test_masked_softmax_matches_the_seed_worked_example() -> None:
 def test_sampling_step_is_the_samplers_distribution_and_its_draw(service: DemoService) -> None:
     from model.generation import sampling_distribution, select_token
 
-    t = service.tour("The acting was", "lm")
+    t = tour.tour(service, "The acting was", "lm")
     step = by_key(t)["sampling"]
     with torch.inference_mode():
         logits = service.lm.model(torch.tensor([lm_ids(service, "The acting was")])).logits[0, -1]
@@ -179,7 +177,7 @@ def test_recording_sees_only_its_own_threads_calls(service: DemoService) -> None
 
 def test_sentiment_track_pads_masks_and_cross_attends(service: DemoService) -> None:
     text = "A wonderful film, I loved it."
-    t = service.tour(text, "sentiment", 1, 1)
+    t = tour.tour(service, text, "sentiment", 1, 1)
     steps = by_key(t)
     assert [s.key for s in t.steps] == SENTIMENT_KEYS and all(c.ok for s in t.steps for c in s.checks)
     model, tok = service.sentiment.require()
@@ -215,7 +213,7 @@ def test_a_causal_encoder_masks_the_future_too() -> None:
                                                 n_encoder_layer=1, n_decoder_layer=1, causal_encoder=True,
                                                 labels=["negative", "positive"], **SHAPE)).eval()
     ckpt = Checkpoint(SENTIMENT, "test", "ready", model=model, tokenizer=toy_tokenizer())
-    steps = by_key(tour.tour(ckpt, "this film was great"))
+    steps = by_key(tour.tour_of(ckpt, "this film was great"))
     assert all(c.ok for s in steps.values() for c in s.checks)
     masked = steps["padding_mask"].panels[0].masked
     assert masked[np.triu_indices(len(masked), 1)].all() and "causal mask" in steps["padding_mask"].explanation
@@ -227,7 +225,7 @@ def test_a_causal_encoder_masks_the_future_too() -> None:
 
 @pytest.mark.parametrize("model", [LM, SENTIMENT])
 def test_the_toy_is_small_enough_to_read_and_checks_like_the_real_model(service: DemoService, model: str) -> None:
-    t = service.tour("This movie was not good", model, 0, 1, toy=True)
+    t = tour.tour(service, "This movie was not good", model, 0, 1, toy=True)
     ckpt = toy_checkpoint(model)
     assert ckpt.model.config.d_model == 8 and ckpt.model.config.n_head == 2 and t.toy and TOY_NOTE in t.notices
     assert all(c.ok for s in t.steps for c in s.checks)
@@ -261,7 +259,7 @@ def test_every_step_shows_the_lines_of_its_computation_read_from_the_file() -> N
 
 
 def test_the_displayed_code_is_the_files_lines(service: DemoService) -> None:
-    step = by_key(service.tour("This movie was", "lm"))["scaling"]
+    step = by_key(tour.tour(service, "This movie was", "lm"))["scaling"]
     code = step.code()
     shown = tour_tab.code_markdown(step)
     assert f"`{code.path}:{code.first_line}" in shown
@@ -290,21 +288,21 @@ def test_a_code_entry_that_no_longer_matches_is_reported(monkeypatch) -> None:
 def test_bad_input_is_one_line(service: DemoService) -> None:
     for text in ("", "   ", None):
         with pytest.raises(DemoError, match=EMPTY_TEXT):
-            service.tour(text, "lm")
+            tour.tour(service, text, "lm")
     with pytest.raises(DemoError, match="Unknown model"):
-        service.tour("This movie was", "gpt-5")
-    long = service.tour("word " * 200, "lm", layer=99, head=-3)
+        tour.tour(service, "This movie was", "gpt-5")
+    long = tour.tour(service, "word " * 200, "lm", layer=99, head=-3)
     assert len(long.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS
     assert any("reads its last" in n for n in long.notices) and any("no layer 100" in n for n in long.notices)
     assert (long.layer, long.head) == (1, 0)
-    toy = service.tour("this " * 50, "lm", toy=True)
+    toy = tour.tour(service, "this " * 50, "lm", toy=True)
     assert len(toy.steps[0].panels[0].rows) == toy_checkpoint(LM).model.config.block_size
-    review = service.tour("fine " * 400, "sentiment")
+    review = tour.tour(service, "fine " * 400, "sentiment")
     assert len(review.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS and review.notices
 
 
 def test_tour_json_holds_the_steps_and_the_outcome(service: DemoService) -> None:
-    lm = tour.tour_json(service.tour("This movie was", "lm"))
+    lm = tour.tour_json(tour.tour(service, "This movie was", "lm"))
     assert len(lm["steps"]) >= 14 and "label_probabilities" not in lm
     for step in lm["steps"]:
         assert {"title", "explanation", "formula", "code", "shape"} <= step.keys()
@@ -313,7 +311,7 @@ def test_tour_json_holds_the_steps_and_the_outcome(service: DemoService) -> None
     assert tokens == [service.lm.tokenizer.decode_token(i) for i in torch.softmax(
         service.lm.model(torch.tensor([lm_ids(service, "This movie was")])).logits[0, -1], -1).topk(
         tour.TOP_TOKENS).indices.tolist()]
-    sentiment = tour.tour_json(service.tour("A fine film.", "sentiment"))
+    sentiment = tour.tour_json(tour.tour(service, "A fine film.", "sentiment"))
     assert "top_tokens" not in sentiment and set(sentiment["label_probabilities"]) == {"negative", "positive"}
 
 
@@ -322,8 +320,8 @@ def test_tour_json_holds_the_steps_and_the_outcome(service: DemoService) -> None
 
 def test_moving_between_steps_does_not_run_the_model_again(service: DemoService, monkeypatch) -> None:
     calls = []
-    real = service.tour
-    monkeypatch.setattr(service, "tour", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = tour_tab.tour
+    monkeypatch.setattr(tour_tab, "tour", lambda *a, **k: calls.append(a) or real(*a, **k))
     out = tour_tab.run(service, "This movie was", "lm", 0, 0, False)
     shown, data, steps = out[0], out[1], out[2]
     assert len(calls) == 1 and data["steps"] and steps["value"] == 0

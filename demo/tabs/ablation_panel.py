@@ -8,12 +8,11 @@ import html
 import gradio as gr
 
 from demo import plots
-from demo.ablation import HeadRanking
-from demo.checkpoint import SENTIMENT
-from demo.inference import DemoService
+from demo.serving import SENTIMENT, DemoService, failure
 from demo.tabs import export_panel
-from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.tabs.common import bind, lenient, notice_markdown
 from demo.text import code_span
+from demo.views.ablation import HeadRanking, ablate_heads, head_names, rank_heads
 
 ABLATION_INTRO = ("### Knock out a head\n"
                   "Attention shows where a head looks, not whether it matters. Knock heads out (**zero**: the head "
@@ -64,7 +63,7 @@ def ranking_figure(ranking: HeadRanking):
 def head_choices(service: DemoService, model_name):
     """The head checkboxes for a model (none when it is not loaded)."""
     try:
-        return gr.update(choices=service.head_names(model_name), value=[])
+        return gr.update(choices=head_names(service, model_name), value=[])
     except Exception:
         return gr.update(choices=[], value=[])
 
@@ -72,7 +71,7 @@ def head_choices(service: DemoService, model_name):
 def knock_out(service: DemoService, text, model_name, heads, mode):
     """The prediction's probability with every head and with the chosen heads knocked out."""
     try:
-        result = service.ablate(model_name, text, heads, mode)
+        result = ablate_heads(service, model_name, text, heads, mode)
     except Exception as e:
         return failure(e)
     return notice_markdown(result.notices) + "\n\n" + effect_sentence(result.prediction, result.before, result.after,
@@ -82,7 +81,7 @@ def knock_out(service: DemoService, text, model_name, heads, mode):
 def rank(service: DemoService, text, model_name, mode):
     """Every head knocked out alone: a plot against attention, the table, and a summary."""
     try:
-        ranking = service.rank_heads(model_name, text, mode)
+        ranking = rank_heads(service, model_name, text, mode)
     except Exception as e:
         return None, None, failure(e)
     table = [[i, r.head, round(r.ablated, 4), round(r.delta, 4), r.looks_at, round(r.weight, 3)]

@@ -10,9 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from demo import plots
-from demo.checkpoint import LM, SENTIMENT, Checkpoint
-from demo.inference import DemoService
-from demo.inputs import scrub_paths
+from demo.serving import LM, SENTIMENT, Checkpoint, DemoService, scrub_paths
 from demo.text import DATA_LINES, DEVELOPERS, HEADER, MODEL_TITLES, SHORT_TITLES, USES
 
 HIDDEN_METRICS = {"history", "model_config", "train_config", "samples", "data"}  # shown otherwise, or too long

@@ -7,12 +7,11 @@ import gradio as gr
 import numpy as np
 
 from demo import plots
-from demo.attention import AttentionResult
-from demo.checkpoint import LM, SENTIMENT
-from demo.inference import DemoService
-from demo.tabs import ablation_panel, export_panel, qk_panel
-from demo.tabs.common import bind, failure, notice_markdown
+from demo.serving import LM, SENTIMENT, DemoService, failure
+from demo.tabs import ablation_panel, browser, export_panel, qk_panel
+from demo.tabs.common import bind, notice_markdown
 from demo.text import ATTENTION_EXAMPLE, ATTENTION_INTRO, CAUSAL_NOTE, code_span
+from demo.views.attention import AttentionResult, attention_kinds, attention_shape, attention_view, served
 
 # Gradio's gallery is a fixed-height scroll box with captions laid over the thumbnails: here it grows
 # to hold every layer and head on the page, each caption under its picture; two columns on a phone
@@ -27,7 +26,6 @@ CSS = """
 """
 SINK = 0.25  # a key taking this share of a map's attention, on average over its rows, dominates the map
 SPECIAL = {"<s>": "the start token", "</s>": "the end token"}
-SCROLL_TO_HEATMAP = "() => document.getElementById('att-heatmap').scrollIntoView({behavior: 'smooth'})"
 
 
 def sink_sentence(keys: list[str], weights: np.ndarray, causal: bool) -> str:
@@ -52,12 +50,12 @@ def sink_sentence(keys: list[str], weights: np.ndarray, causal: bool) -> str:
 
 def attention_options(service: DemoService, model_name, kind):
     """Kinds available for the chosen model, and the layers and heads of the chosen kind."""
-    kinds = service.attention_kinds(model_name)
+    kinds = attention_kinds(service, model_name)
     if not kinds:
         return gr.update(choices=[], value=None), gr.update(choices=[], value=None), gr.update(choices=[], value=None)
     if kind not in [k for _, k in kinds]:
         kind = kinds[0][1]
-    n_layers, n_heads = service.attention_shape(kind)
+    n_layers, n_heads = attention_shape(served(service, kind), kind)
     layers = [(f"layer {i + 1}" + (" (last)" if i == n_layers - 1 else ""), i) for i in range(n_layers)]
     heads = [("mean over heads", plots.MEAN)] + [(f"head {h + 1}", h) for h in range(n_heads)]
     return (gr.update(choices=kinds, value=kind), gr.update(choices=layers, value=n_layers - 1),
@@ -67,7 +65,7 @@ def attention_options(service: DemoService, model_name, kind):
 def attention(service: DemoService, text, kind, layer, head):
     """The heatmap of one layer (one head or their mean), every layer and head, and notices."""
     try:
-        result = service.attention(text, kind, layer)
+        result = attention_view(service, text, kind, layer)
         figure, overview = plots.heatmap(result, head), plots.overview(result)
     except Exception as e:
         return None, None, failure(e)
@@ -84,9 +82,9 @@ def map_notice(result: AttentionResult, head) -> str:
 def focus(service: DemoService, text, kind, evt: gr.SelectData):
     """A thumbnail was clicked: draw its layer and head anew in the interactive heatmap."""
     try:
-        n_heads = service.attention_shape(kind)[1]
+        n_heads = attention_shape(served(service, kind), kind)[1]
         layer, head = divmod(int(evt.index), n_heads)
-        result = service.attention(text, kind, layer)
+        result = attention_view(service, text, kind, layer)
         figure = plots.heatmap(result, head)
     except Exception as e:
         return gr.skip(), gr.skip(), gr.skip(), failure(e)
@@ -131,5 +129,5 @@ def build(service: DemoService, compute: dict):
     layer.input(**redraw)
     head.input(**redraw)
     overview.select(bind(focus, service), [text, kind], [layer, head, heatmap, notice], api_name="attention_focus",
-                    api_visibility="private", **compute).then(None, js=SCROLL_TO_HEATMAP)
+                    api_visibility="private", **compute).then(None, js=browser.call("scroll_to", "#att-heatmap"))
     return draw, [text, kind, layer, head], [heatmap, overview, notice]

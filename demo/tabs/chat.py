@@ -1,20 +1,18 @@
 """The Chat tab: the language model continues a review, streamed, with each token's probability."""
 
-import json
 from contextlib import closing
 
 import gradio as gr
 
 from demo import plots
-from demo.chat import EMPTY_PROMPT, TokenView
-from demo.inference import DemoService
-from demo.inputs import DemoError, read_number, visitor_text
-from demo.lens import LensView
-from demo.replies import Replies
-from demo.streaming import paced, run_ahead
-from demo.tabs import export_panel, sampling_panel, token_panel
-from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.serving import DemoError, DemoService, Replies, failure, paced, read_number, run_ahead, visitor_text
+from demo.tabs import browser, export_panel, sampling_panel, token_panel
+from demo.tabs.common import bind, lenient, notice_markdown
 from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS, TABLE_LABEL
+from demo.views import chat as chat_view
+from demo.views import sentiment
+from demo.views.chat import EMPTY_PROMPT, TokenView
+from demo.views.lens import LensView, lens_view
 from tokenization import clean_text, visible
 
 CONTINUATION = "…"  # the bot's message continues the visitor's text, so it starts with an ellipsis
@@ -88,7 +86,7 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
     """Stream a continuation of `message` at `speed` tokens a second (0: as fast as it computes):
     outputs are chatbot, textbox, tokens, table, notice, and (not part of the API: a `gr.State` and a
     button) the token ids for the logit lens once done and the Retry button, disabled until the reply
-    ends. Stop and Clear end it at its next update (`demo.replies`), with a last update that shows the
+    ends. Stop and Clear end it at its next update (`demo.serving.replies`), with a last update that shows the
     stopped reply or the cleared chat."""
     history = list(history or [])
     text, cleaning = visitor_text(message)  # the history shows the cleaned text
@@ -100,8 +98,8 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
     with REPLIES.streaming(session) as reply:  # Stop and Clear reach it from here on
         yield history, "", [], [], "✍️ Writing…", None, retry_button(streaming=True)
         try:
-            updates = paced(service.stream_continuation(text, max_new_tokens, temperature, top_k, top_p, seed),
-                            tokens_per_second(speed))
+            updates = paced(chat_view.stream_continuation(service, text, max_new_tokens, temperature, top_k, top_p,
+                                                          seed), tokens_per_second(speed))
             highlights, rows = [], []  # grown by the new steps of each update: every update holds all steps
             with closing(run_ahead(updates, UPDATE_SECONDS)) as stream:  # generation goes on while Gradio renders
                 for update in stream:
@@ -172,7 +170,7 @@ def cleared(textbox) -> tuple:
 def emptying(views: list[gr.Component]) -> str:
     """A browser-side function giving each of `views` its empty value, as the server would send it."""
     empty = [getattr(value, "model_dump", lambda: value)() for value in (view.postprocess(None) for view in views)]
-    return f"() => {json.dumps(empty)}"
+    return browser.call("set_outputs", empty)
 
 
 def lens_summary(view: LensView) -> str:
@@ -204,7 +202,7 @@ def look_inside(service: DemoService, generated):
     `gr.State`, for the export) the view it was drawn from."""
     try:
         token_ids, n_generated = generated or ((), 0)
-        view = service.logit_lens(token_ids, n_generated)
+        view = lens_view(service, token_ids, n_generated)
         return plots.lens_html(view), notice_markdown(view.notices) + "\n\n" + lens_summary(view), view
     except Exception as e:
         return "", failure(e), None
@@ -217,7 +215,7 @@ def rate_reply(service: DemoService, history):
     if not reply.strip():
         return None, failure(DemoError("Generate a reply first, then ask how positive it is."))
     try:
-        result = service.classify(reply)
+        result = sentiment.classify(service, reply)
     except Exception as e:
         return None, failure(e)
     return result.probabilities, notice_markdown(
@@ -262,8 +260,8 @@ def build(service: DemoService, compute: dict) -> None:
     lens_btn = gr.Button("Look inside: logit lens", elem_id="chat-lens")
     lens_notice = gr.Markdown(elem_id="chat-lens-notice")
     lens_plot = gr.HTML(elem_id="chat-lens-table")
-    lens_view = gr.State(None)  # what the lens was drawn from, for the export
-    export_panel.html_button("Logit lens", "logit-lens", [("markdown", lens_notice), ("lens", lens_view)])
+    lens_drawn = gr.State(None)  # what the lens was drawn from, for the export
+    export_panel.html_button("Logit lens", "logit-lens", [("markdown", lens_notice), ("lens", lens_drawn)])
     generated = gr.State(None)  # (token ids, number generated) of the last continuation
     panel_views = [*sampling_panel.build(service, compute, generated, temperature, top_k, top_p, table),
                    *token_panel.build(service, compute, generated, table)]
@@ -285,10 +283,10 @@ def build(service: DemoService, compute: dict) -> None:
           api_name="chat", trigger_mode="always_last", **stream)
     retry_btn.click(bind(retry, service), [chatbot, *settings], replying, api_name="retry", trigger_mode="always_last",
                     **stream)
-    # Stop and Clear end the reply in progress from inside it, not by Gradio's `cancels` (see demo/replies.py)
+    # Stop and Clear end the reply in progress from inside it, not by Gradio's `cancels` (see demo/serving/replies.py)
     stop.click(stopped, generated, [chat_notice, retry_btn], api_name="stop", api_visibility="private", queue=False)
-    clear_btn.click(clear, None, [*outputs, rating, lens_plot, rate_notice, lens_notice, retry_btn, lens_view],
+    clear_btn.click(clear, None, [*outputs, rating, lens_plot, rate_notice, lens_notice, retry_btn, lens_drawn],
                     api_name="clear", queue=False)
     rate.click(bind(rate_reply, service), chatbot, [rating, rate_notice], api_name="rate_reply", **compute)
-    lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice, lens_view], api_name="logit_lens",
+    lens_btn.click(bind(look_inside, service), generated, [lens_plot, lens_notice, lens_drawn], api_name="logit_lens",
                    api_visibility="private", **compute)

@@ -1,14 +1,11 @@
-"""What every tab shares: handlers bound to the service, notices, the friendly failure message and
-lenient inputs."""
+"""What every tab shares: handlers bound to the service, notices and lenient inputs. (A failure's
+one-line notice is `demo.serving.failure`.)"""
 
-import logging
 import types
 
-from demo.inputs import DemoError
-from demo.text import INTERNAL_ERROR
-
-log = logging.getLogger("demo")
-# the method every explanation panel starts on: the most faithful on the classifier (README, benchmarks.faithfulness)
+# the method every explanation panel starts on: its scores add up to the prediction (completeness),
+# and on the shipped classifier it is within a standard error of the most comprehensive, occlusion
+# (README, benchmarks.faithfulness)
 DEFAULT_METHOD = "integrated_gradients"
 
 
@@ -23,14 +20,6 @@ def bind(handler, service):
 def notice_markdown(notices: list[str]) -> str:
     """Notices as a Markdown list (never containing visitor text, so no escaping is needed)."""
     return "\n".join(f"- ℹ️ {n}" for n in notices)
-
-
-def failure(e: Exception) -> str:
-    """The notice for an exception: the visitor's own message, or a generic one (and a log)."""
-    if isinstance(e, DemoError):
-        return f"ℹ️ {e}"
-    log.exception("request failed")
-    return f"⚠️ {INTERNAL_ERROR}"
 
 
 def lenient(component):

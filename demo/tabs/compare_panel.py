@@ -6,11 +6,12 @@ import html
 import gradio as gr
 
 from demo import plots
-from demo.compare import MINIMAL_PAIRS, Comparison
-from demo.inference import DemoService
+from demo.serving import DemoService, failure
 from demo.tabs import export_panel
-from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
+from demo.tabs.common import DEFAULT_METHOD, bind, lenient, notice_markdown
 from demo.text import METHOD_CHOICES, method_name
+from demo.views.compare import MINIMAL_PAIRS, Comparison
+from demo.views.compare import compare as compare_reviews
 
 COMPARE_INTRO = ("### Side by side: change a word, see what changes\n"
                  "Two versions of a review: both predictions, and each token's score in both (one explanation "
@@ -42,7 +43,7 @@ def compare_figure(comparison: Comparison):
 def compare(service: DemoService, text_a, text_b, method):
     """Both predictions, the figure, the aligned table and a summary."""
     try:
-        c = service.compare_reviews(text_a, text_b, method)
+        c = compare_reviews(service, text_a, text_b, method)
     except Exception as e:
         return None, None, None, None, failure(e)
     rows = [[t.a or "", None if t.score_a is None else round(t.score_a, 4), t.b or "",

@@ -5,13 +5,8 @@ HTML file (`demo.export`), built from the values on screen, so nothing is recomp
 import gradio as gr
 
 from demo import export
-from demo.tabs.common import failure
-
-IMAGE_JS = """(name) => {{
-  const plot = document.querySelector('#{elem_id} [data-testid="plotly"]');
-  if (!plot || !window.Plotly || !plot.data) return;
-  window.Plotly.downloadImage(plot, {{format: '{fmt}', filename: '{elem_id}'}});
-}}"""
+from demo.serving import failure
+from demo.tabs import browser
 
 
 def image_buttons(plot: gr.Plot) -> None:
@@ -21,7 +16,7 @@ def image_buttons(plot: gr.Plot) -> None:
     with gr.Row(elem_classes=["export-buttons"]):
         for fmt in ("png", "svg"):
             button = gr.Button(f"Download {fmt.upper()}", size="sm", elem_id=f"{plot.elem_id}-{fmt}")
-            button.click(None, None, None, js=IMAGE_JS.format(elem_id=plot.elem_id, fmt=fmt), queue=False)
+            button.click(None, None, None, js=browser.call("download_image", plot.elem_id, fmt), queue=False)
 
 
 def _value(kind: str, value):

@@ -1,14 +1,14 @@
 """The "Watch it learn" tab: a training-step slider over a run's weight snapshots, each answering the
 same prompt (its continuation, its next-token probabilities, one layer's attention) beside the run's
-loss curve with the snapshot marked. The computation is `demo.snapshots`; without snapshots the tab
+loss curve with the snapshot marked. The computation is `demo.views.learning`; without snapshots the tab
 says so and shows nothing else."""
 
 import gradio as gr
 
 from demo import plots
-from demo.inference import DemoService
-from demo.snapshots import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED, SnapshotSet
-from demo.tabs.common import bind, failure, notice_markdown
+from demo.serving import DemoService, SnapshotSet, failure
+from demo.tabs.common import bind, notice_markdown
+from demo.views.learning import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED, learning_view
 
 LEARNING_INTRO = (
     "### Watch it learn\n"
@@ -70,7 +70,7 @@ def learning(service: DemoService, index, prompt, decoding, layer):
     """The step line, the continuation, the next-token probabilities, the attention map, the loss
     curve and notices, for snapshot `index`."""
     try:
-        view = service.learning(index, prompt, decoding == "sampled", layer)
+        view = learning_view(service, index, prompt, decoding == "sampled", layer)
         heatmap = plots.heatmap(view.attention, plots.MEAN)
         curve = loss_curve(service.snapshots, view.index)
     except Exception as e:

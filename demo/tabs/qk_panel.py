@@ -6,12 +6,11 @@ import html
 import gradio as gr
 
 from demo import plots
-from demo.inference import DemoService
-from demo.inputs import read_number
-from demo.qk import QueryKeyView
+from demo.serving import DemoService, failure, read_number
 from demo.tabs import export_panel
-from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.tabs.common import bind, lenient, notice_markdown
 from demo.text import CAUSAL_NOTE
+from demo.views.qk import QueryKeyView, query_key
 
 QK_INTRO = ("### Query · key: how a weight comes about\n"
             "A head compares the query vector of one token with the key vector of every token it may see: the "
@@ -47,7 +46,7 @@ def show(service: DemoService, text, kind, layer, head, query):
             head = 0
             notes.append("The mean over heads has no query and key vectors: showing head 1.")
         q = read_number(query, -1)
-        view = service.query_key(text, kind, layer, head, q - 1 if q >= 1 else min(q, -1))  # 1-based; -1 = the last
+        view = query_key(service, text, kind, layer, head, q - 1 if q >= 1 else min(q, -1))  # 1-based; -1 = the last
     except Exception as e:
         return None, failure(e)
     notes += view.notices

@@ -7,10 +7,10 @@ import html
 import gradio as gr
 
 from demo import plots
-from demo.inference import DemoService
-from demo.sampling import SamplingView
+from demo.serving import DemoService, failure
 from demo.tabs import export_panel
-from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.tabs.common import bind, lenient, notice_markdown
+from demo.views.sampling import SamplingView, sampling_view
 
 SAMPLING_INTRO = ("### How was this token sampled?\n"
                   "The table's probability is the model's own (temperature 1, nothing removed). The generator "
@@ -45,7 +45,7 @@ def sampling_figure(view: SamplingView):
 def show(service: DemoService, generated, step, settings):
     """The figure, the table and a summary of one step's sampling."""
     try:
-        view = service.sampling_view(generated, step, *(settings or (0.8, None, None)))
+        view = sampling_view(service, generated, step, *(settings or (0.8, None, None)))
     except Exception as e:
         return None, None, failure(e)
     c = view.config

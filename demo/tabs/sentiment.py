@@ -10,10 +10,11 @@ from pathlib import Path
 import gradio as gr
 
 from demo import plots
-from demo.inference import DemoService
+from demo.serving import DemoService, failure
 from demo.tabs import ablation_panel, compare_panel, export_panel
-from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
+from demo.tabs.common import DEFAULT_METHOD, bind, lenient, notice_markdown
 from demo.text import EXPLAIN_INTRO, METHOD_CHOICES, SENTIMENT_EXAMPLES, SENTIMENT_INTRO, method_name
+from demo.views import sentiment
 from inspection import METHODS
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
@@ -94,7 +95,7 @@ def review_notices(text, notices: list[str]) -> str:
 def classify(service: DemoService, text):
     """Label probabilities, the review shaded by the label step's attention, and notices."""
     try:
-        result = service.classify(text)
+        result = sentiment.classify(service, text)
     except Exception as e:
         return None, None, failure(e)
     return result.probabilities, result.highlights, review_notices(text, result.notices)
@@ -144,7 +145,7 @@ def explain(service: DemoService, text, method):
     """Label probabilities, the review shaded by `method`, the deletion test and notices; and, for
     the export, the shading's data (a `gr.State`: the API does not return it)."""
     try:
-        result = service.explain(text, method)
+        result = sentiment.explain(service, text, method)
     except Exception as e:  # the shading says so too: it no longer says which method is computing
         return None, plots.shading_html([], NO_SHADING, ""), "", failure(e), None
     shading = (result.highlights, shading_heading(result.method, result.label), f"“{result.label}”")
@@ -205,7 +206,7 @@ def compare(service: DemoService, text):
     """Every method on the review: their pairwise rank correlations, and the takeaway. The notices
     stay as the classification left them (a truncation, the before-trust note) unless this fails."""
     try:
-        methods, matrix = service.agreement(text)
+        methods, matrix = sentiment.agreement(service, text)
     except Exception as e:
         return None, "", failure(e)
     return agreement_figure(methods, matrix), agreement_takeaway(methods, matrix), gr.skip()

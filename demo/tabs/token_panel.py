@@ -1,16 +1,17 @@
 """The Chat tab's "Why this token?" panel: one generated token attributed to every earlier token
-(`demo.token_explain`), optionally against an alternative; and the `/explain_token` endpoint, which
+(`demo.views.token_explain`), optionally against an alternative; and the `/explain_token` endpoint, which
 does the same for any text."""
 
 import gradio as gr
 
 from demo import plots
-from demo.inference import DemoService
+from demo.serving import DemoService, failure
 from demo.tabs import export_panel
-from demo.tabs.common import DEFAULT_METHOD, bind, failure, lenient, notice_markdown
+from demo.tabs.common import DEFAULT_METHOD, bind, lenient, notice_markdown
 from demo.tabs.sampling_panel import pick_row
 from demo.text import METHOD_CHOICES, method_name
-from demo.token_explain import TokenExplanation
+from demo.views import token_explain
+from demo.views.token_explain import TokenExplanation
 
 TOKEN_INTRO = ("### Why this token?\n"
                "Pick a step (or click its row in the table) and a method: every earlier token, prompt and "
@@ -34,7 +35,7 @@ def explain_token(service: DemoService, text: str, position: float, method: str 
     """/explain_token: token `position` (1-based, after the start token) of `text` -> shading
     [(token, score in [-1, 1] or None)], a Markdown summary."""
     try:
-        result = service.explain_token(text, position, method, alternative)
+        result = token_explain.explain_text(service, text, position, method, alternative)
     except Exception as e:
         return None, failure(e)
     return result.highlights, _summary(result)
@@ -43,7 +44,7 @@ def explain_token(service: DemoService, text: str, position: float, method: str 
 def explain_step(service: DemoService, generated, step, method, alternative):
     """The page's panel: the shading drawn, the summary, and the shading's data for the export."""
     try:
-        result = service.explain_step(generated, step, method, alternative)
+        result = token_explain.explain_step(service, generated, step, method, alternative)
     except Exception as e:
         return "", failure(e), None
     data = shading(result)

@@ -4,9 +4,10 @@ import html
 
 import gradio as gr
 
-from demo.inference import DemoService
-from demo.tabs.common import bind, failure, notice_markdown
+from demo.serving import DemoService, failure
+from demo.tabs.common import bind, notice_markdown
 from demo.text import TOKENIZER_EXAMPLE, TOKENIZER_INTRO
+from demo.views import tokens
 from tokenization import visible
 
 PIECE_COLOURS = ("#dbeafe", "#fde68a")
@@ -39,7 +40,7 @@ def pieces_html(pieces: list[tuple[str, int]], letters: list[tuple[int, int, str
 def tokenize(service: DemoService, text):
     """The pieces as HTML, and a summary with notices."""
     try:
-        result = service.tokenize(text)
+        result = tokens.tokenize(service, text)
     except Exception as e:
         return "", failure(e)
     ratio = result.characters / max(result.count, 1)

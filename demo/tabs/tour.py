@@ -2,7 +2,7 @@
 step per screen (Back/Next, a clickable list of steps, an overview whose boxes open their step),
 each step with its paragraph, formula, live tensor, hand recomputation and source lines.
 
-The pass is computed once per text, model, layer and head (`demo.tour`) and kept in the visitor's
+The pass is computed once per text, model, layer and head (`demo.views.tour`) and kept in the visitor's
 session (`gr.State`); moving between steps only draws the step from it, without the model."""
 
 import textwrap
@@ -10,14 +10,14 @@ import textwrap
 import gradio as gr
 
 from demo import plots
-from demo.checkpoint import LM, SENTIMENT
-from demo.inference import DemoService
-from demo.tabs.common import bind, failure, lenient, notice_markdown
+from demo.serving import LM, SENTIMENT, DemoService, failure
+from demo.tabs import browser
+from demo.tabs.common import bind, lenient, notice_markdown
 from demo.tabs.tokenizer import pieces_html
 from demo.text import TOUR_EXAMPLE, TOUR_INTRO
-from demo.tour import Step, Tour, tour_json, track_shape
+from demo.views.tour import Step, Tour, tour, tour_checkpoint, tour_json, track_shape
 
-PARTS = 5  # boxes of the overview figure (`demo.tour.OVERVIEW`)
+PARTS = 5  # boxes of the overview figure (`demo.views.tour.OVERVIEW`)
 PLOTS = 3  # the most pictures a step has (Q, K and V)
 VIEW = 7 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, code, two links, Back, Next, the overview
 MAX_SESSION_SECONDS = 3600  # a session's pass is dropped an hour after it was computed
@@ -43,17 +43,10 @@ CSS = """
 COLOURS = {"signed": "colour: red above 0, blue below, white 0", "weights": "colour: 0 dark to 1 yellow"}
 
 
-def go_to(tab: str, selector: str) -> str:
-    """Browser code that opens tab `tab` and scrolls to `selector` in it."""
-    return (f"() => {{ const tab = [...document.querySelectorAll('[role=\"tab\"]')]"
-            f".find(b => b.textContent.trim() === '{tab}'); if (tab) tab.click();"
-            f" setTimeout(() => document.querySelector('{selector}')?.scrollIntoView({{behavior: 'smooth'}}), 300); }}")
-
-
 def options(service: DemoService, model, toy):
     """The layers and heads the chosen model (or its toy) has."""
     try:
-        n_layers, n_heads = track_shape(service.tour_checkpoint(model, toy))
+        n_layers, n_heads = track_shape(tour_checkpoint(service, model, toy))
     except Exception:
         return gr.skip(), gr.skip()
     return (gr.update(choices=[(f"layer {i + 1}", i) for i in range(n_layers)], value=0),
@@ -80,7 +73,8 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
 def code_markdown(step: Step) -> str:
     code = step.code()
     if code is None:
-        return "The source lines of this step were not found (the model's code moved: see `CODE` in `demo/tour.py`)."
+        return ("The source lines of this step were not found (the model's code moved: see `CODE` in "
+                "`demo/views/tour.py`).")
     shown = textwrap.dedent("\n".join(code.lines)).split("\n")  # the file's lines, less their common indent
     lines = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(shown, start=code.first_line))
     where = f"{code.path}:{code.first_line}" + (f"–{code.last_line}" if code.last_line > code.first_line else "")
@@ -118,7 +112,7 @@ def go(t: Tour | None, index: int, show_all):
 
 def _opened(service: DemoService, text, model, layer, head, toy, shown: Tour | None, index: int):
     try:
-        t = service.tour(text, model, layer, head, toy)
+        t = tour(service, text, model, layer, head, toy)
     except Exception as e:
         return gr.skip(), gr.skip(), gr.skip(), failure(e), *show(None, 0, False)
     i = index if isinstance(shown, Tour) and shown.model == t.model and index < len(t.steps) else 0
@@ -144,7 +138,7 @@ def build(service: DemoService, compute: dict):
     with gr.Row():
         text = gr.Textbox(TOUR_EXAMPLE, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
                           elem_id="tour-input")
-        # lenient: an API caller's unknown model gets the service's one-line answer, not Gradio's refusal
+        # lenient: an API caller's unknown model gets the view's one-line answer, not Gradio's refusal
         model = lenient(gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first,
                                  label="Model", elem_id="tour-model", scale=2))
     layer_choices, head_choices = options(service, first, False)
@@ -201,6 +195,6 @@ def build(service: DemoService, compute: dict):
     for n, part in enumerate(parts):
         part.click(lambda t, a, n=n: go(t, t.overview[n][1] if isinstance(t, Tour) else 0, a), [shown, show_all],
                    moved, **private)
-    lens.click(None, js=go_to("Chat", "#chat-lens"), **private)
-    sampling.click(None, js=go_to("Chat", "#chat-table"), **private)
+    lens.click(None, js=browser.call("go_to", "Chat", "#chat-lens"), **private)
+    sampling.click(None, js=browser.call("go_to", "Chat", "#chat-table"), **private)
     return bind(run, service), controls, outputs

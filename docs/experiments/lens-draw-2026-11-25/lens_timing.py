@@ -8,7 +8,7 @@ import torch
 torch.set_num_threads(1)
 from playwright import sync_api
 from demo.app import build_app, launch
-from demo.inference import DemoService
+from demo.serving import DemoService
 
 REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 7
 LENS = "#chat-lens-plot .hm image, #chat-lens-table table"

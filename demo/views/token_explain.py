@@ -4,7 +4,7 @@ alternative token (no Gradio here; `demo.tabs.token_panel` shows it).
 
 A text is read as the chat reads a prompt, `[bos] + encode(text)`, and token `position` (1-based)
 is explained from the tokens before it. A chat step is explained from exactly the window the
-generator read at that step (`demo.sampling.window_start`).
+generator read at that step (`demo.views.sampling.window_start`).
 """
 
 import math
@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
-from demo.checkpoint import Checkpoint
-from demo.inputs import DemoError, read_number, visitor_text
-from demo.sampling import read_generated, window_start
+from demo.serving import Checkpoint, DemoError, DemoService, read_number, visitor_text
 from demo.text import code_span, method_name
+from demo.views.sampling import read_generated, window_start
 from inspection import METHODS, attribute_token
 from tokenization import prompt_ids, token_label, visible
 
@@ -90,29 +89,33 @@ def explain_ids(ckpt: Checkpoint, ids: list[int], position: int, start: int, met
                             None if alt is None else math.exp(r.alternative_log_prob), highlights, summary, notices)
 
 
-def explain_text(ckpt: Checkpoint, text: object, position: object, method: object,
+def explain_text(service: DemoService, text: object, position: object, method: object,
                  alternative: object = None) -> TokenExplanation:
     """Token `position` (1-based) of `text` as the chat reads it, `[bos] + encode(text)` (`prompt_ids`)."""
-    model, tok = ckpt.require()
-    text, notices = visitor_text(text)
-    ids = prompt_ids(text, tok)
-    n = len(ids) - 1
-    if not n:
-        raise DemoError("Type a text first, then pick one of its tokens.")
-    k = int(round(read_number(position, 0)))
-    if not 1 <= k <= n:
-        raise DemoError(f"Position {k} is outside the text's tokens: pick 1..{n}.")
-    return explain_ids(ckpt, ids, k, max(0, k - model.config.block_size), method, alternative, notices)
+    with service.compute(heavy=True):
+        ckpt = service.lm
+        model, tok = ckpt.require()
+        text, notices = visitor_text(text)
+        ids = prompt_ids(text, tok)
+        n = len(ids) - 1
+        if not n:
+            raise DemoError("Type a text first, then pick one of its tokens.")
+        k = int(round(read_number(position, 0)))
+        if not 1 <= k <= n:
+            raise DemoError(f"Position {k} is outside the text's tokens: pick 1..{n}.")
+        return explain_ids(ckpt, ids, k, max(0, k - model.config.block_size), method, alternative, notices)
 
 
-def explain_step(ckpt: Checkpoint, generated: object, step: object, method: object,
+def explain_step(service: DemoService, generated: object, step: object, method: object,
                  alternative: object = None) -> TokenExplanation:
     """Step `step` (1-based) of the last continuation, `generated` = (token ids, number generated)."""
-    model, _ = ckpt.require()
-    token_ids, n_generated = read_generated(generated, model.config.vocab_size)
-    k = int(round(read_number(step, 0)))
-    if not 1 <= k <= n_generated:
-        raise DemoError(f"Step {k} is not one of the continuation's: pick 1..{n_generated}.")
-    prompt_len = len(token_ids) - n_generated
-    start = window_start(prompt_len, k - 1, model.generation_window())
-    return explain_ids(ckpt, token_ids, prompt_len + k - 1, start, method, alternative)
+    with service.compute(heavy=True):
+        ckpt = service.lm
+        model, _ = ckpt.require()
+        token_ids, n_generated = read_generated(generated, model.config.vocab_size)
+        k = int(round(read_number(step, 0)))
+        if not 1 <= k <= n_generated:
+            raise DemoError(f"Step {k} is not one of the continuation's: pick 1..{n_generated}.")
+        prompt_len = len(token_ids) - n_generated
+        start = window_start(prompt_len, k - 1, model.generation_window())
+        return explain_ids(ckpt, token_ids, prompt_len + k - 1, start, method, alternative)

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from demo.chat import generation_config
-from demo.checkpoint import Checkpoint
-from demo.inputs import DemoError, read_number
+from demo.serving import DemoError, DemoService, read_number
+from demo.views.chat import generation_config
 from model import GenerationConfig, sampling_distribution
 from tokenization import token_label, visible
 
@@ -79,42 +78,43 @@ def read_generated(generated: object, vocab_size: int) -> tuple[list[int], int]:
     return token_ids, n_generated
 
 
-def sampling_view(ckpt: Checkpoint, generated: object, step: object, temperature=0.8, top_k=None,
+def sampling_view(service: DemoService, generated: object, step: object, temperature=0.8, top_k=None,
                   top_p=None) -> SamplingView:
     """Step `step` (1-based) of the last continuation, `generated` = (token ids, number generated),
     with the sampling settings it was generated with (clamped as the chat clamps them)."""
-    model, tok = ckpt.require()
-    token_ids, n_generated = read_generated(generated, model.config.vocab_size)
-    n = int(round(read_number(step, 1)))
-    notices = []
-    if not 1 <= n <= n_generated:
-        notices.append(f"Step {n} does not exist (1 to {n_generated}): showing the nearest.")
-        n = min(max(n, 1), n_generated)
-    config, clamped = generation_config(model.config.vocab_size, None, 1, temperature, top_k, top_p, 0)
-    notices += clamped
-    logits = step_logits(model, token_ids, n_generated, n - 1)
-    drawn = token_ids[len(token_ids) - n_generated + n - 1]
-    model_p = logits.softmax(-1)
-    order = model_p.argsort(descending=True)
-    ranks = torch.empty_like(order)
-    ranks[order] = torch.arange(1, order.numel() + 1)
-    if config.greedy:
-        notices.append("Temperature 0 is greedy decoding: the most likely token is taken, nothing is drawn.")
-        tempered = sampled = torch.nn.functional.one_hot(order[0], logits.numel()).float()
-        after_k = torch.ones_like(logits, dtype=torch.bool)
-    else:
-        tempered = (logits / config.temperature).softmax(-1)
-        sampled = sampling_distribution(logits, config)
-        after_k = sampling_distribution(logits, GenerationConfig(temperature=config.temperature,
-                                                                 top_k=config.top_k)) > 0
-    kept = sampled > 0
-    shown = order[:SHOWN_TOKENS].tolist()
-    if drawn not in shown:
-        shown.append(drawn)
-    def removed_by(i: int) -> str:
-        return "" if kept[i] else "greedy" if config.greedy else "top-k" if not after_k[i] else "top-p"
+    with service.compute():
+        model, tok = service.lm.require()
+        token_ids, n_generated = read_generated(generated, model.config.vocab_size)
+        n = int(round(read_number(step, 1)))
+        notices = []
+        if not 1 <= n <= n_generated:
+            notices.append(f"Step {n} does not exist (1 to {n_generated}): showing the nearest.")
+            n = min(max(n, 1), n_generated)
+        config, clamped = generation_config(model.config.vocab_size, None, 1, temperature, top_k, top_p, 0)
+        notices += clamped
+        logits = step_logits(model, token_ids, n_generated, n - 1)
+        drawn = token_ids[len(token_ids) - n_generated + n - 1]
+        model_p = logits.softmax(-1)
+        order = model_p.argsort(descending=True)
+        ranks = torch.empty_like(order)
+        ranks[order] = torch.arange(1, order.numel() + 1)
+        if config.greedy:
+            notices.append("Temperature 0 is greedy decoding: the most likely token is taken, nothing is drawn.")
+            tempered = sampled = torch.nn.functional.one_hot(order[0], logits.numel()).float()
+            after_k = torch.ones_like(logits, dtype=torch.bool)
+        else:
+            tempered = (logits / config.temperature).softmax(-1)
+            sampled = sampling_distribution(logits, config)
+            after_k = sampling_distribution(logits, GenerationConfig(temperature=config.temperature,
+                                                                     top_k=config.top_k)) > 0
+        kept = sampled > 0
+        shown = order[:SHOWN_TOKENS].tolist()
+        if drawn not in shown:
+            shown.append(drawn)
+        def removed_by(i: int) -> str:
+            return "" if kept[i] else "greedy" if config.greedy else "top-k" if not after_k[i] else "top-p"
 
-    rows = [SampledToken(visible(token_label(tok, i), show_spaces=True), int(ranks[i]), float(model_p[i]),
-                         float(tempered[i]), removed_by(i), float(sampled[i]), i == drawn) for i in shown]
-    by_p = 0 if config.greedy else int((after_k & ~kept).sum())
-    return SamplingView(n, config, rows, int(ranks[drawn]), int(kept.sum()), int((~after_k).sum()), by_p, notices)
+        rows = [SampledToken(visible(token_label(tok, i), show_spaces=True), int(ranks[i]), float(model_p[i]),
+                             float(tempered[i]), removed_by(i), float(sampled[i]), i == drawn) for i in shown]
+        by_p = 0 if config.greedy else int((after_k & ~kept).sum())
+        return SamplingView(n, config, rows, int(ranks[drawn]), int(kept.sum()), int((~after_k).sum()), by_p, notices)

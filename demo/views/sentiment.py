@@ -5,8 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from demo.checkpoint import Checkpoint
-from demo.inputs import DemoError, visitor_text
+from demo.serving import Checkpoint, DemoError, DemoService, visitor_text
 from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation, top_count
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, Piece, label_candidates, read_review
@@ -104,7 +103,7 @@ def shade(source: Source, scores: list[float]) -> list[tuple[str, float | None]]
     return [(segment, w if w is None or top == 0 else round(w / top, 4)) for segment, w in segments]
 
 
-def classify(ckpt: Checkpoint, text: object) -> SentimentResult:
+def classify(service: DemoService, text: object) -> SentimentResult:
     """Class probabilities and which review tokens the label step attended to.
 
     The model is text-to-text: the probability of each label is the softmax over the decoder's
@@ -113,12 +112,14 @@ def classify(ckpt: Checkpoint, text: object) -> SentimentResult:
     summed per visible segment and scaled so the strongest is 1: `attribute(..., "attention")`,
     whose one encoder pass and one decoder pass give both the scores and the attention.
     """
-    model, tok = ckpt.require()
-    source = review_source(ckpt, text)
-    labels, candidates = labels_and_candidates(model, tok)
-    result = attribute(model, source.ids, candidates, "attention")  # one pass each: scores and weights
-    return SentimentResult(dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
-                           shade(source, result.scores.tolist()), source.notices)
+    with service.compute(batched=True):
+        ckpt = service.sentiment
+        model, tok = ckpt.require()
+        source = review_source(ckpt, text)
+        labels, candidates = labels_and_candidates(model, tok)
+        result = attribute(model, source.ids, candidates, "attention")  # one pass each: scores and weights
+        return SentimentResult(dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
+                               shade(source, result.scores.tolist()), source.notices)
 
 
 @dataclass
@@ -146,31 +147,35 @@ def _attribute(model: EncoderDecoder, source: Source, candidates: list[list[int]
     return attribute_methods(model, source.ids, candidates, methods, word_ids=source.words)
 
 
-def explain(ckpt: Checkpoint, text: object, method: object) -> Explanation:
+def explain(service: DemoService, text: object, method: object) -> Explanation:
     """Token attributions for the label the model writes, by one method of `inspection.attribution`
     (`METHODS`, named as the faithfulness benchmark prints them), with the probability of that
     label left once the tokens the method ranks highest are deleted, and once as many random tokens
     are: the honest floor a method must beat on this very review."""
-    method = _check_method(method)
-    model, tok = ckpt.require()
-    source = review_source(ckpt, text)
-    labels, candidates = labels_and_candidates(model, tok)
-    results = _attribute(model, source, candidates, (method, "random"))  # one encoder pass for both
-    result = results[method]
-    left, chance = (erase(model, source.ids, candidates, r.scores, result.label, DELETION_FRACTIONS).tolist()
-                    for r in (result, results["random"]))
-    n = len(source.pieces)
-    deletion = [(f, top_count(f, n), p, q) for f, p, q in zip(DELETION_FRACTIONS, left, chance, strict=True)]
-    return Explanation(method, dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
-                       shade(source, result.scores.tolist()), deletion, n, source.notices)
+    with service.compute(heavy=True, batched=True):
+        ckpt = service.sentiment
+        method = _check_method(method)
+        model, tok = ckpt.require()
+        source = review_source(ckpt, text)
+        labels, candidates = labels_and_candidates(model, tok)
+        results = _attribute(model, source, candidates, (method, "random"))  # one encoder pass for both
+        result = results[method]
+        left, chance = (erase(model, source.ids, candidates, r.scores, result.label, DELETION_FRACTIONS).tolist()
+                        for r in (result, results["random"]))
+        n = len(source.pieces)
+        deletion = [(f, top_count(f, n), p, q) for f, p, q in zip(DELETION_FRACTIONS, left, chance, strict=True)]
+        return Explanation(method, dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
+                           shade(source, result.scores.tolist()), deletion, n, source.notices)
 
 
-def agreement(ckpt: Checkpoint, text: object) -> tuple[list[str], list[list[float]]]:
+def agreement(service: DemoService, text: object) -> tuple[list[str], list[list[float]]]:
     """How much the methods agree: Spearman's rank correlation of every pair's token scores
     (NaN where a method gives every token the same score)."""
-    model, tok = ckpt.require()
-    source = review_source(ckpt, text)
-    _, candidates = labels_and_candidates(model, tok)
-    results = _attribute(model, source, candidates, METHODS)
-    scores = [results[m].scores[: len(source.pieces)] for m in METHODS]
-    return list(METHODS), [[rank_correlation(a, b) for b in scores] for a in scores]
+    with service.compute(heavy=True, batched=True):
+        ckpt = service.sentiment
+        model, tok = ckpt.require()
+        source = review_source(ckpt, text)
+        _, candidates = labels_and_candidates(model, tok)
+        results = _attribute(model, source, candidates, METHODS)
+        scores = [results[m].scores[: len(source.pieces)] for m in METHODS]
+        return list(METHODS), [[rank_correlation(a, b) for b in scores] for a in scores]

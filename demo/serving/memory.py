@@ -12,7 +12,7 @@ import ctypes
 import threading
 from collections.abc import Callable
 
-from demo.budget import ComputeBudget
+from demo.serving.budget import ComputeBudget
 
 TRIM_SECONDS = 10.0
 

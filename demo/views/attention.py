@@ -6,10 +6,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from demo.checkpoint import LM, SENTIMENT, Checkpoint
-from demo.inputs import DemoError, read_number, visitor_text
-from demo.sentiment import labels_and_candidates, read_source
-from demo.tokens import EMPTY_TEXT
+from demo.serving import LM, SENTIMENT, Checkpoint, DemoError, DemoService, read_number, visitor_text
+from demo.views.sentiment import labels_and_candidates, read_source
+from demo.views.tokens import EMPTY_TEXT
 from model import AttentionMap
 from tokenization import in_word, prompt_ids, token_label, visible
 
@@ -57,6 +56,17 @@ def attention_kind(kind: object) -> AttentionKind:
     if not isinstance(kind, str) or kind not in ATTENTION_KINDS:
         raise DemoError(f"Unknown attention kind {kind!r}.")
     return ATTENTION_KINDS[kind]
+
+
+def attention_kinds(service: DemoService, model_name: str | None = None) -> list[tuple[str, str]]:
+    """(label, key) of the attention kinds whose model is loaded (of `model_name` only, when given)."""
+    return [(spec.title, key) for key, spec in ATTENTION_KINDS.items()
+            if service.checkpoint(spec.checkpoint).ready and model_name in (None, spec.checkpoint)]
+
+
+def served(service: DemoService, kind: object) -> Checkpoint:
+    """The served model whose attention `kind` is."""
+    return service.checkpoint(attention_kind(kind).checkpoint)
 
 
 def attention_shape(ckpt: Checkpoint, kind: str) -> tuple[int, int]:
@@ -140,3 +150,10 @@ def attention_maps(ckpt: Checkpoint, text: object, kind: str = "lm_self", layer:
         query_tokens=_labels(tok, query_ids, whole_words=kind in ("cross", "decoder_self")),
         key_tokens=_labels(tok, key_ids, whole_words=kind == "decoder_self"),
         all_weights=weights, causal=causal, notices=notices)
+
+
+def attention_view(service: DemoService, text: object, kind: str = "lm_self", layer: object = 0) -> AttentionResult:
+    """`attention_maps` of the served model `kind` belongs to, as one batched pass of the budget."""
+    ckpt = served(service, kind)
+    with service.compute(batched=True):
+        return attention_maps(ckpt, text, kind, layer)

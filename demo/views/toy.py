@@ -17,7 +17,7 @@ import functools
 import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-from demo.checkpoint import LM, SENTIMENT, Checkpoint
+from demo.serving import LM, SENTIMENT, Checkpoint
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 from tokenization import SPECIAL_TOKENS, BPETokenizer
 

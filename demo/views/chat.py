@@ -2,14 +2,13 @@
 token (no Gradio here; `demo.tabs.chat` shows it)."""
 
 import random
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 
-from demo.budget import ComputeBudget
-from demo.checkpoint import Checkpoint
-from demo.inputs import DemoError, read_number, visitor_text
+from demo.serving import Checkpoint, DemoError, DemoService, read_number, visitor_text
 from model import GenerationConfig
 from model.generation import MIN_TEMPERATURE
 from tokenization import clean_text, token_label
@@ -92,9 +91,10 @@ def generation_config(vocab_size: int | None, eos_token_id: int | None, max_new_
     return config, notices
 
 
-def stream_continuation(ckpt: Checkpoint, budget: ComputeBudget, prompt: object, max_new_tokens=64,
-                        temperature=0.8, top_k=None, top_p=None, seed=None) -> Iterator[ChatUpdate]:
-    """Continue the visitor's review, yielding after every token.
+def stream_continuation(service: DemoService, prompt: object, max_new_tokens=64, temperature=0.8, top_k=None,
+                        top_p=None, seed=None, lm: Checkpoint | None = None) -> Iterator[ChatUpdate]:
+    """Continue the visitor's review with the served LM (or `lm`: a snapshot of it), yielding after
+    every token.
 
     The prompt is `[bos] + encode(text)`, as in training. A prompt too long for the context keeps
     its *end* (the part being continued), leaving room for the reply. Each token takes one slot of
@@ -103,6 +103,7 @@ def stream_continuation(ckpt: Checkpoint, budget: ComputeBudget, prompt: object,
     held across a `yield`: Gradio may resume this generator on another thread, and grad mode is
     thread-local.
     """
+    ckpt = lm or service.lm
     model, tok = ckpt.require()
     text, notices = visitor_text(prompt)
     text = clean_text(text)
@@ -125,7 +126,7 @@ def stream_continuation(ckpt: Checkpoint, budget: ComputeBudget, prompt: object,
     generated: list[int] = []
     steps: list[TokenView] = []
     while True:
-        with budget.slot():
+        with service.compute():
             step = next(steps_iter, None)
         if step is None:
             break
@@ -139,3 +140,8 @@ def stream_continuation(ckpt: Checkpoint, budget: ComputeBudget, prompt: object,
         text_so_far = tok.decode(generated).rstrip("\ufffd")
         yield ChatUpdate(text_so_far, list(steps), list(notices), False, config.seed, (*prompt_ids, *generated))
     yield ChatUpdate(tok.decode(generated), steps, notices, True, config.seed, (*prompt_ids, *generated))
+
+
+def continue_text(service: DemoService, prompt: object, **settings) -> ChatUpdate:
+    """The whole continuation at once: the last update of `stream_continuation`."""
+    return deque(stream_continuation(service, prompt, **settings), maxlen=1)[0]

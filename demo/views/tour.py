@@ -31,15 +31,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from demo.checkpoint import LM, SENTIMENT, Checkpoint
-from demo.inputs import DemoError, read_number, visitor_text
-from demo.sentiment import labels_and_candidates, read_source
+from demo.serving import LM, SENTIMENT, Checkpoint, DemoError, DemoService, read_number, visitor_text
 from demo.text import TOY_NOTE
-from demo.tokens import EMPTY_TEXT
+from demo.views.sentiment import labels_and_candidates, read_source
+from demo.views.tokens import EMPTY_TEXT
+from demo.views.toy import toy_checkpoint
 from model.generation import GenerationConfig, sampling_distribution, select_token
 from tokenization import read_texts, token_label, visible
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 MAX_TOUR_TOKENS = 32  # a longer text keeps its last tokens (LM) or its head and tail (review): heatmaps stay legible
 PADDING = 2  # pad tokens added after a review, to show what the padding mask does
 SAMPLING = GenerationConfig(temperature=0.8, top_k=40, top_p=0.95, seed=0)  # the chat's default settings
@@ -888,7 +888,22 @@ def track_shape(ckpt: Checkpoint) -> tuple[int, int]:
     return getattr(model.config, TRACKS[ckpt.name][2]), model.config.n_head
 
 
-def tour(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0, toy: bool = False) -> Tour:
+def tour_checkpoint(service: DemoService, model_name: object, toy: bool = False) -> Checkpoint:
+    """The model the tour follows: a served one, or its toy (`demo.views.toy`)."""
+    ckpt = service.checkpoint(model_name)
+    return toy_checkpoint(ckpt.name) if toy else ckpt
+
+
+def tour(service: DemoService, text: object, model_name: object = LM, layer: object = 0, head: object = 0,
+         toy: object = False) -> Tour:
+    """The tour of the served model `model_name`, or of its toy, on `text` (see `tour_of`)."""
+    toy = toy is True or str(toy).lower() == "true"  # an API caller's "false" is not a toy
+    ckpt = tour_checkpoint(service, model_name, toy)
+    with service.compute():
+        return tour_of(ckpt, text, layer, head, toy)
+
+
+def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0, toy: bool = False) -> Tour:
     """One forward pass of `ckpt`'s model over `text`, as steps (`layer`, `head`: 0-based, clamped)."""
     n_layers, n_heads = track_shape(ckpt)
     text, notices = visitor_text(text)

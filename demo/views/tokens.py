@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass
 
-from demo.inputs import DemoError, visitor_text
-from tokenization import BPETokenizer, Piece, token_label
+from demo.serving import DemoError, DemoService, visitor_text
+from tokenization import Piece, token_label
 
 MAX_TOKENIZER_PIECES = 2_000  # pieces rendered in the tokenizer tab (all are counted)
 EMPTY_TEXT = "Type some text first."
@@ -18,9 +18,13 @@ class TokenizeResult:
     notices: list[str]
 
 
-def tokenize(tokenizer: BPETokenizer, text: object) -> TokenizeResult:
-    """The BPE pieces of any text with their ids (the piece texts concatenate to the text, except
-    that a character split across tokens shows as its bytes, see `token_label`)."""
+def tokenize(service: DemoService, text: object) -> TokenizeResult:
+    """The BPE pieces of any text with their ids, by the served tokenizer (the piece texts
+    concatenate to the text, except that a character split across tokens shows as its bytes, see
+    `token_label`)."""
+    tokenizer = service.tokenizer
+    if tokenizer is None:
+        raise DemoError(f"No tokenizer found in `{service.root.name}/`.")
     text, notices = visitor_text(text)
     if not text:
         raise DemoError(EMPTY_TEXT)

@@ -9,9 +9,8 @@ scores are in the same units, the log-probability of that label, and subtract.
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from demo.checkpoint import Checkpoint
-from demo.inputs import DemoError
-from demo.sentiment import _check_method, labels_and_candidates, review_source
+from demo.serving import DemoError, DemoService
+from demo.views.sentiment import _check_method, labels_and_candidates, review_source
 from inspection import attribute
 
 MINIMAL_PAIRS = {  # name -> (first version, second version)
@@ -67,24 +66,26 @@ def align(a: list[str], b: list[str], scores_a: list[float], scores_b: list[floa
     return out
 
 
-def compare(ckpt: Checkpoint, text_a: object, text_b: object, method: object) -> Comparison:
+def compare(service: DemoService, text_a: object, text_b: object, method: object) -> Comparison:
     """Both versions classified and explained by `method` for the first version's label."""
-    method = _check_method(method)
-    model, tok = ckpt.require()
-    labels, candidates = labels_and_candidates(model, tok)
-    sources, results, notices = [], [], []
-    label = None
-    for name, text in (("first", text_a), ("second", text_b)):
-        try:
-            source = review_source(ckpt, text)
-        except DemoError as e:
-            raise DemoError(f"The {name} version: {e}") from None
-        notices += [f"The {name} version: {n}" for n in source.notices]
-        result = attribute(model, source.ids, candidates, method, label=label, word_ids=source.words)
-        label = result.label
-        sources.append(source)
-        results.append(result)
-    texts = [[p.text for p in s.pieces] for s in sources]
-    scores = [r.scores[: len(t)].tolist() for r, t in zip(results, texts, strict=True)]
-    return Comparison(method, labels[label], *(dict(zip(labels, r.probabilities.tolist(), strict=True))
-                                                for r in results), align(*texts, *scores), notices)
+    with service.compute(heavy=True, batched=True):
+        ckpt = service.sentiment
+        method = _check_method(method)
+        model, tok = ckpt.require()
+        labels, candidates = labels_and_candidates(model, tok)
+        sources, results, notices = [], [], []
+        label = None
+        for name, text in (("first", text_a), ("second", text_b)):
+            try:
+                source = review_source(ckpt, text)
+            except DemoError as e:
+                raise DemoError(f"The {name} version: {e}") from None
+            notices += [f"The {name} version: {n}" for n in source.notices]
+            result = attribute(model, source.ids, candidates, method, label=label, word_ids=source.words)
+            label = result.label
+            sources.append(source)
+            results.append(result)
+        texts = [[p.text for p in s.pieces] for s in sources]
+        scores = [r.scores[: len(t)].tolist() for r, t in zip(results, texts, strict=True)]
+        return Comparison(method, labels[label], *(dict(zip(labels, r.probabilities.tolist(), strict=True))
+                                                    for r in results), align(*texts, *scores), notices)

@@ -1,4 +1,4 @@
-"""Visitor input made safe, and the one error type a visitor is meant to read.
+"""Visitor input made safe.
 
 The caller of every handler is an anonymous web visitor or script: text may be missing, huge, or
 hold lone surrogates (JSON can carry them, UTF-8 cannot encode them); numbers may be text, NaN,
@@ -6,15 +6,8 @@ hold lone surrogates (JSON can carry them, UTF-8 cannot encode them); numbers ma
 """
 
 import math
-import re
 
 MAX_INPUT_CHARS = 20_000  # far beyond any context; only stops a visitor from pasting a book
-
-__all__ = ["MAX_INPUT_CHARS", "DemoError", "read_number", "scrub_paths", "visitor_text"]
-
-
-class DemoError(Exception):
-    """A problem the visitor can understand (and usually fix); the message is shown as is."""
 
 
 def visitor_text(text: object) -> tuple[str, list[str]]:
@@ -45,12 +38,3 @@ def read_number(value: object, default: float, low: float = -1e12, high: float =
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float, 10**400
         x = (math.inf if value > 0 else -math.inf) if isinstance(value, int) else math.nan
     return default if math.isnan(x) else min(max(x, low), high)
-
-
-_ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/-])(?:/[\w.@+~-]+)+/(?=[\w.@+~-])")  # not URLs, not relative
-
-
-def scrub_paths(text: str) -> str:
-    """Hide the directories of absolute paths (`/home/me/data/imdb` -> `…/imdb`): metrics.json
-    records the training command and data source, which may name the trainer's file system."""
-    return _ABSOLUTE_PATH.sub("…/", text)

@@ -15,7 +15,7 @@ import threading
 from collections import deque
 from contextlib import contextmanager
 
-from demo.inputs import DemoError
+from demo.serving.errors import DemoError
 
 BUSY = "The app is busy right now (many visitors at once). Please try again in a minute."
 

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-from demo.checkpoint import LM, Checkpoint
-from demo.inputs import DemoError, visitor_text
-from demo.sentiment import labels_and_candidates, review_source
-from demo.tokens import EMPTY_TEXT
+from demo.serving import LM, Checkpoint, DemoError, DemoService, visitor_text
+from demo.views.sentiment import labels_and_candidates, review_source
+from demo.views.tokens import EMPTY_TEXT
 from inspection import MODES, Head, ablate, all_heads, classifier_head_effects, lm_head_effects, rank_correlation
 from tokenization import in_word, prompt_ids, token_label, visible
 
@@ -33,8 +32,9 @@ def head_name(ckpt_name: str, head: Head) -> str:
     return f"{prefix}L{head.layer + 1} H{head.head + 1}"
 
 
-def head_names(ckpt: Checkpoint) -> list[str]:
-    """Every head of the checkpoint's model, as the panel lists them."""
+def head_names(service: DemoService, model_name: object) -> list[str]:
+    """Every head of the served model `model_name`, as the panel lists them."""
+    ckpt = service.checkpoint(model_name)
     model, _ = ckpt.require()
     return [head_name(ckpt.name, h) for h in all_heads(model)]
 
@@ -131,19 +131,23 @@ def _prediction(ckpt: Checkpoint, target: Target) -> str:
     return f"P({target.name})" if ckpt.name != LM else f"P(next token “{target.name}”)"
 
 
-def ablate_heads(ckpt: Checkpoint, text: object, heads: object, mode: object = "zero") -> AblationResult:
-    """The probability of the model's prediction with every head, and with `heads` knocked out."""
-    ckpt.require()
-    mode = check_mode(mode)
-    chosen = parse_heads(ckpt, heads)
-    model, lock = _private_copy(ckpt)
-    with lock:
-        target = _target(ckpt, text, model)
-        before = _probability(ckpt, model, target)
-        with ablate(model, chosen, mode):
-            after = _probability(ckpt, model, target)
-    return AblationResult([head_name(ckpt.name, h) for h in chosen], mode, _prediction(ckpt, target), before, after,
-                          target.notices)
+def ablate_heads(service: DemoService, model_name: object, text: object, heads: object,
+                 mode: object = "zero") -> AblationResult:
+    """The probability of the prediction of the served model `model_name` with every head, and with
+    `heads` knocked out."""
+    ckpt = service.checkpoint(model_name)
+    with service.compute():
+        ckpt.require()
+        mode = check_mode(mode)
+        chosen = parse_heads(ckpt, heads)
+        model, lock = _private_copy(ckpt)
+        with lock:
+            target = _target(ckpt, text, model)
+            before = _probability(ckpt, model, target)
+            with ablate(model, chosen, mode):
+                after = _probability(ckpt, model, target)
+        return AblationResult([head_name(ckpt.name, h) for h in chosen], mode, _prediction(ckpt, target), before, after,
+                              target.notices)
 
 
 @dataclass
@@ -191,22 +195,25 @@ def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, 
     return looks
 
 
-def rank_heads(ckpt: Checkpoint, text: object, mode: object = "zero") -> HeadRanking:
-    """Every head knocked out alone (one pass each, batched by `inspection.ablation`), ranked by how
-    much the prediction's probability moves, beside the token each head looks at most."""
-    _, tok = ckpt.require()
-    mode = check_mode(mode)
-    model, lock = _private_copy(ckpt)
-    with lock:
-        target = _target(ckpt, text, model)
-        if ckpt.name == LM:
-            effects = lm_head_effects(model, target.ids, target.index, mode)
-        else:
-            candidates = labels_and_candidates(model, tok)[1]
-            effects = classifier_head_effects(model, target.ids, candidates, target.index, mode)
-        looks = _looks_at(ckpt, model, target)
-    rows = [HeadRow(head_name(ckpt.name, h), p, p - effects.base, visible(looks[h][0].strip(), True), looks[h][1])
-            for h, p in effects.ablated.items()]
-    rows.sort(key=lambda r: -abs(r.delta))
-    agreement = rank_correlation(torch.tensor([abs(r.delta) for r in rows]), torch.tensor([r.weight for r in rows]))
-    return HeadRanking(mode, _prediction(ckpt, target), effects.base, rows, agreement, target.notices)
+def rank_heads(service: DemoService, model_name: object, text: object, mode: object = "zero") -> HeadRanking:
+    """Every head of the served model `model_name` knocked out alone (one pass each, batched by
+    `inspection.ablation`), ranked by how much the prediction's probability moves, beside the token
+    each head looks at most."""
+    ckpt = service.checkpoint(model_name)
+    with service.compute(heavy=True):
+        _, tok = ckpt.require()
+        mode = check_mode(mode)
+        model, lock = _private_copy(ckpt)
+        with lock:
+            target = _target(ckpt, text, model)
+            if ckpt.name == LM:
+                effects = lm_head_effects(model, target.ids, target.index, mode)
+            else:
+                candidates = labels_and_candidates(model, tok)[1]
+                effects = classifier_head_effects(model, target.ids, candidates, target.index, mode)
+            looks = _looks_at(ckpt, model, target)
+        rows = [HeadRow(head_name(ckpt.name, h), p, p - effects.base, visible(looks[h][0].strip(), True), looks[h][1])
+                for h, p in effects.ablated.items()]
+        rows.sort(key=lambda r: -abs(r.delta))
+        agreement = rank_correlation(torch.tensor([abs(r.delta) for r in rows]), torch.tensor([r.weight for r in rows]))
+        return HeadRanking(mode, _prediction(ckpt, target), effects.base, rows, agreement, target.notices)

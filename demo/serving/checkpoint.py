@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from demo.inputs import DemoError, scrub_paths
+from demo.serving.errors import DemoError, scrub_paths
 from model import DecoderOnlyLM, EncoderDecoder, PreTrainedModel, load_pretrained
 from storage import (
     CONFIG_NAME,

@@ -1,0 +1,2 @@
+// Scroll the element `selector` into view.
+(selector) => document.querySelector(selector)?.scrollIntoView({behavior: 'smooth'})
