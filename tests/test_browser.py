@@ -335,7 +335,7 @@ def test_watch_it_learn_tab_opens_drawn_and_follows_the_slider(page, shots: Path
     assert_no_error_box(page)
 
 
-def test_the_shipped_laptop_snapshots_fill_watch_it_learn_when_the_lm_kept_none(tmp_path: Path) -> None:
+def test_the_shipped_laptop_snapshots_fill_watch_it_learn_when_the_lm_kept_none(page, tmp_path: Path) -> None:
     """The Space serves an LM trained without snapshots: the tab then shows the laptop run's, shipped
     in checkpoints/lm-laptop/snapshots/, from its random start to its last step."""
     folder = make_tiny_checkpoints(tmp_path / "ckpt")
@@ -348,23 +348,21 @@ def test_the_shipped_laptop_snapshots_fill_watch_it_learn_when_the_lm_kept_none(
         port = s.getsockname()[1]
     app = build_app(service)
     _, url, _ = launch(app, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    other = page.context.browser.new_page(viewport=DESKTOP)  # the module's browser, this app's page
     try:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-            page = browser.new_page(viewport=DESKTOP)
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(url)
-            open_tab(page, "Watch it learn")
-            page.locator("#learn-run").get_by_text(f"{SHIPPED_SNAPSHOTS}/{SNAPSHOTS_DIR}").wait_for()
-            page.locator("#learn-step").get_by_text(f"Step {last:,}").wait_for()
-            number = page.locator("#learn-slider input[type=number]")
-            number.fill("0")
-            number.press("Enter")
-            page.locator("#learn-step").get_by_text("Step 0 ").wait_for()
-            page.locator("#learn-attention .js-plotly-plot").wait_for()
-            assert_no_error_box(page)
-            browser.close()
+        other.set_default_timeout(TIMEOUT_MS)
+        other.goto(url)
+        open_tab(other, "Watch it learn")
+        other.locator("#learn-run").get_by_text(f"{SHIPPED_SNAPSHOTS}/{SNAPSHOTS_DIR}").wait_for()
+        other.locator("#learn-step").get_by_text(f"Step {last:,}").wait_for()
+        number = other.locator("#learn-slider input[type=number]")
+        number.fill("0")
+        number.press("Enter")
+        other.locator("#learn-step").get_by_text("Step 0 ").wait_for()
+        other.locator("#learn-attention .js-plotly-plot").wait_for()
+        assert_no_error_box(other)
     finally:
+        other.close()
         app.close()
 
 
