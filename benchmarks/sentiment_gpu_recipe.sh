@@ -23,8 +23,11 @@
 set -euo pipefail
 DATA=../shared/data/imdb
 COMMON=(--data-dir "$DATA" --preset base --device cuda)
+# the recipe these variants were planned with (the base preset is ULMFiT's fine-tuning since 2026-11-25)
 SENTIMENT=("${COMMON[@]}" --save-dtype float16 --set max_src_len=1024 --set src_keep_tail=384
-           --max-tokens 12288 --lr 1.5e-4 --max-steps 3000 --eval-every 250 --eval-batches 80 --max-minutes 9)
+           --max-tokens 12288 --lr 1.5e-4 --max-steps 3000 --eval-every 250 --eval-batches 80 --max-minutes 9
+           --set causal_encoder=0 --schedule cosine --warmup-steps 100 --layer-decay 1 --unfreeze-every 0
+           --crop-prob 0 --label-smoothing 0 --average-last 1)
 
 case "${1:-}" in
   span)

@@ -56,12 +56,16 @@ SENTIMENT: dict[str, dict] = {
               "train": dict(batch_size=32, max_steps=1500, lr=1e-3, warmup_steps=100, eval_every=100,
                             eval_batches=16),
               "finetune": dict(lr=3e-4, warmup_steps=50)},
-    # with --init-from, the encoder's shape comes from the LM; eval_batches 80 x 32 covers the
-    # whole 2,500-review validation split, so the step kept is the best on all of it
+    # the shipped classifier's run, with --init-from checkpoints/lm (the encoder's shape comes from the
+    # LM): ULMFiT's fine-tuning of the causal encoder, 1,900 steps of up to 16,384 tokens (22 M in
+    # all; docs/experiments/sentiment-full-2026-11-25); eval_batches 32 covers the 1,000 selection rows
     "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
-                           max_src_len=1024, src_keep_tail=384, max_tgt_len=8, dropout=0.1, norm_first=True),
-             "train": dict(batch_size=32, max_steps=3000, lr=1.5e-4, warmup_steps=100, eval_every=250,
-                           eval_batches=80),
+                           max_src_len=1024, src_keep_tail=384, max_tgt_len=8, dropout=0.1, norm_first=True,
+                           causal_encoder=True),
+             "train": dict(batch_size=32, max_steps=1900, lr=1e-3, warmup_steps=190, eval_every=50,
+                           eval_batches=32, max_tokens=16384,
+                           recipe=dict(schedule="stlr", layer_decay=0.385, unfreeze_every=100, crop_prob=0.3,
+                                       label_smoothing=0.1, average_last=2)),
              "finetune": {}},
     "laptop": LAPTOP_SENTIMENT,
 }
