@@ -206,6 +206,23 @@ def test_sentiment_track_pads_masks_and_cross_attends(service: DemoService) -> N
     np.testing.assert_allclose(cross.values[:, :-tour.PADDING], expected, atol=1e-5)
 
 
+def test_label_words_of_different_lengths_are_toured_by_the_winners_own_rows(service, monkeypatch) -> None:
+    """The decoder scores every label in one pass, the shorter ones padded to the longest (a tokenizer
+    trained on other text can split "negative" into more pieces than "positive"): the cross-attention
+    step shows the winning label's own rows, and its checks against the model still hold."""
+    model, tok = service.sentiment.require()
+    labels, _ = labels_and_candidates(model, tok)
+    short, long = [tok.encode(" great")[0]], tok.encode(" not good at all")
+    assert len(long) > 2
+    # one token and its end cost far less log-probability than four and theirs: the short one wins
+    monkeypatch.setattr(tour, "labels_and_candidates", lambda m, t: (labels, [short, long]))
+    t = tour.tour(service, "A fine film.", "sentiment", 0, 0)
+    assert all(c.ok for s in t.steps for c in s.checks), [c for s in t.steps for c in s.checks if not c.ok]
+    cross = by_key(t)["cross"].panels[0]
+    assert max(t.label_probabilities, key=t.label_probabilities.get) == labels[0]
+    assert cross.rows[0] == "<s>" and len(cross.rows) == 2  # <s> and the one piece written, not the padding
+
+
 def test_a_causal_encoder_masks_the_future_too() -> None:
     """With `causal_encoder` the encoder keeps the LM's causal mask: the tour masks both, and says so."""
     torch.manual_seed(0)

@@ -273,17 +273,18 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
         unpadded = model.label_log_probs(model.encode(source.ids)[0], candidates)
     best = int(log_probs[0].argmax())
     attention, cross = calls["attention"][0], calls["cross"][0]
+    decoder_ids = c.decoder_input_ids(candidates[best])
+    t = len(decoder_ids)  # the decoder pass padded every candidate to the longest: the winner's own rows
     values = {
         "source_positioned": _f64(calls["positioned"][0].output[0]), "qkv_in": _f64(calls["qkv"][0].args[0][0]),
         "qkv": _f64(calls["qkv"][0].output[0]),
         "weights": _f64(attention.output[1][0]), "memory_in": _f64(calls["encoder_norm"][0].args[0][0]),
-        "memory": _f64(memory[0]), "decoder_positioned": _f64(calls["positioned"][1].output[best]),
-        "cross_query_in": _f64(cross.args[0][best]), "cross_memory": _f64(cross.args[1][best]),
-        "cross_weights": _f64(cross.output[1][best]), "decoder_out": _f64(calls["decoder"][0].output[0]),
+        "memory": _f64(memory[0]), "decoder_positioned": _f64(calls["positioned"][1].output[best][:t]),
+        "cross_query_in": _f64(cross.args[0][best][:t]), "cross_memory": _f64(cross.args[1][best]),
+        "cross_weights": _f64(cross.output[1][best][:, :t]), "decoder_out": _f64(calls["decoder"][0].output[0]),
         "label_log_probs": _f64(log_probs[0]), "unpadded": _f64(unpadded[0]),
     }
     key_mask = attention.kwargs.get("mask")
-    decoder_ids = c.decoder_input_ids(candidates[best])
     modules = {name: model.get_submodule(path) for name, path in paths.items()}
     p = Pass(SENTIMENT, c, ids, [_label(tok, i) for i in ids], layer, values, modules, {
         "is_causal": attention.kwargs.get("is_causal", False),
