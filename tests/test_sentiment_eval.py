@@ -10,7 +10,7 @@ import torch
 
 from benchmarks.bootstrap import accuracy_with_interval, bootstrap_interval
 from benchmarks.sentiment_baseline import imdb_split
-from model import EncoderDecoder, EncoderDecoderConfig
+from model import EncoderDecoder, EncoderDecoderConfig, load_pretrained
 from tokenization import BPETokenizer, sentences
 from training import evaluate
 from training.data import PairSet, validation_rows
@@ -83,7 +83,7 @@ def test_bootstrap_interval_matches_the_normal_approximation():
 
 
 def test_bucketed_classification_gives_each_review_its_own_score(checkpoint, data_dir):
-    model = evaluate.load_pretrained(checkpoint)
+    model = load_pretrained(checkpoint)
     tokenizer = BPETokenizer.from_file(checkpoint)
     texts = pd.read_parquet(data_dir / "train.parquet")["text"].tolist()[:40]
     pairs = PairSet.from_texts(texts, ["positive"] * 40, tokenizer, model.config)
@@ -96,7 +96,7 @@ def test_bucketed_classification_gives_each_review_its_own_score(checkpoint, dat
 
 
 def test_evaluate_cli_scores_the_report_rows_and_their_short_texts(checkpoint, data_dir):
-    model = evaluate.load_pretrained(checkpoint)
+    model = load_pretrained(checkpoint)
     tokenizer = BPETokenizer.from_file(checkpoint)
     rows = held_out_rows(str(data_dir), 2500, 1337, "report")
     for short in (False, True):

@@ -26,14 +26,14 @@ from pathlib import Path
 import torch
 
 from cli import Parser
-from model import DecoderOnlyLM, EncoderDecoder, load_pretrained, resolve_device
-from storage import resolve_checkpoint
+from model import DecoderOnlyLM, EncoderDecoder
 from tokenization import BPETokenizer, label_candidates, read_texts
 
 from .bucketing import length_batches
 from .calibration import expected_calibration_error
 from .data import DataError, PairSet, TokenStream, label_column, load_table, require_columns, text_column
 from .heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, short_texts
+from .open_checkpoint import open_checkpoint
 
 
 @torch.inference_mode()
@@ -140,16 +140,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be >= 1, got {args.limit}")
-    try:
-        device = resolve_device(args.device)
-    except ValueError as e:  # "device cuda: no CUDA device is available ..."
-        parser.error(f"--{e}")
-    try:
-        ckpt = resolve_checkpoint(args.checkpoint)  # a local folder or a Hub repo id
-        model = load_pretrained(ckpt, device)
-        tokenizer = BPETokenizer.from_file(ckpt)
-    except (OSError, ValueError) as e:
-        parser.error(f"--checkpoint {args.checkpoint}: {e}")
+    model, tokenizer = open_checkpoint(parser, args.checkpoint, args.device)
     try:
         split = args.split or ("validation" if isinstance(model, DecoderOnlyLM) else "selection")
         held_out = held_out_rows(args.data_dir, args.val_size, args.seed, split) if args.data_dir else None

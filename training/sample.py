@@ -14,9 +14,10 @@ from dataclasses import replace
 import torch
 
 from cli import Parser
-from model import DecoderOnlyLM, GenerationConfig, load_pretrained, resolve_device
-from storage import resolve_checkpoint
+from model import DecoderOnlyLM, GenerationConfig
 from tokenization import BPETokenizer, prompt_ids
+
+from .open_checkpoint import open_checkpoint
 
 SAMPLE_PROMPTS = ("This movie was", "I have to say that", "The acting")
 SAMPLE_SETTINGS = {"max_new_tokens": 60, "temperature": 0.8, "top_k": 50}
@@ -58,16 +59,7 @@ def main(argv: list[str] | None = None) -> list[str]:
         parser.error("--" + str(e).replace("_", "-"))
     if settings.max_new_tokens < 1:
         parser.error(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
-    try:
-        device = resolve_device(args.device)
-    except ValueError as e:  # "device cuda: no CUDA device is available ..."
-        parser.error(f"--{e}")
-    try:
-        directory = resolve_checkpoint(args.checkpoint)
-        model = load_pretrained(directory, device)
-        tokenizer = BPETokenizer.from_file(directory)
-    except (OSError, ValueError) as e:
-        parser.error(f"--checkpoint {args.checkpoint}: {e}")
+    model, tokenizer = open_checkpoint(parser, args.checkpoint, args.device)
     if not isinstance(model, DecoderOnlyLM):
         parser.error(f"--checkpoint {args.checkpoint} holds a {model.model_type!r} model, not a language model")
     texts = []
