@@ -2,11 +2,13 @@
 2020): accuracy on held-out reviews hides what visitors see when they type a few words into the
 Sentiment tab ("great" read as negative, "not bad" as a complaint, a typo flipping the label).
 
-    python -m benchmarks.behaviour --checkpoint checkpoints/sentiment --data-dir ../shared/data/imdb
+    python -m benchmarks.behaviour --checkpoint checkpoints/sentiment --also checkpoints/sentiment-backward \\
+        --data-dir ../shared/data/imdb
 
-scores the checkpoint and TF-IDF + logistic regression (`benchmarks.sentiment_baseline`, fitted on
-the same 22,500 training reviews) on the same cases, and writes benchmarks/results/behaviour.json,
-whose failure rates the app's "before you trust this label" note on short text quotes.
+scores the checkpoint (with `--also`, the mean of its readers' P(positive), as the app's verdict)
+and TF-IDF + logistic regression (`benchmarks.sentiment_baseline`, fitted on the same 22,500
+training reviews) on the same cases, and writes benchmarks/results/behaviour.json, whose failure
+rates the app's "before you trust this label" note on short text quotes.
 
 Every capability is a few templates filled from word lists written for this check (movie reviews,
 not CheckList's published templates or lexicons: a check kept aside uses those and must stay a fair
@@ -38,11 +40,11 @@ from dataclasses import dataclass
 from itertools import product
 from string import Formatter
 
-import numpy as np
+import torch
 
-from benchmarks.common import add_checkpoint, benchmark_parser, parse, write_json
+from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
-from model import load_pretrained
+from model import combine_readers, load_pretrained
 from storage import resolve_checkpoint
 from tokenization import BPETokenizer, read_texts
 from training.data import PairSet
@@ -252,23 +254,26 @@ def score(checks: Sequence[Capability], p_positive: Callable[[list[str]], Sequen
     return results
 
 
-def checkpoint_reader(checkpoint: str, max_tokens: int = 16384) -> Callable[[list[str]], np.ndarray]:
-    """P(positive) of texts as the app's classifier gives it (see the module's docstring)."""
+def checkpoint_reader(checkpoint: str, max_tokens: int = 16384) -> Callable[[list[str]], torch.Tensor]:
+    """Calibrated log P(negative), log P(positive) (N, 2) of texts as the app's classifier gives them (see
+    the module's docstring)."""
     ckpt = resolve_checkpoint(checkpoint)
     model, tokenizer = load_pretrained(ckpt, "cpu"), BPETokenizer.from_file(ckpt)
     labels = model.config.labels
+    columns = [labels.index("negative"), labels.index("positive")]
 
-    def p_positive(texts: list[str]) -> np.ndarray:
+    def log_probs(texts: list[str]) -> torch.Tensor:
         unread = [labels[0]] * len(texts)  # PairSet's targets: `classify` scores every label word, reads none
         scores = classify(model, PairSet.from_texts(texts, unread, tokenizer, model.config), tokenizer, max_tokens)
-        return (scores / model.config.temperature).softmax(-1)[:, labels.index("positive")].numpy()
+        return (scores / model.config.temperature).log_softmax(-1)[:, columns]
 
-    return p_positive
+    return log_probs
 
 
 def arguments() -> argparse.ArgumentParser:
     parser = benchmark_parser("behaviour", __doc__)
     add_checkpoint(parser)
+    add_also(parser)
     add_held_out_arguments(parser)  # the baseline trains on the reviews these leave
     return parser
 
@@ -279,10 +284,12 @@ def main(argv: list[str] | None = None) -> dict:
     train_texts, train_labels, _, _ = imdb_split(args.data_dir, args.val_size, args.seed, "validation")
     baseline = fit_baseline(train_texts, train_labels)
     positive = list(baseline.classes_).index(POSITIVE)
-    readers = {"ours": checkpoint_reader(args.checkpoint),
+    ours = [checkpoint_reader(c) for c in [args.checkpoint, *args.also]]  # the app's verdict of its readers
+    readers = {"ours": lambda texts: combine_readers([r(texts) for r in ours])[:, 1].exp().numpy(),
                "tfidf": lambda texts: baseline.predict_proba(read_texts(texts))[:, positive]}
     scored = {name: score(checks, reader) for name, reader in readers.items()}
-    result = {"checkpoint": str(args.checkpoint), "baseline": "tfidf-uni+bigram-logreg",
+    result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}),
+              "baseline": "tfidf-uni+bigram-logreg",
               "baseline_train_examples": len(train_texts), "tolerance": TOLERANCE,
               "capabilities": {c.name: {"type": c.kind, "about": c.about, "fails": c.fails, "cases": len(c.cases),
                                         **{name: scored[name][c.name] for name in readers}} for c in checks}}

@@ -1,20 +1,23 @@
 """Calibration of a sentiment checkpoint: temperature fitted on the selection rows, expected
 calibration error (15 bins) before and after on the report rows, which the fit never sees.
 
-    python -m benchmarks.calibration --checkpoint checkpoints/sentiment --data-dir ../shared/data/imdb
+    python -m benchmarks.calibration --checkpoint checkpoints/sentiment --also checkpoints/sentiment-backward \\
+        --data-dir ../shared/data/imdb
 
-prints ECE at T = 1 and at the fitted T, and writes benchmarks/results/calibration.json with both
+With `--also`, each classifier gets its own temperature (fitted on the selection rows) and the
+figures are those of their verdict (`model.combine_readers`), the probabilities the app shows. It prints
+ECE at T = 1 and at the fitted T, and writes benchmarks/results/calibration.json with both
 reliability diagrams (the About tab draws the one at the fitted T). Scores are float32 whatever the
-machine: the fitted T is the checkpoint's, not a precision's. `--store` writes the fitted T
-into the checkpoint's config.json, where the app, `training.evaluate` and `/classify` read it.
+machine: the fitted T is the checkpoint's, not a precision's. `--store` writes each fitted T
+into its checkpoint's config.json, where the app, `training.evaluate` and `/classify` read it.
 """
 
 import argparse
 
 import torch
 
-from benchmarks.common import add_checkpoint, benchmark_parser, parse, write_json
-from model import EncoderDecoder
+from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, write_json
+from model import EncoderDecoder, combine_readers
 from storage import resolve_checkpoint
 from tokenization import BPETokenizer, read_texts
 from training.calibration import ECE_BINS, expected_calibration_error, fit_temperature, reliability
@@ -34,6 +37,7 @@ def scores_and_labels(model: EncoderDecoder, tokenizer: BPETokenizer, rows, part
 def arguments() -> argparse.ArgumentParser:
     parser = benchmark_parser("calibration", __doc__)
     add_checkpoint(parser)
+    add_also(parser)
     add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, default=None, help="only the first N rows of each part (a quick look)")
     parser.add_argument("--max-tokens", type=int, default=16384, help="padded source tokens per batch")
@@ -44,29 +48,33 @@ def arguments() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv)
     torch.manual_seed(0)
-    ckpt = resolve_checkpoint(args.checkpoint)
-    model, tokenizer = EncoderDecoder.from_pretrained(ckpt).eval(), BPETokenizer.from_file(ckpt)
-    parts = {}
-    for part in ("selection", "report"):
-        rows = held_out_rows(args.data_dir, args.val_size, args.seed, part)
-        rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
-        parts[part] = scores_and_labels(model, tokenizer, rows, part, args.max_tokens)
-    temperature = fit_temperature(*parts["selection"])  # the checkpoint's own T plays no part: scores are at T = 1
-    scores, labels = parts["report"]
-    result = {"checkpoint": str(args.checkpoint), "bins": ECE_BINS, "temperature": temperature,
-              "fitted_on": f"selection rows ({len(parts['selection'][1])})",
-              "measured_on": f"report rows ({len(labels)})",
-              "accuracy": (scores.argmax(-1) == labels).float().mean().item()}
-    for name, t in (("before", 1.0), ("after", temperature)):
-        probs = (scores / t).softmax(-1)
-        result[name] = {"temperature": t, "ece": expected_calibration_error(probs, labels),
+    folders = [resolve_checkpoint(c) for c in [args.checkpoint, *args.also]]
+    models = [EncoderDecoder.from_pretrained(f).eval() for f in folders]
+    parts = {part: held_out_rows(args.data_dir, args.val_size, args.seed, part) for part in ("selection", "report")}
+    if args.limit:
+        parts = {part: rows.select(range(min(args.limit, len(rows)))) for part, rows in parts.items()}
+    scored = [{part: scores_and_labels(model, BPETokenizer.from_file(folder), rows, part, args.max_tokens)
+               for part, rows in parts.items()} for model, folder in zip(models, folders, strict=True)]
+    # each model's own T, fitted at T = 1 on the selection rows (its stored T plays no part)
+    temperatures = [fit_temperature(*s["selection"]) for s in scored]
+    labels = scored[0]["report"][1]
+    result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}), "bins": ECE_BINS,
+              "temperature": temperatures[0], "temperatures": [round(t, 4) for t in temperatures],
+              "fitted_on": f"selection rows ({len(scored[0]['selection'][1])})",
+              "measured_on": f"report rows ({len(labels)})"}
+    for name, ts in (("before", [1.0] * len(models)), ("after", temperatures)):
+        probs = combine_readers([(s["report"][0] / t).log_softmax(-1) for s, t in zip(scored, ts, strict=True)]).exp()
+        result.setdefault("accuracy", (probs.argmax(-1) == labels).float().mean().item())
+        result[name] = {"temperature": ts[0], "ece": expected_calibration_error(probs, labels),
                         "reliability": reliability(probs, labels)}
-    print(f"T = {temperature:.3f} (fitted on {result['fitted_on']}); on the {result['measured_on']}: "
-          f"ECE {result['before']['ece']:.4f} at T = 1, {result['after']['ece']:.4f} at T = {temperature:.3f}")
+    fitted = ", ".join(f"{t:.3f}" for t in temperatures)
+    print(f"T = {fitted} (fitted on {result['fitted_on']}); on the {result['measured_on']}: "
+          f"ECE {result['before']['ece']:.4f} at T = 1, {result['after']['ece']:.4f} at T = {fitted}")
     write_json(result, args)
     if args.store:
-        model.config.temperature = round(temperature, 4)
-        model.save_config(ckpt)
+        for model, folder, t in zip(models, folders, temperatures, strict=True):
+            model.config.temperature = round(t, 4)
+            model.save_config(folder)
     return result
 
 

@@ -42,7 +42,7 @@ from tokenization import read_texts
 from training.data import validation_rows
 from training.heldout import SEED, VAL_SIZE
 
-__all__ = ["RESULTS", "SEED", "VAL_SIZE", "WORDS", "add_checkpoint", "add_device", "add_precision",
+__all__ = ["RESULTS", "SEED", "VAL_SIZE", "WORDS", "add_also", "add_checkpoint", "add_device", "add_precision",
            "add_speed_arguments", "benchmark_parser", "machine", "median_seconds", "parse", "speed_review",
            "timings", "write_json"]
 
@@ -69,6 +69,14 @@ def add_checkpoint(parser: argparse.ArgumentParser, default: str | None = "check
     """`--checkpoint`: the one model a benchmark reads."""
     parser.add_argument("--checkpoint", metavar="DIR", default=default,
                         help=what + (f" (default: {default})" if default else ""))
+
+
+def add_also(parser: argparse.ArgumentParser) -> None:
+    """`--also`: more classifiers whose probabilities are averaged with `--checkpoint`'s, as the app's
+    verdict averages its readers (`checkpoints/sentiment-backward`: ULMFiT's forward + backward ensemble)."""
+    parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
+                        help="more classifiers whose probabilities are averaged with the checkpoint's, as the app's "
+                             "verdict averages its readers (e.g. checkpoints/sentiment-backward)")
 
 
 def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:

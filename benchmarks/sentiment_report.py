@@ -6,6 +6,10 @@ interval; the difference (ours - baseline, same rows) has a paired bootstrap int
     python -m benchmarks.sentiment_report --checkpoint checkpoints/sentiment --data-dir ../shared/data/imdb \\
         --json benchmarks/results/sentiment_report_shipped.json
 
+`--also DIR ...` scores an ensemble: the checkpoint and the other classifiers combined as the app's
+verdict combines its readers (`model.combine_readers`; `benchmarks.ensemble` chooses combinations
+on the selection rows).
+
 The baseline trains on the same 22,500 reviews as `training.run --task sentiment` and reads each
 review whole; the checkpoint reads it as its config says (max_src_len, src_keep_tail). Reviews are
 scored in length-bucketed batches (`--max-tokens` padded tokens each), in float32: the accuracy is
@@ -18,16 +22,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from benchmarks.bootstrap import accuracy_with_interval, bootstrap_interval
-from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
+from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, write_json
+from benchmarks.ensemble import log_probabilities
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
-from model import load_pretrained
+from model import combine_readers
 from storage import METRICS_NAME, resolve_checkpoint
-from tokenization import BPETokenizer
-from training.data import PairSet
-from training.evaluate import classify
 from training.heldout import SELECTION_FRACTION, add_held_out_arguments, short_texts
 
 
@@ -42,6 +43,7 @@ def compare(ours: np.ndarray, baseline: np.ndarray) -> dict:
 def arguments() -> argparse.ArgumentParser:
     parser = benchmark_parser("sentiment_report", __doc__)
     add_checkpoint(parser)
+    add_also(parser)
     add_device(parser)
     add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, help="score only the first N report reviews (a quick check)")
@@ -53,8 +55,6 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv)
 
     ckpt = resolve_checkpoint(args.checkpoint)
-    model = load_pretrained(ckpt, args.device)
-    tokenizer = BPETokenizer.from_file(ckpt)
     train_texts, train_labels, texts, labels = imdb_split(args.data_dir, args.val_size, args.seed, "report")
     texts, labels = texts[: args.limit], labels[: args.limit]
     short = short_texts(texts, labels)
@@ -63,17 +63,17 @@ def main(argv: list[str] | None = None) -> dict:
     start = time.perf_counter()
     baseline = fit_baseline(train_texts, train_labels)
     baseline_s = time.perf_counter() - start
-    result = {"checkpoint": str(args.checkpoint), "data_dir": args.data_dir, "split": "report",
+    start = time.perf_counter()
+    readers = [log_probabilities(c, checks, args.device, args.max_tokens) for c in [args.checkpoint, *args.also]]
+    model_s = time.perf_counter() - start
+    result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}),
+              "data_dir": args.data_dir, "split": "report",
               "held_out": {"val_size": args.val_size, "seed": args.seed, "selection_fraction": SELECTION_FRACTION,
                            "report_examples": len(texts)}}
     for name, (rows, truth) in checks.items():
-        truth_t = torch.tensor(truth)
-        words = [model.config.labels[y] for y in truth]
-        start = time.perf_counter()
-        scores = classify(model, PairSet.from_texts(rows, words, tokenizer, model.config), tokenizer, args.max_tokens)
-        ours = (scores.argmax(-1) == truth_t).numpy()
-        result[name] = {**compare(ours, np.asarray(baseline.predict(rows)) == np.asarray(truth)),
-                        "model_time_s": round(time.perf_counter() - start, 1)}
+        ours = combine_readers([r[name] for r in readers]).argmax(-1).numpy() == np.asarray(truth)
+        result[name] = compare(ours, np.asarray(baseline.predict(rows)) == np.asarray(truth))
+    result["model_time_s"] = round(model_s, 1)
     result["baseline_fit_time_s"] = round(baseline_s, 1)
     metrics_path = Path(ckpt) / METRICS_NAME
     if metrics_path.is_file():  # how the checkpoint was chosen: on how many held-out rows, at which step

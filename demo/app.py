@@ -29,7 +29,16 @@ import gradio as gr  # noqa: E402
 import torch  # noqa: E402
 
 from cli import Parser  # noqa: E402
-from demo.serving import COMPUTE, LM, PRECISION_ENV, SENTIMENT, DemoService, start_queue, trim_when_idle  # noqa: E402
+from demo.serving import (  # noqa: E402
+    COMPUTE,
+    LM,
+    PRECISION_ENV,
+    SENTIMENT,
+    SENTIMENT_BACKWARD,
+    DemoService,
+    start_queue,
+    trim_when_idle,
+)
 from demo.serving.sessions import start_sessions_lazily  # noqa: E402
 from demo.tabs import about, attention, chat, learning, sentiment, tokenizer, tour  # noqa: E402
 from demo.text import TITLE  # noqa: E402
@@ -102,6 +111,9 @@ def build_parser() -> Parser:
                              "folder or a Hub repo id, with its tokenizer.json beside the weights; its weight "
                              "snapshots, if it kept any, fill the 'Watch it learn' tab")
     parser.add_argument(f"--{SENTIMENT}", metavar="PATH", help="serve this sentiment model instead (as --lm)")
+    parser.add_argument(f"--{SENTIMENT_BACKWARD}", metavar="PATH",
+                        help="its backward reader, whose probabilities the verdict averages with it (a classifier "
+                             "fine-tuned from a backward LM; beside --sentiment, none unless given)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="auto = CUDA when available")
     parser.add_argument("--precision", choices=PRECISIONS, default=os.environ.get(PRECISION_ENV, "auto"),
@@ -129,11 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    named = {name: getattr(args, name) for name in (LM, SENTIMENT) if getattr(args, name) is not None}
+    named = {name: getattr(args, name.replace("-", "_")) for name in (LM, SENTIMENT, SENTIMENT_BACKWARD)
+             if getattr(args, name.replace("-", "_")) is not None}
     service = DemoService(args.checkpoints, args.device, precision=args.precision, models=named)
-    for name, path in named.items():  # a model asked for by name is served, or the app does not start
-        if not service.checkpoint(name).ready:
-            parser.error(f"--{name} {path}: {service.checkpoint(name).message}")
+    for ckpt in service.checkpoints:  # a model asked for by name is served, or the app does not start
+        if ckpt.name in named and not ckpt.ready:
+            parser.error(f"--{ckpt.name} {named[ckpt.name]}: {ckpt.message}")
     for ckpt in service.checkpoints:
         log.info("%s: %s %s", ckpt.name, ckpt.status, ckpt.message)
     log.info("compute slots: %d", service.budget.slots)

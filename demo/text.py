@@ -4,7 +4,7 @@ Messages that belong to one computation (an empty review, a clamped setting) sta
 this module holds what a visitor reads on the page before doing anything.
 """
 
-from demo.serving import LM, SENTIMENT
+from demo.serving import LM, SENTIMENT, SENTIMENT_BACKWARD
 from inspection import DESCRIPTIONS, METHODS
 
 TITLE = "Tiny Transformers demo"
@@ -96,13 +96,21 @@ TOKENIZER_INTRO = ("How the byte-level BPE tokenizer cuts text into pieces (colo
 TOKENIZER_EXAMPLE = "Tokenization isn't magic: it's BPE! 🎬 naïve café, 映画"
 
 MODEL_TITLES = {LM: "Language model (decoder-only, GPT-style)",
-                SENTIMENT: "Sentiment model (encoder-decoder, text-to-text)"}
-SHORT_TITLES = {LM: "Language model", SENTIMENT: "Sentiment model"}  # in the header's warnings
+                SENTIMENT: "Sentiment model (encoder-decoder, text-to-text)",
+                SENTIMENT_BACKWARD: "Sentiment model, backward reader"}
+SHORT_TITLES = {LM: "Language model", SENTIMENT: "Sentiment model",  # in the header's warnings
+                SENTIMENT_BACKWARD: "Backward sentiment reader"}
 USES = {LM: "Continues a movie review you start, one token at a time (the **Chat** tab).",
-        SENTIMENT: "Reads a review and writes whether it is positive or negative (the **Sentiment** tab)."}
+        SENTIMENT: "Reads a review and writes whether it is positive or negative (the **Sentiment** tab).",
+        SENTIMENT_BACKWARD: "The same kind of model, started from a language model trained on reviews written "
+                            "backwards: it reads each review from its last word to its first. The Sentiment tab's "
+                            "verdict averages its probabilities with the sentiment model's: two readers that see "
+                            "a review in opposite orders make different mistakes (ULMFiT's forward + backward "
+                            "ensemble)."}
 DATA_LINES = {LM: "IMDb movie reviews (Maas et al., 2011): next-token prediction on the review text.",
               SENTIMENT: "IMDb movie reviews (Maas et al., 2011) with their labels: the encoder reads a review, "
-                         "the decoder writes the label word."}
+                         "the decoder writes the label word.",
+              SENTIMENT_BACKWARD: "The same reviews and labels, each review read last token first."}
 DEVELOPERS = ("Running on **{device}**; the batched passes (classification, explanations, attention) in "
               "**{precision}** (`python -m demo --precision`, `$DEMO_PRECISION`).\n\n"
               "- **Retrain:** see the README's *Retraining* section, or `python -m training.run --help` "

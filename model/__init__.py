@@ -3,8 +3,9 @@
 Read in the order the notebooks teach it (CONTRIBUTING.md names the six files to read first):
 `embeddings` (token ids to vectors, positions), `masks` and `attention` (the formula, then
 multi-head attention), `layers` (residual + LayerNorm, feed-forward, blocks, stacks), `outputs`
-(the logits and the loss), the two models (`decoder_only`, `encoder_decoder`) and `generation`;
-`config` is what every layer is built from. `pretrained` saves and loads checkpoints; `precision`
+(the logits and the loss), the two models (`decoder_only`, `encoder_decoder`), `generation`, and
+`ensemble` (one verdict from a forward and a backward classifier); `config` is what every layer is
+built from. `pretrained` saves and loads checkpoints; `precision`
 and `device` pick where and in what precision the products run. `fast/` holds the speed, beside
 the lesson: the lesson hands work to it at two marked places and reads top to bottom without it.
 
@@ -18,6 +19,7 @@ from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
 from .embeddings import Embeddings, PositionalEncoding, sinusoidal_table
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
+from .ensemble import combine_readers
 from .generation import GenerationConfig, KVCache, TokenStep, filter_logits, sampling_distribution
 from .layers import AttentionMap, Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward, SublayerConnection
 from .masks import causal_mask, causal_padding_mask, padding_mask, subsequent_mask
@@ -30,7 +32,7 @@ __all__ = [
     "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
     "GenerationConfig", "IGNORE_INDEX", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
     "PRECISIONS", "PreTrainedModel", "SublayerConnection", "TokenStep", "TransformerConfig",
-    "attention", "autocast", "bf16_native", "causal_mask", "causal_padding_mask", "filter_logits",
+    "attention", "autocast", "bf16_native", "causal_mask", "causal_padding_mask", "combine_readers", "filter_logits",
     "fused_attention", "head_and_loss", "load_pretrained", "padding_mask", "read_config", "resolve_device",
     "resolve_precision", "sampling_distribution", "scaled_dot_product_attention", "sinusoidal_table",
     "subsequent_mask",

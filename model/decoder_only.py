@@ -19,6 +19,12 @@ from .pretrained import PreTrainedModel
 class DecoderOnlyConfig(TransformerConfig):
     block_size: int = bounded(256, 1, MAX_POSITIONS)  # context length: the most positions the model attends over
     n_layer: int = bounded(4, 1, MAX_LAYERS)
+    # trained on text read from its last token to its first (ULMFiT's backward LM, Howard & Ruder 2018,
+    # section 3): the model is the same, only its training stream is reversed (`training.tasks.LMTask`).
+    # It predicts the token *before* a text, so it is no chat model; its weights start a classifier
+    # whose encoder reads reviews backwards (`EncoderDecoderConfig.reverse_source`), the second half
+    # of a forward + backward ensemble.
+    reverse: bool = False
 
     @property
     def max_positions(self) -> int:

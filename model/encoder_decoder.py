@@ -10,7 +10,7 @@ from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
 from .decoder_only import DecoderOnlyLM
 from .embeddings import Embeddings, PositionalEncoding
 from .generation import GenerationMixin, KVCache
-from .layers import Decoder, Encoder
+from .layers import AttentionMap, Decoder, Encoder
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel
@@ -35,6 +35,12 @@ class EncoderDecoderConfig(TransformerConfig):
     # reading with a bidirectional mask its weights never saw; the decoder's cross-attention still
     # reads every position of the memory.
     causal_encoder: bool = False
+    # the encoder reads each source from its last token to its first: a classifier started from a
+    # backward LM (`DecoderOnlyConfig.reverse`), the other half of ULMFiT's forward + backward ensemble.
+    # Only the encoder's reading order changes: its output and attention maps are put back in the
+    # source's order (`EncoderDecoder.encode`), so whatever reads them (the decoder, attributions,
+    # heatmaps) sees position i as the source's token i, as with a forward encoder.
+    reverse_source: bool = False
     # the classifier's softmax temperature over label scores (temperature scaling, Guo et al. 2017),
     # fitted on the selection rows at the end of a sentiment run so that its probabilities are calibrated
     temperature: float = bounded(1.0, 1e-2, 100.0)
@@ -54,6 +60,35 @@ class EncoderDecoderConfig(TransformerConfig):
     def decoder_input_ids(self, target: Sequence[int]) -> list[int]:
         """What the decoder reads to write `target`: the target shifted right behind the start token."""
         return [self.bos_token_id, *target]
+
+
+def _direction(reverse: bool) -> str:
+    return "backwards" if reverse else "forwards"
+
+
+def reading_order(src_mask: torch.Tensor) -> torch.Tensor:
+    """(B, S) 1/0 real/pad -> (B, S) indices that put each row's real tokens last to first in the
+    slots the real tokens hold, and leave the padding where it is. `reorder(x, order)` then reads
+    a review backwards; the permutation is its own inverse, so the same `order` puts it back."""
+    B, S = src_mask.shape
+    pos = torch.arange(S, device=src_mask.device).expand(B, S)
+    real = src_mask.bool()
+    slots = torch.where(real, pos, S + pos).argsort(1)  # the real slots in order, then the pads'
+    backwards = torch.where(real, -pos, S + pos).argsort(1)  # the real tokens last to first, then the pads
+    return torch.empty_like(slots).scatter_(1, slots, backwards)
+
+
+def reorder(x: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    """x (B, S, C) with position i taken from position order[b, i] -> (B, S, C)."""
+    return x.gather(1, order[..., None].expand_as(x))
+
+
+def reorder_map(weights: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    """Attention weights (B, H, S, S) computed in reading order -> the same weights between the
+    source's own positions (query and key axes both permuted back)."""
+    B, H, S, _ = weights.shape
+    rows = weights.gather(2, order[:, None, :, None].expand(B, H, S, S))
+    return rows.gather(3, order[:, None, None, :].expand(B, H, S, S))
 
 
 class EncoderDecoder(PreTrainedModel, GenerationMixin):
@@ -76,9 +111,9 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         `vocab_size` tokens (an LM of another tokenizer, a span model with fewer rows)."""
         c, shape = pretrained.config, ("d_model", "n_head", "d_ff", "norm_first")
         if isinstance(pretrained, DecoderOnlyLM) and c.vocab_size == vocab_size:
-            return {k: getattr(c, k) for k in shape} | {"n_encoder_layer": c.n_layer}
+            return {k: getattr(c, k) for k in shape} | {"n_encoder_layer": c.n_layer, "reverse_source": c.reverse}
         if isinstance(pretrained, EncoderDecoder) and c.vocab_size >= vocab_size:
-            return {k: getattr(c, k) for k in (*shape, "n_encoder_layer", "n_decoder_layer")}
+            return {k: getattr(c, k) for k in (*shape, "n_encoder_layer", "n_decoder_layer", "reverse_source")}
         return None
 
     @torch.no_grad()
@@ -94,7 +129,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         if not isinstance(pretrained, EncoderDecoder):
             raise ValueError(f"cannot initialise an encoder-decoder from a {pretrained.model_type!r} checkpoint")
         mine, theirs = self.config, pretrained.config
-        for name in ("d_model", "n_head", "d_ff", "norm_first", "n_encoder_layer", "n_decoder_layer"):
+        for name in ("d_model", "n_head", "d_ff", "norm_first", "n_encoder_layer", "n_decoder_layer",
+                     "reverse_source"):
             if getattr(mine, name) != getattr(theirs, name):
                 raise ValueError(f"cannot initialise from the encoder-decoder: {name} is {getattr(theirs, name)} "
                                  f"there, {getattr(mine, name)} here")
@@ -123,6 +159,9 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
             raise ValueError(f"cannot initialise from the LM: vocab_size is {lc.vocab_size} there, {c.vocab_size} here")
         if c.n_encoder_layer > lc.n_layer:
             raise ValueError(f"the LM has {lc.n_layer} layers, the encoder wants {c.n_encoder_layer}")
+        if c.reverse_source != lc.reverse:  # its weights learned one reading order: the encoder must keep it
+            raise ValueError(f"cannot initialise from the LM: it reads text {_direction(lc.reverse)}, the encoder "
+                             f"{_direction(c.reverse_source)}")
         self.embed.lut.weight[: lc.vocab_size] = lm.embed.lut.weight
         for mine, theirs in zip(self.encoder.layers, lm.decoder.layers, strict=False):
             mine.load_state_dict(theirs.state_dict())
@@ -135,8 +174,12 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         `src_embeds` (B, S, C), the scaled token embeddings `self.embed(src_ids)`, replaces the ids:
         gradient attributions differentiate with respect to them (see `inspection/attribution.py`)."""
         mask = padding_mask(src_mask) if src_mask is not None else None
-        x = self.embed(src_ids) if src_embeds is None else src_embeds
-        return self.encoder(self.pos(x), mask, need_weights)
+        x = self.embed(src_ids) if src_embeds is None else src_embeds  # (B, S, C)
+        if not self.config.reverse_source:
+            return self.encoder(self.pos(x), mask, need_weights)
+        order = reading_order(src_mask if src_mask is not None else torch.ones(x.shape[:2], device=x.device))
+        memory, maps = self.encoder(self.pos(reorder(x, order)), mask, need_weights)  # positions count from the end
+        return reorder(memory, order), [AttentionMap(m.kind, m.layer, reorder_map(m.weights, order)) for m in maps]
 
     def decode(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
         """tgt_ids: (B, T) -> logits (B, T, vocab), attention maps. Right-padded targets need no

@@ -91,6 +91,12 @@ def card_metadata(name: str, m: dict) -> str:
     return data.to_yaml()
 
 
+BACKWARD_NOTE = (" This one reads each review from its last token to its first: its encoder starts from a "
+                 "language model trained on reviews written backwards (`--set reverse=1`). It is the second "
+                 "reader of the app's Sentiment tab, whose verdict averages its probabilities with the forward "
+                 "classifier's (ULMFiT's forward + backward ensemble, Howard & Ruder 2018).")
+
+
 def model_card(name: str, m: dict, config: dict) -> str:
     """A checkpoint's README.md: metadata, what it is, intended use, limitations, training, evaluation."""
     card = TASKS[m["task"]].card
@@ -113,7 +119,7 @@ def model_card(name: str, m: dict, config: dict) -> str:
 
 # tiny-transformers `{name}`
 
-{card.what}
+{card.what}{BACKWARD_NOTE if config.get("reverse_source") else ""}
 
 - {m['parameters']:,} parameters (`{m['model_type']}`): {shape}
 - Files: `config.json`, `model.safetensors` (weights, safetensors only), `tokenizer.json` (byte-level BPE)

@@ -100,12 +100,15 @@ def test_scoring_a_fake_classifier_gives_the_rates_counted_by_hand():
 
 
 def test_the_classifier_is_read_as_the_app_reads_it():
-    """The benchmark's batched P(positive) is the app's `/classify` probability, text by text."""
+    """The benchmark's batched log P(negative), log P(positive) are the app's `/classify` probabilities,
+    text by text."""
     checkpoints = shared_tiny_checkpoints()
     service = DemoService(checkpoints, device="cpu", precision="fp32")
     texts = ["Not bad.", "I used to love it, now I hate it.", "The acting was superb. www.moviechat.net/t/20931"]
     read = behaviour.checkpoint_reader(str(checkpoints / "sentiment"))(texts)
-    assert read.tolist() == pytest.approx([classify(service, t).probabilities["positive"] for t in texts], abs=1e-5)
+    shown = [classify(service, t).probabilities for t in texts]
+    assert read.exp().flatten().tolist() == pytest.approx([p[k] for p in shown for k in ("negative", "positive")],
+                                                          abs=1e-5)
 
 
 @pytest.fixture

@@ -23,7 +23,8 @@ PROMPT = torch.tensor([[1, 7, 3]])
 # tested here with each of its values. A new field fails the first test until it is placed.
 SIZES_AND_IDS = {"vocab_size", "n_head", "d_model", "d_ff", "block_size", "n_layer", "pad_token_id",
                  "bos_token_id", "eos_token_id"}
-CONFIG_OPTIONS = {"norm_first": [True, False], "dropout": [0.0, 0.5]}
+# `reverse` only says which way the LM's training text ran: the same computation either way
+CONFIG_OPTIONS = {"norm_first": [True, False], "dropout": [0.0, 0.5], "reverse": [False, True]}
 
 
 class DoubledLayerNorm(nn.LayerNorm):

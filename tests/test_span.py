@@ -111,7 +111,8 @@ def test_init_from_the_lm_fills_the_first_rows_of_a_larger_vocabulary():
     lm = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, n_layer=2, n_head=2, d_model=16, d_ff=32, block_size=32))
     span_model = tiny_ed(50 + N_SENTINELS)
     sentinel_rows = span_model.embed.lut.weight[50:].clone()
-    assert EncoderDecoder.shape_from(lm, 50) == dict(d_model=16, n_head=2, d_ff=32, norm_first=True, n_encoder_layer=2)
+    assert EncoderDecoder.shape_from(lm, 50) == dict(d_model=16, n_head=2, d_ff=32, norm_first=True, n_encoder_layer=2,
+                                                     reverse_source=False)
     assert EncoderDecoder.shape_from(lm, 51) is None  # another tokenizer's LM
     span_model.init_from(lm)
     assert torch.equal(span_model.embed.lut.weight[:50], lm.embed.lut.weight)

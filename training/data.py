@@ -167,6 +167,11 @@ class TokenStream:
         arrays = cached_arrays("stream", tokenizer, texts, {}, build)
         return cls(arrays["ids"], int(arrays["n_bytes"]))
 
+    def reversed(self) -> "TokenStream":
+        """The same stream read from its last token to its first (a backward LM's): every document
+        reversed, `</s> cod <s>`, and the documents in reverse order; the same bytes."""
+        return TokenStream(self.ids[::-1].copy(), self.n_bytes)
+
     def random_batch(self, batch_size: int, block_size: int, gen: torch.Generator):
         """(x, y), each (B, T): random windows and the same windows shifted by one token."""
         starts = torch.randint(0, len(self.ids) - block_size - 1, (batch_size,), generator=gen)

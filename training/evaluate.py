@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> dict:
         what = f"the {split} rows of {args.data_dir}" if args.data_dir else args.data
         if isinstance(model, DecoderOnlyLM):
             texts = read_texts(held_out["text"]) if held_out is not None else _texts(Path(args.data))
-            result = evaluate_lm(model, TokenStream.from_texts(texts, tokenizer), args.limit)
+            stream = TokenStream.from_texts(texts, tokenizer)
+            result = evaluate_lm(model, stream.reversed() if model.config.reverse else stream, args.limit)
         else:
             label_candidates(tokenizer, model.config)  # a checkpoint without labels says so before any row is judged
             ds = held_out if held_out is not None else load_table(args.data)

@@ -146,7 +146,11 @@ def build_parser() -> Parser:
                         help="sentiment: evidence caches (python -m training.evidence) to draw snippets from")
     recipe.add_argument("--evidence-prob", type=float,
                         help="sentiment: fraction of training reviews replaced by an evidence snippet, with its label")
-    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--seed", type=int, default=1337,
+                   help="initialisation, data order and dropout; also which rows are held out, unless --split-seed")
+    p.add_argument("--split-seed", type=int,
+                   help="which train rows are held out (default: --seed). Keep 1337 to train another seed of a "
+                        "run on the same training rows and compare them on the same selection rows")
     return p
 
 
@@ -310,7 +314,8 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         _check_resumable(state, cfg, {}, info, out)  # the cheap checks before the data is read
 
     splits = load_splits(args.data_dir, args.dataset)
-    options = TaskOptions(args.val_size, args.seed, args.max_examples, args.source_column, args.target_column)
+    split_seed = args.seed if args.split_seed is None else args.split_seed
+    options = TaskOptions(args.val_size, split_seed, args.max_examples, args.source_column, args.target_column)
     task = TASKS[args.task](splits, options)
 
     tokenizer_path = Path(args.tokenizer)

@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> list[str]:
     model, tokenizer = open_checkpoint(parser, args.checkpoint, args.device)
     if not isinstance(model, DecoderOnlyLM):
         parser.error(f"--checkpoint {args.checkpoint} holds a {model.model_type!r} model, not a language model")
+    if model.config.reverse:
+        parser.error(f"--checkpoint {args.checkpoint} is a backward language model (it writes what comes before a "
+                     "text, not after): it starts a backward classifier, it does not continue prompts")
     texts = []
     for i in range(args.num_samples):
         text = args.prompt + continuation(model, tokenizer, args.prompt, replace(settings, seed=args.seed + i))

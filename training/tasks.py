@@ -90,11 +90,13 @@ class LMTask(Task):
                                    bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, **model_overrides)
         splits = {"train": TokenStream.from_texts(self.train_texts, tokenizer),
                   "val": TokenStream.from_texts(self.val_texts, tokenizer)}
+        if self.test_texts:
+            splits["test"] = TokenStream.from_texts(self.test_texts, tokenizer)
+        if config.reverse:  # a backward LM (`--set reverse=1`) reads every stream last token first
+            splits = {name: stream.reversed() for name, stream in splits.items()}
         if len(splits["val"].ids) <= config.block_size:
             raise DataError(f"validation text has {len(splits['val'].ids)} tokens: fewer than one "
                             f"context of {config.block_size}; use more data or a smaller block_size")
-        if self.test_texts:
-            splits["test"] = TokenStream.from_texts(self.test_texts, tokenizer)
         return TaskData(config, tokenizer, train_cfg, splits,
                         {"train_tokens": len(splits["train"].ids), "val_tokens": len(splits["val"].ids)})
 
@@ -119,7 +121,10 @@ class LMTask(Task):
 
     def samples(self, model: DecoderOnlyLM, data: TaskData) -> list[str]:
         """Three sampled continuations of the prompts every LM run shows, to read whether they look like
-        reviews (`training.sample`: the same with any prompt)."""
+        reviews (`training.sample`: the same with any prompt). A backward LM writes the text before a
+        prompt, which these prompts (a review's first words) are not made for: none."""
+        if model.config.reverse:
+            return []
         return [prompt + continuation(model, data.tokenizer, prompt, GenerationConfig(**SAMPLE_SETTINGS, seed=i))
                 for i, prompt in enumerate(SAMPLE_PROMPTS)]
 

@@ -16,7 +16,7 @@ the one module that patches Gradio, by name.
 """
 
 from demo.serving.budget import BUSY, Busy, ComputeBudget, machine_slots
-from demo.serving.checkpoint import LM, SENTIMENT, Checkpoint
+from demo.serving.checkpoint import LM, SENTIMENT, SENTIMENT_BACKWARD, Checkpoint
 from demo.serving.errors import INTERNAL_ERROR, DemoError, failure, scrub_paths
 from demo.serving.inputs import MAX_INPUT_CHARS, read_number, visitor_text
 from demo.serving.memory import trim_when_idle
@@ -27,8 +27,8 @@ from demo.serving.snapshots import SnapshotSet
 from demo.serving.streaming import paced, run_ahead
 
 __all__ = [
-    "BUSY", "COMPUTE", "INTERNAL_ERROR", "LM", "MAX_INPUT_CHARS", "PRECISION_ENV", "SENTIMENT", "Busy",
-    "Checkpoint", "ComputeBudget", "DemoError", "DemoService", "Replies", "SnapshotSet", "failure", "machine_slots",
-    "paced", "read_number", "run_ahead", "scrub_paths", "serving_device", "start_queue", "trim_when_idle",
-    "visitor_text",
+    "BUSY", "COMPUTE", "INTERNAL_ERROR", "LM", "MAX_INPUT_CHARS", "PRECISION_ENV", "SENTIMENT", "SENTIMENT_BACKWARD",
+    "Busy", "Checkpoint", "ComputeBudget", "DemoError", "DemoService", "Replies", "SnapshotSet", "failure",
+    "machine_slots", "paced", "read_number", "run_ahead", "scrub_paths", "serving_device", "start_queue",
+    "trim_when_idle", "visitor_text",
 ]

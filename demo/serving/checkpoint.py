@@ -27,8 +27,13 @@ from tokenization import BPETokenizer
 log = logging.getLogger(__name__)
 
 LM, SENTIMENT = "lm", "sentiment"  # sub-directories of the checkpoints directory
-MODEL_CLASSES: dict[str, type[PreTrainedModel]] = {LM: DecoderOnlyLM, SENTIMENT: EncoderDecoder}
-MODEL_NAMES = {LM: "language model", SENTIMENT: "sentiment model"}  # as a sentence names them
+# the sentiment model's second reader: a classifier that reads reviews backwards, whose probabilities
+# the verdict averages with the sentiment model's (ULMFiT's forward + backward ensemble); optional
+SENTIMENT_BACKWARD = "sentiment-backward"
+MODEL_CLASSES: dict[str, type[PreTrainedModel]] = {LM: DecoderOnlyLM, SENTIMENT: EncoderDecoder,
+                                                   SENTIMENT_BACKWARD: EncoderDecoder}
+MODEL_NAMES = {LM: "language model", SENTIMENT: "sentiment model",
+               SENTIMENT_BACKWARD: "backward sentiment reader"}  # as a sentence names them
 MAX_CURVE_BYTES = 5_000_000
 
 
@@ -176,3 +181,22 @@ def _load(ckpt: Checkpoint, device: str, shared_tokenizer: BPETokenizer | None, 
     if not ckpt.trained:
         ckpt.message = f"no {METRICS_NAME}: probably untrained (random weights), expect gibberish"
     return ckpt
+
+
+def pair_readers(forward: Checkpoint, backward: Checkpoint) -> Checkpoint:
+    """`backward` as the sentiment model's second reader, or turned into an "error" record saying why
+    it cannot be one. Averaging two classifiers' probabilities means something only when they read
+    the same review the same way: the same tokenizer, the same cut (max_src_len, src_keep_tail) and
+    the same labels, one reading forwards and the other backwards."""
+    if not (forward.ready and backward.ready):
+        return backward
+    f, b = forward.model.config, backward.model.config
+    why = ("it does not read backwards (reverse_source is false)" if not b.reverse_source or f.reverse_source
+           else f"its labels are {b.labels}, the sentiment model's {f.labels}" if b.labels != f.labels
+           else "it cuts reviews differently (max_src_len, src_keep_tail)"
+           if (b.max_src_len, b.src_keep_tail) != (f.max_src_len, f.src_keep_tail)
+           else "its tokenizer is not the sentiment model's"
+           if backward.tokenizer.tokenizer.to_str() != forward.tokenizer.tokenizer.to_str() else "")
+    if why:
+        backward.status, backward.model, backward.message = "error", None, f"not paired with the sentiment model: {why}"
+    return backward

@@ -23,7 +23,16 @@ import torch
 
 from demo.serving import snapshots
 from demo.serving.budget import ComputeBudget, machine_slots
-from demo.serving.checkpoint import LM, SENTIMENT, Checkpoint, Scrubber, load_checkpoint, load_tokenizer
+from demo.serving.checkpoint import (
+    LM,
+    SENTIMENT,
+    SENTIMENT_BACKWARD,
+    Checkpoint,
+    Scrubber,
+    load_checkpoint,
+    load_tokenizer,
+    pair_readers,
+)
 from demo.serving.errors import DemoError
 from model import autocast, resolve_device, resolve_precision
 
@@ -65,6 +74,13 @@ class DemoService:
         shared_tokenizer, _ = load_tokenizer(self.root, Scrubber(self.root))
         self.lm = load_checkpoint(self.root, LM, self.device, shared_tokenizer, models.get(LM))
         self.sentiment = load_checkpoint(self.root, SENTIMENT, self.device, shared_tokenizer, models.get(SENTIMENT))
+        # the verdict's second reader (`pair_readers`): beside a sentiment model named on the command line,
+        # only one named with it, never the checkpoints folder's partner of another model
+        if SENTIMENT in models and SENTIMENT_BACKWARD not in models:
+            self.sentiment_backward = Checkpoint(SENTIMENT_BACKWARD, "", message="none named beside --sentiment")
+        else:
+            self.sentiment_backward = pair_readers(self.sentiment, load_checkpoint(
+                self.root, SENTIMENT_BACKWARD, self.device, shared_tokenizer, models.get(SENTIMENT_BACKWARD)))
         # the Tokenizer tab shows the tokenizer of a model named on the command line, else the shared one,
         # else whichever a model brought
         named = [c.tokenizer for c in self.checkpoints if c.name in models]
@@ -74,7 +90,14 @@ class DemoService:
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
-        return [self.lm, self.sentiment]
+        """The served models; the backward reader unless there is none to serve (a missing one is no fault)."""
+        return [self.lm, self.sentiment] + [self.sentiment_backward] * (self.sentiment_backward.status != "missing")
+
+    @property
+    def readers(self) -> list[Checkpoint]:
+        """The classifiers whose probabilities the sentiment verdict averages: the sentiment model, and
+        its backward reader when one is paired with it."""
+        return [self.sentiment] + [self.sentiment_backward] * self.sentiment_backward.ready
 
     def checkpoint(self, name: object) -> Checkpoint:
         """The served model `name` (LM or SENTIMENT); any other name, as a visitor may send, is a `DemoError`."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from demo import plots
-from demo.serving import LM, SENTIMENT, Checkpoint, DemoService, scrub_paths
+from demo.serving import LM, SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoService, scrub_paths
 from demo.text import DATA_LINES, DEVELOPERS, HEADER, MODEL_TITLES, SHORT_TITLES, USES
 
 HIDDEN_METRICS = {"history", "model_config", "train_config", "samples", "data"}  # shown otherwise, or too long
@@ -73,13 +73,14 @@ def _lm_architecture(c: dict) -> str:
 def _sentiment_architecture(c: dict) -> str:
     tail = c.get("src_keep_tail") or 0
     tail_note = f" (a longer review: its start and its last {tail})" if tail else ""
-    return (f"an encoder of {c.get('n_encoder_layer')} layers reads the review, a decoder of "
+    order = " from its last token to its first" if c.get("reverse_source") else ""
+    return (f"an encoder of {c.get('n_encoder_layer')} layers reads the review{order}, a decoder of "
             f"{c.get('n_decoder_layer')} layer writes the label; {c.get('n_head')} attention heads a layer; each "
             f"token is a vector of {c.get('d_model')} numbers (d_model); reads up to {c.get('max_src_len')} "
             f"tokens{tail_note}; labels {', '.join(c.get('labels') or [])}")
 
 
-ARCHITECTURES = {LM: _lm_architecture, SENTIMENT: _sentiment_architecture}
+ARCHITECTURES = {LM: _lm_architecture, SENTIMENT: _sentiment_architecture, SENTIMENT_BACKWARD: _sentiment_architecture}
 
 
 def _data_line(ckpt: Checkpoint) -> str:

@@ -151,7 +151,7 @@ def explain(service: DemoService, text, method):
     shading = (result.highlights, shading_heading(result.method, result.label), f"“{result.label}”")
     deletion = deletion_markdown(result.method, result.label, result.probabilities[result.label], result.deletion,
                                  result.tokens)
-    return result.probabilities, plots.shading_html(*shading), deletion, review_notices(text, result.notices), shading
+    return result.verdict, plots.shading_html(*shading), deletion, review_notices(text, result.notices), shading
 
 
 def pending(method):

@@ -1,25 +1,29 @@
 """The Sentiment tab's computation: class probabilities, and which review tokens the label step
 looked at (no Gradio here; `demo.tabs.sentiment` shows it)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from demo.serving import Checkpoint, DemoError, DemoService, visitor_text
+from demo.serving import SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoError, DemoService, visitor_text
 from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation, top_count
-from model import EncoderDecoder, EncoderDecoderConfig
+from model import EncoderDecoder, EncoderDecoderConfig, combine_readers
 from tokenization import BPETokenizer, Piece, label_candidates, read_review
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
 DELETION_FRACTIONS = (0.05, 0.1, 0.2)  # the live deletion test: top 5/10/20% of the review's tokens
 
 
+READER_NAMES = {SENTIMENT: "left to right", SENTIMENT_BACKWARD: "right to left"}  # how the verdict names them
+
+
 @dataclass
 class SentimentResult:
-    probabilities: dict[str, float]  # label -> probability, sums to 1
+    probabilities: dict[str, float]  # label -> probability, sums to 1: the verdict, every reader's mean
     label: str
     highlights: list[tuple[str, float | None]]  # review segments with attention in [0, 1]
     notices: list[str]
+    readers: dict[str, dict[str, float]] = field(default_factory=dict)  # each reader's own, by `READER_NAMES`
 
 
 @dataclass
@@ -103,6 +107,39 @@ def shade(source: Source, scores: list[float]) -> list[tuple[str, float | None]]
     return [(segment, w if w is None or top == 0 else round(w / top, 4)) for segment, w in segments]
 
 
+def read_by_all(service: DemoService, source: Source, labels: list[str], candidates: list[list[int]],
+                forward: torch.Tensor) -> dict[str, dict[str, float]]:
+    """Every reader's probabilities for the review (`service.readers`): `forward`, the sentiment
+    model's (K,), already computed; the backward reader's, if one is served, from its own pass over
+    the same ids (it reverses them itself: `EncoderDecoderConfig.reverse_source`)."""
+    readers = {READER_NAMES[SENTIMENT]: dict(zip(labels, forward.tolist(), strict=True))}
+    for ckpt in service.readers[1:]:
+        model = ckpt.model
+        memory, _ = model.encode(source.ids)
+        probs = model.label_log_probs(memory, candidates)[0].exp()
+        readers[READER_NAMES[ckpt.name]] = dict(zip(labels, probs.tolist(), strict=True))
+    return readers
+
+
+def verdict(readers: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The label probabilities the app shows: every reader's combined by `model.combine_readers`
+    (ULMFiT's forward + backward ensemble; why a mean of log-probabilities: its docstring)."""
+    labels = list(next(iter(readers.values())))
+    log_probs = [torch.tensor([r[label] for label in labels], dtype=torch.float64).log() for r in readers.values()]
+    return dict(zip(labels, combine_readers(log_probs).exp().tolist(), strict=True))
+
+
+def readers_notice(readers: dict[str, dict[str, float]], label: str) -> list[str]:
+    """With two readers, one sentence of what each said and that the label is their mean."""
+    if len(readers) < 2:
+        return []
+    said = "; ".join(f"read {name}, P({label}) = {p[label]:.3f}" for name, p in readers.items())
+    return [f"**Two readers, averaged:** {said}. The label is their average, {verdict(readers)[label]:.3f} (a mean of "
+            "log-probabilities): a model that reads the review backwards makes other mistakes than one that reads "
+            "it forwards, so their average is right more often than either (ULMFiT's forward + backward ensemble; "
+            "see About)."]
+
+
 def classify(service: DemoService, text: object) -> SentimentResult:
     """Class probabilities and which review tokens the label step attended to.
 
@@ -118,8 +155,11 @@ def classify(service: DemoService, text: object) -> SentimentResult:
         source = review_source(ckpt, text)
         labels, candidates = labels_and_candidates(model, tok)
         result = attribute(model, source.ids, candidates, "attention")  # one pass each: scores and weights
-        return SentimentResult(dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
-                               shade(source, result.scores.tolist()), source.notices)
+        readers = read_by_all(service, source, labels, candidates, result.probabilities)
+        probabilities = verdict(readers)
+        label = max(probabilities, key=probabilities.get)
+        return SentimentResult(probabilities, label, shade(source, result.scores.tolist()),
+                               source.notices + readers_notice(readers, label), readers)
 
 
 @dataclass
@@ -127,13 +167,14 @@ class Explanation:
     """One attribution method's reading of a review, and the live deletion test of it."""
 
     method: str
-    probabilities: dict[str, float]  # label -> probability of the full review
-    label: str  # the label explained: the one the model writes
+    probabilities: dict[str, float]  # label -> probability of the full review, by the reader explained
+    label: str  # the label explained: the one the sentiment model (the left-to-right reader) writes
     highlights: list[tuple[str, float | None]]  # review segments, scores scaled to [-1, 1]
     # (fraction, tokens deleted, P(label) left with the method's top tokens deleted, and with as many random ones)
     deletion: list[tuple[float, int, float, float]]
     tokens: int  # the review's tokens the test may delete
     notices: list[str]
+    verdict: dict[str, float]  # what the Sentiment tab's label shows: every reader's mean (`verdict`)
 
 
 def _check_method(method: object) -> str:
@@ -164,8 +205,22 @@ def explain(service: DemoService, text: object, method: object) -> Explanation:
                         for r in (result, results["random"]))
         n = len(source.pieces)
         deletion = [(f, top_count(f, n), p, q) for f, p, q in zip(DELETION_FRACTIONS, left, chance, strict=True)]
-        return Explanation(method, dict(zip(labels, result.probabilities.tolist(), strict=True)), labels[result.label],
-                           shade(source, result.scores.tolist()), deletion, n, source.notices)
+        readers = read_by_all(service, source, labels, candidates, result.probabilities)
+        label = labels[result.label]
+        return Explanation(method, readers[READER_NAMES[SENTIMENT]], label, shade(source, result.scores.tolist()),
+                           deletion, n, source.notices + explained_reader(readers, label), verdict(readers))
+
+
+def explained_reader(readers: dict[str, dict[str, float]], label: str) -> list[str]:
+    """With two readers: which one the shading and the deletion test explain, since the label shown
+    is their mean."""
+    if len(readers) < 2:
+        return []
+    name, mean = READER_NAMES[SENTIMENT], verdict(readers)
+    differs = max(mean, key=mean.get) != label
+    return [f"The shading and the deletion test explain the sentiment model, which reads {name}: its own "
+            f"P({label}) is {readers[name][label]:.3f}" + (", and its label differs from the averaged one"
+                                                          if differs else "") + "."]
 
 
 def agreement(service: DemoService, text: object) -> tuple[list[str], list[list[float]]]:

@@ -849,7 +849,9 @@ def sentiment_steps(p: Pass, head: int) -> list[Step]:
              "The decoder's last vectors go through the tied output projection, giving **logits** (raw scores, one "
              "per token of the vocabulary), and a softmax, as in the language model. The log-probabilities of each "
              "label's pieces and of the end token are added up, and a softmax over the labels (at the fitted "
-             f"temperature {c.temperature:g}) gives each label's **probability**.",
+             f"temperature {c.temperature:g}) gives each label's **probability**. (The Sentiment tab's verdict "
+             "averages these with a second classifier's, one that reads the review from its last token to its "
+             "first, where one is served: see About.)",
              _lines(r"s(\text{label}) = \sum_t \log p(y_t \mid y_{<t}, \text{review})",
                     r"P(\text{label}) = \mathrm{softmax}_{\text{labels}}\big(s / T\big)"),
              f"({len(labels)},): one per label",

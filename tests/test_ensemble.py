@@ -1,0 +1,59 @@
+"""`benchmarks.ensemble`: each classifier's calibrated probabilities on the held-out rows, and
+every combination's mean, checked against the per-row probabilities it writes."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from benchmarks import ensemble
+from model import EncoderDecoder, EncoderDecoderConfig
+from tokenization import BPETokenizer, read_texts
+
+IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
+pytestmark = pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+
+
+def test_combinations_are_each_model_then_every_group():
+    assert ensemble.combinations(["a", "b", "c"]) == [
+        ("a",), ("b",), ("c",), ("a", "b"), ("a", "c"), ("b", "c"), ("a", "b", "c")]
+
+
+def test_each_model_and_their_mean_on_the_selection_rows(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    pd.read_parquet(IMDB / "train.parquet").sample(120, random_state=5).to_parquet(data / "train.parquet")
+    tok = BPETokenizer.train(read_texts(pd.read_parquet(data / "train.parquet")["text"]), vocab_size=500)
+    folders = []
+    for seed, reverse, temperature in ((0, False, 1.0), (1, True, 0.5)):
+        torch.manual_seed(seed)
+        config = EncoderDecoderConfig(vocab_size=tok.vocab_size, n_head=2, d_model=32, d_ff=64, n_encoder_layer=1,
+                                      n_decoder_layer=1, max_src_len=64, max_tgt_len=4, causal_encoder=True,
+                                      reverse_source=reverse, labels=["negative", "positive"],
+                                      temperature=temperature)
+        folder = tmp_path / f"m{seed}"
+        EncoderDecoder(config).save_pretrained(folder)
+        tok.save(folder / "tokenizer.json")
+        folders.append(str(folder))
+    result = ensemble.main(["--checkpoint", folders[0], "--also", folders[1], "--data-dir", str(data),
+                            "--val-size", "30", "--rows", "--no-json"])
+    assert result["examples"]["full_reviews"] == 12  # the selection 40% of 30
+    assert [row["models"] for row in result["table"]] == [[folders[0]], [folders[1]], folders]
+    for check in ("full_reviews", "short_text"):
+        truth = np.array(result["labels"][check])
+        p = [np.array(result["p_positive"][f][check]) for f in folders]
+        assert len(p[0]) == len(truth) == result["examples"][check]
+        expected = [((q > 0.5) == truth).mean() for q in (p[0], p[1], (p[0] + p[1]) / 2)]
+        assert [row[check]["accuracy"] for row in result["table"]] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", ["sentiment_report", "behaviour", "calibration", "ensemble"])
+def test_the_benchmarks_of_the_verdict_take_more_readers(name):
+    import importlib
+
+    module = importlib.import_module(f"benchmarks.{name}")
+    args = module.arguments().parse_args(["--also", "a", "b"])
+    assert args.checkpoint == "checkpoints/sentiment" and args.also == ["a", "b"]
+    assert module.arguments().parse_args([]).also == []
