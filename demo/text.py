@@ -62,7 +62,8 @@ CHAT_EXAMPLES = [
 ]
 
 SENTIMENT_INTRO = ("Paste a review: the sentiment model's encoder reads it, and its decoder writes a label, "
-                   "“positive” or “negative”, with a probability for each. The review is then shaded by an "
+                   "“positive” or “negative”, with a probability for each; a second model that reads the review "
+                   "backwards gives its own, and the label shown averages the two. The review is then shaded by an "
                    f"{term('attribution')} method chosen below, and a deletion test checks that method on your "
                    "review.")
 SENTIMENT_EXAMPLES = [

@@ -207,8 +207,10 @@ def explain(service: DemoService, text: object, method: object) -> Explanation:
         deletion = [(f, top_count(f, n), p, q) for f, p, q in zip(DELETION_FRACTIONS, left, chance, strict=True)]
         readers = read_by_all(service, source, labels, candidates, result.probabilities)
         label = labels[result.label]
+        mean = verdict(readers)
+        notices = source.notices + readers_notice(readers, max(mean, key=mean.get)) + explained_reader(readers, label)
         return Explanation(method, readers[READER_NAMES[SENTIMENT]], label, shade(source, result.scores.tolist()),
-                           deletion, n, source.notices + explained_reader(readers, label), verdict(readers))
+                           deletion, n, notices, mean)
 
 
 def explained_reader(readers: dict[str, dict[str, float]], label: str) -> list[str]:
