@@ -44,7 +44,7 @@ import torch
 
 from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
-from model import combine_readers, load_pretrained
+from model import combine_readers, load_pretrained, pair_temperature
 from storage import resolve_checkpoint
 from tokenization import BPETokenizer, read_texts
 from training.data import PairSet
@@ -254,9 +254,9 @@ def score(checks: Sequence[Capability], p_positive: Callable[[list[str]], Sequen
     return results
 
 
-def checkpoint_reader(checkpoint: str, max_tokens: int = 16384) -> Callable[[list[str]], torch.Tensor]:
+def checkpoint_reader(checkpoint: str, max_tokens: int = 16384) -> tuple[Callable[[list[str]], torch.Tensor], object]:
     """Calibrated log P(negative), log P(positive) (N, 2) of texts as the app's classifier gives them (see
-    the module's docstring)."""
+    the module's docstring), and the checkpoint's config."""
     ckpt = resolve_checkpoint(checkpoint)
     model, tokenizer = load_pretrained(ckpt, "cpu"), BPETokenizer.from_file(ckpt)
     labels = model.config.labels
@@ -267,7 +267,7 @@ def checkpoint_reader(checkpoint: str, max_tokens: int = 16384) -> Callable[[lis
         scores = classify(model, PairSet.from_texts(texts, unread, tokenizer, model.config), tokenizer, max_tokens)
         return (scores / model.config.temperature).log_softmax(-1)[:, columns]
 
-    return log_probs
+    return log_probs, model.config
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -284,8 +284,9 @@ def main(argv: list[str] | None = None) -> dict:
     train_texts, train_labels, _, _ = imdb_split(args.data_dir, args.val_size, args.seed, "validation")
     baseline = fit_baseline(train_texts, train_labels)
     positive = list(baseline.classes_).index(POSITIVE)
-    ours = [checkpoint_reader(c) for c in [args.checkpoint, *args.also]]  # the app's verdict of its readers
-    readers = {"ours": lambda texts: combine_readers([r(texts) for r in ours])[:, 1].exp().numpy(),
+    ours, configs = zip(*(checkpoint_reader(c) for c in [args.checkpoint, *args.also]), strict=True)
+    t = pair_temperature(configs)  # the app's verdict of its readers
+    readers = {"ours": lambda texts: combine_readers([r(texts) for r in ours], t)[:, 1].exp().numpy(),
                "tfidf": lambda texts: baseline.predict_proba(read_texts(texts))[:, positive]}
     scored = {name: score(checks, reader) for name, reader in readers.items()}
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}),

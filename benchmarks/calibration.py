@@ -4,8 +4,10 @@ calibration error (15 bins) before and after on the report rows, which the fit n
     python -m benchmarks.calibration --checkpoint checkpoints/sentiment --also checkpoints/sentiment-backward \\
         --data-dir ../shared/data/imdb
 
-With `--also`, each classifier gets its own temperature (fitted on the selection rows) and the
-figures are those of their verdict (`model.combine_readers`), the probabilities the app shows. It prints
+With `--also`, the figures are those of the readers' verdict (`model.combine_readers`), the
+probabilities the app shows: each reader keeps the temperature its run fitted, the pair's own
+temperature is fitted on the selection rows, and `--store` writes it into the last reader's config
+(`pair_temperature`). It prints
 ECE at T = 1 and at the fitted T, and writes benchmarks/results/calibration.json with both
 reliability diagrams (the About tab draws the one at the fitted T). Scores are float32 whatever the
 machine: the fitted T is the checkpoint's, not a precision's. `--store` writes each fitted T
@@ -55,26 +57,31 @@ def main(argv: list[str] | None = None) -> dict:
         parts = {part: rows.select(range(min(args.limit, len(rows)))) for part, rows in parts.items()}
     scored = [{part: scores_and_labels(model, BPETokenizer.from_file(folder), rows, part, args.max_tokens)
                for part, rows in parts.items()} for model, folder in zip(models, folders, strict=True)]
-    # each model's own T, fitted at T = 1 on the selection rows (its stored T plays no part)
-    temperatures = [fit_temperature(*s["selection"]) for s in scored]
     labels = scored[0]["report"][1]
+    if len(models) == 1:  # one model's own T, fitted at T = 1 on the selection rows (its stored T plays no part)
+        fitted = fit_temperature(*scored[0]["selection"])
+        verdict = {part: scored[0][part][0] for part in parts}  # (N, K) scores, at T = 1
+    else:  # each reader at its own stored T, and the pair's T fitted on the selection rows
+        verdict = {part: combine_readers([(s[part][0] / m.config.temperature).log_softmax(-1)
+                                          for s, m in zip(scored, models, strict=True)]) for part in parts}
+        fitted = fit_temperature(verdict["selection"], scored[0]["selection"][1])
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}), "bins": ECE_BINS,
-              "temperature": temperatures[0], "temperatures": [round(t, 4) for t in temperatures],
+              "temperature": fitted, "fitted": "the model's temperature" if len(models) == 1 else
+              f"the pair's temperature (readers at theirs: {', '.join(f'{m.config.temperature:.4g}' for m in models)})",
               "fitted_on": f"selection rows ({len(scored[0]['selection'][1])})",
-              "measured_on": f"report rows ({len(labels)})"}
-    for name, ts in (("before", [1.0] * len(models)), ("after", temperatures)):
-        probs = combine_readers([(s["report"][0] / t).log_softmax(-1) for s, t in zip(scored, ts, strict=True)]).exp()
-        result.setdefault("accuracy", (probs.argmax(-1) == labels).float().mean().item())
-        result[name] = {"temperature": ts[0], "ece": expected_calibration_error(probs, labels),
+              "measured_on": f"report rows ({len(labels)})",
+              "accuracy": (verdict["report"].argmax(-1) == labels).float().mean().item()}
+    for name, t in (("before", 1.0), ("after", fitted)):
+        probs = (verdict["report"] / t).softmax(-1)
+        result[name] = {"temperature": t, "ece": expected_calibration_error(probs, labels),
                         "reliability": reliability(probs, labels)}
-    fitted = ", ".join(f"{t:.3f}" for t in temperatures)
-    print(f"T = {fitted} (fitted on {result['fitted_on']}); on the {result['measured_on']}: "
-          f"ECE {result['before']['ece']:.4f} at T = 1, {result['after']['ece']:.4f} at T = {fitted}")
+    print(f"T = {fitted:.3f} ({result['fitted']}, fitted on {result['fitted_on']}); on the {result['measured_on']}: "
+          f"ECE {result['before']['ece']:.4f} at T = 1, {result['after']['ece']:.4f} at T = {fitted:.3f}")
     write_json(result, args)
     if args.store:
-        for model, folder, t in zip(models, folders, temperatures, strict=True):
-            model.config.temperature = round(t, 4)
-            model.save_config(folder)
+        model, folder = models[-1], folders[-1]
+        setattr(model.config, "temperature" if len(models) == 1 else "pair_temperature", round(fitted, 4))
+        model.save_config(folder)
     return result
 
 

@@ -254,15 +254,12 @@ def reliability_figure(result: dict):
 
     figure = go.Figure(go.Scatter(x=[0.5, 1], y=[0.5, 1], mode="lines", name="calibrated",
                                   line={"dash": "dot", "color": "#888"}))
-    # one T per reader where the verdict averages several (`benchmarks.calibration --also`)
-    temperatures = {"before": [result["before"]["temperature"]],
-                    "after": result.get("temperatures") or [result["after"]["temperature"]]}
     for key in ("before", "after"):
         part = result[key]
         bins = [b for b in part["reliability"] if b["count"]]
         figure.add_trace(go.Scatter(
             x=[b["confidence"] for b in bins], y=[b["accuracy"] for b in bins], mode="lines+markers",
-            name=f"T = {' and '.join(f'{t:.2f}' for t in temperatures[key])}: ECE {part['ece']:.3f}",
+            name=f"T = {part['temperature']:.2f}: ECE {part['ece']:.3f}",
             customdata=[b["count"] for b in bins],
             hovertemplate="confidence %{x:.3f}<br>accuracy %{y:.3f}<br>%{customdata} reviews<extra></extra>"))
     titled(figure, "When the sentiment model says 80%,<br>is it right 80% of the time?",

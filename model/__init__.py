@@ -19,7 +19,7 @@ from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
 from .embeddings import Embeddings, PositionalEncoding, sinusoidal_table
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
-from .ensemble import combine_readers
+from .ensemble import combine_readers, pair_temperature
 from .generation import GenerationConfig, KVCache, TokenStep, filter_logits, sampling_distribution
 from .layers import AttentionMap, Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward, SublayerConnection
 from .masks import causal_mask, causal_padding_mask, padding_mask, subsequent_mask
@@ -33,7 +33,8 @@ __all__ = [
     "GenerationConfig", "IGNORE_INDEX", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
     "PRECISIONS", "PreTrainedModel", "SublayerConnection", "TokenStep", "TransformerConfig",
     "attention", "autocast", "bf16_native", "causal_mask", "causal_padding_mask", "combine_readers", "filter_logits",
-    "fused_attention", "head_and_loss", "load_pretrained", "padding_mask", "read_config", "resolve_device",
+    "fused_attention", "head_and_loss", "load_pretrained", "padding_mask", "pair_temperature", "read_config",
+    "resolve_device",
     "resolve_precision", "sampling_distribution", "scaled_dot_product_attention", "sinusoidal_table",
     "subsequent_mask",
 ]

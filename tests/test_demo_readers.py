@@ -25,7 +25,8 @@ def with_backward(tmp_path: Path, **changes) -> Path:
     shutil.copytree(shared_tiny_checkpoints(), root)
     forward = EncoderDecoder.from_pretrained(root / SENTIMENT)
     torch.manual_seed(1)
-    backward = EncoderDecoder(replace(forward.config, **{"reverse_source": True, "temperature": 0.7, **changes}))
+    backward = EncoderDecoder(replace(forward.config, **{"reverse_source": True, "temperature": 0.7,
+                                                         "pair_temperature": 0.8, **changes}))
     backward.save_pretrained(root / SENTIMENT_BACKWARD)
     shutil.copy(root / SENTIMENT / "tokenizer.json", root / SENTIMENT_BACKWARD / "tokenizer.json")
     return root
@@ -59,12 +60,12 @@ def test_the_verdict_is_the_mean_of_both_readers_own_probabilities(service):
     assert list(result.readers) == ["left to right", "right to left"]
     assert list(result.readers["left to right"].values()) == pytest.approx(forward.tolist(), abs=1e-5)
     assert list(result.readers["right to left"].values()) == pytest.approx(backward.tolist(), abs=1e-5)
-    geometric = (forward * backward).sqrt()  # the mean of the log-probabilities, renormalised
-    assert list(result.probabilities.values()) == pytest.approx((geometric / geometric.sum()).tolist(), abs=1e-5)
+    tempered = (forward * backward) ** (0.5 / 0.8)  # the mean of the log-probabilities at the pair's T, renormalised
+    assert list(result.probabilities.values()) == pytest.approx((tempered / tempered.sum()).tolist(), abs=1e-5)
     assert result.label == max(result.probabilities, key=result.probabilities.get)
     (notice,) = result.notices
     p = result.probabilities[result.label]
-    assert notice.startswith("**Two readers, averaged:**") and f"their average, {p:.3f}" in notice
+    assert notice.startswith("**Two readers, averaged:**") and f"is their average, {p:.3f}" in notice
 
 
 def test_an_explanation_explains_the_forward_reader_and_shows_the_verdict(service):

@@ -7,7 +7,7 @@ import torch
 
 from demo.serving import SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoError, DemoService, visitor_text
 from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation, top_count
-from model import EncoderDecoder, EncoderDecoderConfig, combine_readers
+from model import EncoderDecoder, EncoderDecoderConfig, combine_readers, pair_temperature
 from tokenization import BPETokenizer, Piece, label_candidates, read_review
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
@@ -121,23 +121,25 @@ def read_by_all(service: DemoService, source: Source, labels: list[str], candida
     return readers
 
 
-def verdict(readers: dict[str, dict[str, float]]) -> dict[str, float]:
-    """The label probabilities the app shows: every reader's combined by `model.combine_readers`
-    (ULMFiT's forward + backward ensemble; why a mean of log-probabilities: its docstring)."""
+def verdict(service: DemoService, readers: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The label probabilities the app shows: every reader's combined by `model.combine_readers`, at
+    the pair's fitted temperature (ULMFiT's forward + backward ensemble; why so: its docstring)."""
     labels = list(next(iter(readers.values())))
     log_probs = [torch.tensor([r[label] for label in labels], dtype=torch.float64).log() for r in readers.values()]
-    return dict(zip(labels, combine_readers(log_probs).exp().tolist(), strict=True))
+    temperature = pair_temperature([c.model.config for c in service.readers])
+    return dict(zip(labels, combine_readers(log_probs, temperature).exp().tolist(), strict=True))
 
 
-def readers_notice(readers: dict[str, dict[str, float]], label: str) -> list[str]:
-    """With two readers, one sentence of what each said and that the label is their mean."""
+def readers_notice(readers: dict[str, dict[str, float]], shown: dict[str, float]) -> list[str]:
+    """With two readers, one sentence of what each said and that the label shown combines them."""
     if len(readers) < 2:
         return []
+    label = max(shown, key=shown.get)
     said = "; ".join(f"read {name}, P({label}) = {p[label]:.3f}" for name, p in readers.items())
-    return [f"**Two readers, averaged:** {said}. The label is their average, {verdict(readers)[label]:.3f} (a mean of "
-            "log-probabilities): a model that reads the review backwards makes other mistakes than one that reads "
-            "it forwards, so their average is right more often than either (ULMFiT's forward + backward ensemble; "
-            "see About)."]
+    return [f"**Two readers, averaged:** {said}. The label shown is their average, {shown[label]:.3f} (a mean of "
+            "log-probabilities, at a temperature fitted on held-out reviews): a model that reads the review "
+            "backwards makes other mistakes than one that reads it forwards, so their average is right more often "
+            "than either (ULMFiT's forward + backward ensemble; see About)."]
 
 
 def classify(service: DemoService, text: object) -> SentimentResult:
@@ -156,10 +158,10 @@ def classify(service: DemoService, text: object) -> SentimentResult:
         labels, candidates = labels_and_candidates(model, tok)
         result = attribute(model, source.ids, candidates, "attention")  # one pass each: scores and weights
         readers = read_by_all(service, source, labels, candidates, result.probabilities)
-        probabilities = verdict(readers)
+        probabilities = verdict(service, readers)
         label = max(probabilities, key=probabilities.get)
         return SentimentResult(probabilities, label, shade(source, result.scores.tolist()),
-                               source.notices + readers_notice(readers, label), readers)
+                               source.notices + readers_notice(readers, probabilities), readers)
 
 
 @dataclass
@@ -207,21 +209,21 @@ def explain(service: DemoService, text: object, method: object) -> Explanation:
         deletion = [(f, top_count(f, n), p, q) for f, p, q in zip(DELETION_FRACTIONS, left, chance, strict=True)]
         readers = read_by_all(service, source, labels, candidates, result.probabilities)
         label = labels[result.label]
-        mean = verdict(readers)
-        notices = source.notices + readers_notice(readers, max(mean, key=mean.get)) + explained_reader(readers, label)
+        mean = verdict(service, readers)
+        notices = source.notices + readers_notice(readers, mean) + explained_reader(readers, mean, label)
         return Explanation(method, readers[READER_NAMES[SENTIMENT]], label, shade(source, result.scores.tolist()),
                            deletion, n, notices, mean)
 
 
-def explained_reader(readers: dict[str, dict[str, float]], label: str) -> list[str]:
+def explained_reader(readers: dict[str, dict[str, float]], shown: dict[str, float], label: str) -> list[str]:
     """With two readers: which one the shading and the deletion test explain, since the label shown
-    is their mean."""
+    combines them."""
     if len(readers) < 2:
         return []
-    name, mean = READER_NAMES[SENTIMENT], verdict(readers)
-    differs = max(mean, key=mean.get) != label
+    name = READER_NAMES[SENTIMENT]
+    differs = max(shown, key=shown.get) != label
     return [f"The shading and the deletion test explain the sentiment model, which reads {name}: its own "
-            f"P({label}) is {readers[name][label]:.3f}" + (", and its label differs from the averaged one"
+            f"P({label}) is {readers[name][label]:.3f}" + (", and its label differs from the one shown"
                                                           if differs else "") + "."]
 
 
