@@ -115,8 +115,8 @@ def read_by_all(service: DemoService, source: Source, labels: list[str], candida
     readers = {READER_NAMES[SENTIMENT]: dict(zip(labels, forward.tolist(), strict=True))}
     for ckpt in service.readers[1:]:
         model = ckpt.model
-        memory, _ = model.encode(source.ids)
-        probs = model.label_log_probs(memory, candidates)[0].exp()
+        with torch.inference_mode():  # no gradient: the explanations are the forward reader's
+            probs = model.label_log_probs(model.encode(source.ids)[0], candidates)[0].exp()
         readers[READER_NAMES[ckpt.name]] = dict(zip(labels, probs.tolist(), strict=True))
     return readers
 
