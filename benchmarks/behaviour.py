@@ -40,15 +40,10 @@ from dataclasses import dataclass
 from itertools import product
 from string import Formatter
 
-import torch
-
-from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, write_json
+from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, read_classifier, write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
-from model import combine_readers, load_pretrained, pair_temperature
-from storage import resolve_checkpoint
-from tokenization import BPETokenizer, read_texts
-from training.data import PairSet
-from training.evaluate import classify
+from model import combine_readers, pair_temperature
+from tokenization import read_texts
 from training.heldout import add_held_out_arguments
 
 POSITIVE, NEGATIVE = 1, 0  # IMDB's labels
@@ -254,22 +249,6 @@ def score(checks: Sequence[Capability], p_positive: Callable[[list[str]], Sequen
     return results
 
 
-def checkpoint_reader(checkpoint: str, max_tokens: int = 16384) -> tuple[Callable[[list[str]], torch.Tensor], object]:
-    """Calibrated log P(negative), log P(positive) (N, 2) of texts as the app's classifier gives them (see
-    the module's docstring), and the checkpoint's config."""
-    ckpt = resolve_checkpoint(checkpoint)
-    model, tokenizer = load_pretrained(ckpt, "cpu"), BPETokenizer.from_file(ckpt)
-    labels = model.config.labels
-    columns = [labels.index("negative"), labels.index("positive")]
-
-    def log_probs(texts: list[str]) -> torch.Tensor:
-        unread = [labels[0]] * len(texts)  # PairSet's targets: `classify` scores every label word, reads none
-        scores = classify(model, PairSet.from_texts(texts, unread, tokenizer, model.config), tokenizer, max_tokens)
-        return (scores / model.config.temperature).log_softmax(-1)[:, columns]
-
-    return log_probs, model.config
-
-
 def arguments() -> argparse.ArgumentParser:
     parser = benchmark_parser("behaviour", __doc__)
     add_checkpoint(parser)
@@ -284,9 +263,9 @@ def main(argv: list[str] | None = None) -> dict:
     train_texts, train_labels, _, _ = imdb_split(args.data_dir, args.val_size, args.seed, "validation")
     baseline = fit_baseline(train_texts, train_labels)
     positive = list(baseline.classes_).index(POSITIVE)
-    ours, configs = zip(*(checkpoint_reader(c) for c in [args.checkpoint, *args.also]), strict=True)
-    t = pair_temperature(configs)  # the app's verdict of its readers
-    readers = {"ours": lambda texts: combine_readers([r(texts) for r in ours], t)[:, 1].exp().numpy(),
+    ours, configs = zip(*(read_classifier(c) for c in [args.checkpoint, *args.also]), strict=True)
+    t, positive_label = pair_temperature(configs), configs[0].labels.index("positive")  # the app's verdict
+    readers = {"ours": lambda texts: combine_readers([r(texts) for r in ours], t)[:, positive_label].exp().numpy(),
                "tfidf": lambda texts: baseline.predict_proba(read_texts(texts))[:, positive]}
     scored = {name: score(checks, reader) for name, reader in readers.items()}
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}),

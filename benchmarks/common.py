@@ -37,14 +37,16 @@ from typing import TypeVar
 
 import torch
 
-from model import PRECISIONS, resolve_precision
-from tokenization import read_texts
-from training.data import validation_rows
+from model import PRECISIONS, load_pretrained, resolve_precision
+from storage import resolve_checkpoint
+from tokenization import BPETokenizer, read_texts
+from training.data import PairSet, validation_rows
+from training.evaluate import classify
 from training.heldout import SEED, VAL_SIZE
 
 __all__ = ["RESULTS", "SEED", "VAL_SIZE", "WORDS", "add_also", "add_checkpoint", "add_device", "add_precision",
-           "add_speed_arguments", "benchmark_parser", "machine", "median_seconds", "parse", "speed_review",
-           "timings", "write_json"]
+           "add_speed_arguments", "benchmark_parser", "machine", "median_seconds", "parse", "read_classifier",
+           "speed_review", "timings", "write_json"]
 
 T = TypeVar("T")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -77,6 +79,21 @@ def add_also(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
                         help="more classifiers whose probabilities are averaged with the checkpoint's, as the app's "
                              "verdict averages its readers (e.g. checkpoints/sentiment-backward)")
+
+
+def read_classifier(checkpoint: str, device: str = "cpu", max_tokens: int = 16384):
+    """A sentiment checkpoint as the app reads a text (`training.evaluate.classify`: the clean-up and
+    source cut of `tokenization.source_ids`, every label word scored, at the checkpoint's temperature):
+    (texts -> calibrated log P(label) (N, K), in the order of `config.labels`; its config)."""
+    folder = resolve_checkpoint(checkpoint)
+    model, tokenizer = load_pretrained(folder, device), BPETokenizer.from_file(folder)
+
+    def log_probs(texts: list[str]) -> torch.Tensor:
+        unread = [model.config.labels[0]] * len(texts)  # PairSet's targets: `classify` scores every label, reads none
+        scores = classify(model, PairSet.from_texts(texts, unread, tokenizer, model.config), tokenizer, max_tokens)
+        return (scores / model.config.temperature).log_softmax(-1)
+
+    return log_probs, model.config
 
 
 def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:

@@ -1,5 +1,5 @@
 """Sentiment checkpoints alone and averaged: each one's accuracy on the held-out rows, whole and as
-short texts, and the accuracy of every combination's mean probability.
+short texts, and every combination's accuracy and calibration error.
 
     python -m benchmarks.ensemble --checkpoint checkpoints/sentiment --also runs/sentiment-bwd runs/sentiment-s2 \\
         --data-dir ../shared/data/imdb --split selection --json docs/experiments/NAME/ensemble_selection.json
@@ -10,10 +10,12 @@ the same direction with other seeds are the control that says how much of a gain
 reading order and how much is averaging two models. Each model's probabilities are its calibrated
 ones (softmax of the label scores at its fitted temperature), as the app shows them; a group's are
 `model.combine_readers`' (the mean of the members' log-probabilities, renormalised), as the app's
-verdict is.
+verdict is, before the pair's own temperature; the ECE of the plain mean of their probabilities
+stands beside it, the other way to average (the labels are the same with two readers).
 
 Choose on `--split selection`; score the chosen combination once on `--split report`. `--rows` also
-writes every row's P(positive) per model, so that other combinations can be scored without the models.
+writes every row's P(positive) per model and the rows' labels (a local look: they are the data's, so
+such a file is not committed).
 """
 
 import argparse
@@ -24,25 +26,12 @@ import numpy as np
 import torch
 
 from benchmarks.bootstrap import accuracy_with_interval
-from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, write_json
-from model import combine_readers, load_pretrained
-from storage import resolve_checkpoint
-from tokenization import BPETokenizer, read_texts
-from training.data import PairSet, label_column, text_column
-from training.evaluate import classify
+from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, read_classifier, write_json
+from model import combine_readers
+from tokenization import read_texts
+from training.calibration import expected_calibration_error
+from training.data import label_column, text_column
 from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, short_texts
-
-
-def log_probabilities(checkpoint: str, checks: dict, device: str, max_tokens: int) -> dict[str, torch.Tensor]:
-    """Each check's rows -> the checkpoint's calibrated log P(label) (N, K), in row order."""
-    folder = resolve_checkpoint(checkpoint)
-    model, tokenizer = load_pretrained(folder, device), BPETokenizer.from_file(folder)
-    out = {}
-    for name, (texts, labels) in checks.items():
-        pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer, model.config)
-        scores = classify(model, pairs, tokenizer, max_tokens)
-        out[name] = (scores / model.config.temperature).log_softmax(-1)
-    return out
 
 
 def combinations(names: list[str]) -> list[tuple[str, ...]]:
@@ -74,21 +63,26 @@ def main(argv: list[str] | None = None) -> dict:
     probs, seconds = {}, {}
     for checkpoint in checkpoints:
         start = time.perf_counter()
-        probs[checkpoint] = log_probabilities(checkpoint, checks, args.device, args.max_tokens)
+        reader, _ = read_classifier(checkpoint, args.device, args.max_tokens)
+        probs[checkpoint] = {name: reader(texts) for name, (texts, _) in checks.items()}
         seconds[checkpoint] = round(time.perf_counter() - start, 1)
 
     table = []
     for group in combinations(checkpoints):
         row = {"models": list(group)}
         for name, (_, truth) in checks.items():
-            verdict = combine_readers([probs[c][name] for c in group])  # (N, K)
-            row[name] = accuracy_with_interval(verdict.argmax(-1).numpy() == np.asarray(truth))
+            verdict = combine_readers([probs[c][name] for c in group])  # (N, K), at T = 1
+            mean = torch.stack([probs[c][name].exp() for c in group]).mean(0)  # the other way to average
+            row[name] = {**accuracy_with_interval(verdict.argmax(-1).numpy() == np.asarray(truth)),
+                         "ece": expected_calibration_error(verdict.exp(), torch.tensor(truth)),
+                         "ece_mean_of_probabilities": expected_calibration_error(mean, torch.tensor(truth))}
         table.append(row)
 
-    print(f"{'models':60}{'full reviews':>16}{'short text':>16}")
+    print(f"{'models':60}{'full reviews':>16}{'short text':>16}{'ECE (full)':>12}{'of P mean':>12}")
     for row in table:
-        print(f"{' + '.join(row['models'])[:60]:60}{row['full_reviews']['accuracy']:>16.2%}"
-              f"{row['short_text']['accuracy']:>16.2%}")
+        full = row["full_reviews"]
+        print(f"{' + '.join(row['models'])[:60]:60}{full['accuracy']:>16.2%}{row['short_text']['accuracy']:>16.2%}"
+              f"{full['ece']:>12.4f}{full['ece_mean_of_probabilities']:>12.4f}")
     result = {"split": args.split, "data_dir": args.data_dir, "examples": {k: len(v[1]) for k, v in checks.items()},
               "held_out": {"val_size": args.val_size, "seed": args.seed}, "model_time_s": seconds, "table": table}
     if args.rows:

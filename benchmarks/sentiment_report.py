@@ -24,8 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.bootstrap import accuracy_with_interval, bootstrap_interval
-from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, write_json
-from benchmarks.ensemble import log_probabilities
+from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, read_classifier, write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
 from model import combine_readers
 from storage import METRICS_NAME, resolve_checkpoint
@@ -64,14 +63,14 @@ def main(argv: list[str] | None = None) -> dict:
     baseline = fit_baseline(train_texts, train_labels)
     baseline_s = time.perf_counter() - start
     start = time.perf_counter()
-    readers = [log_probabilities(c, checks, args.device, args.max_tokens) for c in [args.checkpoint, *args.also]]
+    readers = [read_classifier(c, args.device, args.max_tokens)[0] for c in [args.checkpoint, *args.also]]
     model_s = time.perf_counter() - start
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}),
               "data_dir": args.data_dir, "split": "report",
               "held_out": {"val_size": args.val_size, "seed": args.seed, "selection_fraction": SELECTION_FRACTION,
                            "report_examples": len(texts)}}
     for name, (rows, truth) in checks.items():
-        ours = combine_readers([r[name] for r in readers]).argmax(-1).numpy() == np.asarray(truth)
+        ours = combine_readers([read(rows) for read in readers]).argmax(-1).numpy() == np.asarray(truth)
         result[name] = compare(ours, np.asarray(baseline.predict(rows)) == np.asarray(truth))
     result["model_time_s"] = round(model_s, 1)
     result["baseline_fit_time_s"] = round(baseline_s, 1)
