@@ -13,6 +13,11 @@ ones (softmax of the label scores at its fitted temperature), as the app shows t
 verdict is, before the pair's own temperature; the ECE of the plain mean of their probabilities
 stands beside it, the other way to average (the labels are the same with two readers).
 
+Short text is scored as a whole and by where the sentence comes from (a review's first sentence or
+its last: they differ, first sentences are mostly set-up). `--baseline` adds the TF-IDF + LR row
+(`benchmarks.sentiment_baseline`, trained on the same training rows), the figure the issue's target
+is measured against, so that a variant is chosen against it on the selection rows too.
+
 Choose on `--split selection`; score the chosen combination once on `--split report`. `--rows` also
 writes every row's P(positive) per model and the rows' labels (a local look: they are the data's, so
 such a file is not committed).
@@ -27,11 +32,14 @@ import torch
 
 from benchmarks.bootstrap import accuracy_with_interval
 from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, read_classifier, write_json
+from benchmarks.sentiment_baseline import fit_baseline, imdb_split
 from model import combine_readers
 from tokenization import read_texts
 from training.calibration import expected_calibration_error
 from training.data import label_column, text_column
 from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, short_texts
+
+BASELINE = "TF-IDF + LR"
 
 
 def combinations(names: list[str]) -> list[tuple[str, ...]]:
@@ -48,6 +56,7 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--split", choices=HELD_OUT_PARTS[1:], default="selection")
     parser.add_argument("--max-tokens", type=int, default=16384, help="padded source tokens per batch")
     parser.add_argument("--rows", action="store_true", help="also write each row's P(positive) per model")
+    parser.add_argument("--baseline", action="store_true", help="add TF-IDF + LR, alone, as the last row")
     return parser
 
 
@@ -67,22 +76,42 @@ def main(argv: list[str] | None = None) -> dict:
         probs[checkpoint] = {name: reader(texts) for name, (texts, _) in checks.items()}
         seconds[checkpoint] = round(time.perf_counter() - start, 1)
 
+    positions = np.array([r.position for r in short])
+
+    def scored(verdict: torch.Tensor, mean: torch.Tensor, name: str) -> dict:
+        """Accuracy with its interval and both calibration errors of (N, K) probabilities; short text
+        also by position."""
+        truth = checks[name][1]
+        correct = verdict.argmax(-1).numpy() == np.asarray(truth)
+        figures = {**accuracy_with_interval(correct), "ece": expected_calibration_error(verdict, torch.tensor(truth)),
+                   "ece_mean_of_probabilities": expected_calibration_error(mean, torch.tensor(truth))}
+        if name == "short_text":
+            figures["by_position"] = {p: accuracy_with_interval(correct[positions == p]) for p in ("first", "last")}
+        return figures
+
     table = []
     for group in combinations(checkpoints):
         row = {"models": list(group)}
-        for name, (_, truth) in checks.items():
-            verdict = combine_readers([probs[c][name] for c in group])  # (N, K), at T = 1
-            mean = torch.stack([probs[c][name].exp() for c in group]).mean(0)  # the other way to average
-            row[name] = {**accuracy_with_interval(verdict.argmax(-1).numpy() == np.asarray(truth)),
-                         "ece": expected_calibration_error(verdict.exp(), torch.tensor(truth)),
-                         "ece_mean_of_probabilities": expected_calibration_error(mean, torch.tensor(truth))}
+        for name in checks:
+            verdict = combine_readers([probs[c][name] for c in group]).exp()  # (N, K), at T = 1
+            row[name] = scored(verdict, torch.stack([probs[c][name].exp() for c in group]).mean(0), name)
+        table.append(row)
+    if args.baseline:
+        train_texts, train_labels, _, _ = imdb_split(args.data_dir, args.val_size, args.seed, args.split)
+        model = fit_baseline(train_texts, train_labels)
+        row = {"models": [BASELINE]}
+        for name, (texts, _) in checks.items():
+            p = torch.tensor(model.predict_proba(texts), dtype=torch.float32)
+            row[name] = scored(p, p, name)
         table.append(row)
 
-    print(f"{'models':60}{'full reviews':>16}{'short text':>16}{'ECE (full)':>12}{'of P mean':>12}")
+    print(f"{'models':56}{'full reviews':>13}{'short text':>11}{'first':>8}{'last':>8}{'ECE (full)':>11}"
+          f"{'of P mean':>10}")
     for row in table:
-        full = row["full_reviews"]
-        print(f"{' + '.join(row['models'])[:60]:60}{full['accuracy']:>16.2%}{row['short_text']['accuracy']:>16.2%}"
-              f"{full['ece']:>12.4f}{full['ece_mean_of_probabilities']:>12.4f}")
+        full, brief = row["full_reviews"], row["short_text"]
+        print(f"{' + '.join(row['models'])[:56]:56}{full['accuracy']:>13.2%}{brief['accuracy']:>11.2%}"
+              f"{brief['by_position']['first']['accuracy']:>8.1%}{brief['by_position']['last']['accuracy']:>8.1%}"
+              f"{full['ece']:>11.4f}{full['ece_mean_of_probabilities']:>10.4f}")
     result = {"split": args.split, "data_dir": args.data_dir, "examples": {k: len(v[1]) for k, v in checks.items()},
               "held_out": {"val_size": args.val_size, "seed": args.seed}, "model_time_s": seconds, "table": table}
     if args.rows:

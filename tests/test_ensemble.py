@@ -9,8 +9,10 @@ import pytest
 import torch
 
 from benchmarks import ensemble
+from benchmarks.sentiment_baseline import fit_baseline, imdb_split
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, read_texts
+from training.heldout import short_texts
 
 IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
 pytestmark = pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
@@ -38,15 +40,25 @@ def test_each_model_and_their_mean_on_the_selection_rows(tmp_path):
         tok.save(folder / "tokenizer.json")
         folders.append(str(folder))
     result = ensemble.main(["--checkpoint", folders[0], "--also", folders[1], "--data-dir", str(data),
-                            "--val-size", "30", "--rows", "--no-json"])
+                            "--val-size", "30", "--rows", "--baseline", "--no-json"])
     assert result["examples"]["full_reviews"] == 12  # the selection 40% of 30
-    assert [row["models"] for row in result["table"]] == [[folders[0]], [folders[1]], folders]
-    for check in ("full_reviews", "short_text"):
+    assert [row["models"] for row in result["table"]] == [[folders[0]], [folders[1]], folders, ["TF-IDF + LR"]]
+    train_texts, train_labels, texts, labels = imdb_split(str(data), 30, 1337, "selection")
+    short = short_texts(texts, labels)
+    baseline = fit_baseline(train_texts, train_labels)
+    for check, rows in (("full_reviews", texts), ("short_text", [r.text for r in short])):
         truth = np.array(result["labels"][check])
         p = [np.array(result["p_positive"][f][check]) for f in folders]
-        assert len(p[0]) == len(truth) == result["examples"][check]
-        expected = [((q > 0.5) == truth).mean() for q in (p[0], p[1], (p[0] + p[1]) / 2)]
-        assert [row[check]["accuracy"] for row in result["table"]] == pytest.approx(expected, abs=1e-9)
+        assert len(p[0]) == len(truth) == result["examples"][check] and list(truth) == (
+            labels if check == "full_reviews" else [r.label for r in short])
+        correct = [(q > 0.5) == truth for q in (p[0], p[1], (p[0] + p[1]) / 2, baseline.predict_proba(rows)[:, 1])]
+        assert [row[check]["accuracy"] for row in result["table"]] == pytest.approx([c.mean() for c in correct])
+        if check == "short_text":  # each review's first sentence, then (if it has two) its last
+            first = np.array([r.position == "first" for r in short])
+            assert first.sum() == 12 and 0 < (~first).sum() <= 12  # every review has a first sentence
+            for row, c in zip(result["table"], correct, strict=True):
+                assert row[check]["by_position"]["first"]["accuracy"] == pytest.approx(c[first].mean())
+                assert row[check]["by_position"]["last"]["accuracy"] == pytest.approx(c[~first].mean())
 
 
 @pytest.mark.parametrize("name", ["sentiment_report", "behaviour", "calibration", "ensemble"])

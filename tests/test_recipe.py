@@ -8,10 +8,11 @@ import torch
 from datasets import Dataset
 
 from model import EncoderDecoder, EncoderDecoderConfig
-from tokenization import BPETokenizer
+from tokenization import BPETokenizer, source_ids
 from training import evidence
 from training.bucketing import BucketSampler
 from training.data import PairSet
+from training.errors import UsageError
 from training.recipe import (
     Recipe,
     ShortExamples,
@@ -221,3 +222,30 @@ def test_sentiment_batches_with_buckets_crops_and_evidence_are_a_pure_function_o
         assert len(rows) == len(indices)
         replaced += [row != sources[i] for row, i in zip(rows, indices, strict=True)]
     assert 0.45 < sum(replaced) / len(replaced) < 0.75  # 0.3 + 0.3 (a crop of all sentences is the review)
+
+
+def test_sentence_copies_add_each_training_reviews_first_and_last_sentence_with_its_label(tokenizer):
+    """--sentence-copies N: the training split gains, N times over, each training review's first and last
+    sentence of four words or more (`tokenization.sentences`: one row for a one-sentence review, none
+    for a review without one), labelled as its review; the validation rows stay as they were."""
+    texts = ["I loved it so. The plot drags a bit. A joy to watch!", "Awful, it was truly awful.", "So bad."] * 10
+    splits = {"train": Dataset.from_dict({"text": texts, "label": [1, 0, 0] * 10})}
+    overrides = dict(n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=16, d_ff=32, max_src_len=64, max_tgt_len=8)
+    task = TASKS["sentiment"](splits, TaskOptions(val_size=6, seed=3))
+    plain = task.prepare(tokenizer, overrides, TrainConfig(batch_size=8))
+    data = task.prepare(tokenizer, overrides, TrainConfig(batch_size=8, recipe=Recipe(sentence_copies=2)))
+    reviews = task.train_rows[0]
+    rows_of = {texts[0]: ["I loved it so.", "A joy to watch!"], texts[1]: ["Awful, it was truly awful."], texts[2]: []}
+    expected = [(sentence, 1 if review == texts[0] else 0) for review in reviews for sentence in rows_of[review]]
+    added = data.splits["train"]
+    assert len(added) == len(reviews) + 2 * len(expected) and data.description["sentence_rows"] == 2 * len(expected)
+    assert added.sources[: len(reviews)] == plain.splits["train"].sources
+    assert data.splits["val"].sources == plain.splits["val"].sources
+    for row, (sentence, label) in enumerate(expected * 2, start=len(reviews)):  # both copies, in review order
+        assert added.sources[row] == source_ids([sentence], tokenizer, data.config)[0]
+        assert added.labels[row] == label and added.targets[row] == added.targets[reviews.index(texts[1 - label])]
+
+
+def test_negative_sentence_copies_are_refused():
+    with pytest.raises(UsageError, match="--sentence-copies"):
+        Recipe(sentence_copies=-1)

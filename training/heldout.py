@@ -61,12 +61,12 @@ def held_out_rows(data_dir: str, val_size: int, seed: int, part: str):
 @dataclass
 class ShortText:
     text: str
-    label: int
+    label: int  # or whatever label the review came with (a label word while training)
     review: int  # position of the review it comes from
     position: str  # "first" or "last"
 
 
-def short_texts(texts: list[str], labels: list[int]) -> list[ShortText]:
+def short_texts(texts: list[str], labels: list) -> list[ShortText]:
     """Each review's first and last sentence, labelled with the review's label (a review with one
     sentence gives one row, with none gives none)."""
     rows = []

@@ -16,6 +16,11 @@ which ones help:
 - averaging the weights of the last `average_last` evaluation points (checkpoint averaging);
 - random short crops: a fraction `crop_prob` of the training reviews is replaced by one to three
   contiguous sentences of the review, with its label, so that a one-line review is in distribution;
+- sentence rows: each training review's first and last sentence join the training rows as examples
+  of their own, with the review's label, `sentence_copies` times each (the short-text check's own
+  kind of text, `training.heldout.short_texts`, taken from the training reviews): unlike a crop,
+  such a row is batched with rows of its length, so a step of short rows costs what its tokens cost,
+  and the copies set how much of each epoch is short text;
 - a slanted triangular learning rate (ULMFiT, eq. 3): a short linear climb from lr / 32 to lr over
   the warmup steps, then a long linear decay back to lr / 32 at the last step, so that the model
   first moves quickly towards the task and then refines;
@@ -59,6 +64,7 @@ class Recipe:
     schedule: str = "cosine"  # or "stlr": ULMFiT's slanted triangular learning rate
     evidence_prob: float = 0.0  # fraction of training reviews replaced by an evidence snippet
     evidence: tuple[str, ...] = ()  # the evidence caches (training.evidence) the snippets come from
+    sentence_copies: int = 0  # each training review's first and last sentence as rows of their own, N times
 
     def __post_init__(self):
         if not 0 < self.layer_decay <= 1:
@@ -73,6 +79,8 @@ class Recipe:
             raise UsageError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if not 0 <= self.evidence_prob <= 1 - self.crop_prob or bool(self.evidence_prob) != bool(self.evidence):
             raise UsageError("--evidence-prob must be in [0, 1 - --crop-prob], and is given with --evidence PATH")
+        if self.sentence_copies < 0:
+            raise UsageError(f"--sentence-copies must be >= 0, got {self.sentence_copies}")
 
 
 def stlr(step: int, peak: float, cut: int, total: int) -> float:

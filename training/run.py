@@ -136,6 +136,9 @@ def build_parser() -> Parser:
     recipe.add_argument("--average-last", type=int, help="keep the mean weights of the last N evaluations")
     recipe.add_argument("--crop-prob", type=float,
                         help="sentiment: fraction of training reviews replaced by 1-3 of their sentences")
+    recipe.add_argument("--sentence-copies", type=int,
+                        help="sentiment: each training review's first and last sentence join the training rows, "
+                             "with the review's label, N copies each")
     recipe.add_argument("--lm-weight", type=float,
                         help="auxiliary next-token loss on the source, times this weight "
                              "(needs --set causal_encoder=1)")

@@ -46,7 +46,7 @@ from .data import (
 from .errors import UsageError
 from .evaluate import classifier_metrics, classify, evaluate_classifier, evaluate_lm
 from .evidence import load_evidence
-from .heldout import selection_report_split
+from .heldout import selection_report_split, short_texts
 from .recipe import ShortExamples
 from .sample import SAMPLE_PROMPTS, SAMPLE_SETTINGS, continuation
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
@@ -176,11 +176,14 @@ class Seq2SeqTask(Task):
         require_columns(ds, [source, target], f"the {split} split")
         return text_column(ds, source, split), text_column(ds, target, split)
 
-    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
+    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig,
+                train_rows: tuple[list[str], list[str]] | None = None) -> TaskData:
+        """The encoded splits; `train_rows` (sources, targets) in place of the task's training rows."""
         config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id,
                                       bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id,
                                       labels=self.labels, **model_overrides)
-        rows = {"train": self.train_rows, "val": self.val_rows} | ({"test": self.test_rows} if self.test_rows else {})
+        rows = {"train": train_rows or self.train_rows, "val": self.val_rows}
+        rows |= {"test": self.test_rows} if self.test_rows else {}
         splits = {name: PairSet.from_texts(sources, targets, tokenizer, config, self._label_ids(targets))
                   for name, (sources, targets) in rows.items()}
         sampler = None
@@ -262,7 +265,12 @@ class SentimentTask(Seq2SeqTask):
     select_on_selection_rows = True
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
-        data, recipe = super().prepare(tokenizer, model_overrides, train_cfg), train_cfg.recipe
+        recipe = train_cfg.recipe
+        rows = self.with_sentence_rows(recipe.sentence_copies)
+        data = super().prepare(tokenizer, model_overrides, train_cfg, rows)
+        if recipe.sentence_copies:
+            added = len(rows[0]) - len(self.train_rows[0])
+            data = replace(data, description={**data.description, "sentence_rows": added})
         if not (recipe.crop_prob or recipe.evidence_prob):
             return data
         evidence, counts = ([], []), {}
@@ -272,11 +280,21 @@ class SentimentTask(Seq2SeqTask):
                                  "other reviews, which the evidence may come from")
             texts, labels, counts = load_evidence(recipe.evidence, self.options.val_size, self.options.seed)
             evidence = (texts, labels)
-        short = ShortExamples(self.train_rows[0], tokenizer, data.config.max_src_len, recipe.crop_prob,
+        short = ShortExamples(rows[0], tokenizer, data.config.max_src_len, recipe.crop_prob,
                               evidence, recipe.evidence_prob,
                               PairSet.target_ids(self.labels, tokenizer, data.config))
         description = {**data.description, **({"evidence_snippets": counts} if counts else {})}
         return replace(data, short=short, description=description)
+
+    def with_sentence_rows(self, copies: int) -> tuple[list[str], list[str]]:
+        """The training rows, then (with --sentence-copies N) each review's first and last sentence
+        with the review's label, N times over: the short-text check's kind of text
+        (`training.heldout.short_texts`), made of training reviews only."""
+        texts, targets = self.train_rows
+        if not copies:
+            return texts, targets
+        short = short_texts(texts, targets)
+        return texts + [r.text for r in short] * copies, targets + [r.label for r in short] * copies
 
     def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
         """With --crop-prob and --evidence-prob, those fractions of the reviews are replaced by 1-3 of
@@ -335,7 +353,9 @@ class SpanTask(LMTask):
     snapshots = 0  # the app's "watch it learn" view shows language models
     periodic_rows = Task.periodic_rows  # chunks, as `rows`, not an LM's context windows
 
-    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
+    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig,
+                train_rows: tuple[list[str], list[str]] | None = None) -> TaskData:
+        """The encoded splits; `train_rows` (sources, targets) in place of the task's training rows."""
         config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size + N_SENTINELS, pad_token_id=tokenizer.pad_id,
                                       bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, **model_overrides)
         config = replace(config, max_tgt_len=max(config.max_tgt_len, max_target_length(config.max_src_len)))
