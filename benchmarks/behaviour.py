@@ -20,8 +20,9 @@ test; neither is training data). Three kinds of test:
   the label "not bad" must not get is negative. A change of mind ("I used to love it, now I hate
   it.") and a contrast ("The script was dull, but the film is superb.") expect the later opinion.
 - INV (invariance): a base review and an edit that must not change its label (a typo in a word
-  that carries no sentiment or in the one that does, an added link or @mention, another title or
-  actor); failure = the two labels differ, whether or not the base's label was right.
+  that carries no sentiment or in the one that does, the sentiment word or the whole text in
+  capitals, as visitors shout, an added link or @mention, another title or actor); failure = the two
+  labels differ, whether or not the base's label was right.
 - DIR (directional): a clear complaint appended must not raise P(positive), clear praise must not
   lower it; failure = it moves the wrong way by more than `TOLERANCE`.
 
@@ -209,6 +210,9 @@ def capabilities() -> list[Capability]:
                    lambda i, t, f: typo_elsewhere(t.format(**f), f["adj"])),
         invariance("typo_in_sentiment_word", 'a typo in the sentiment word, like "gerat"',
                    lambda i, t, f: t.format(**{**f, "adj": swap_letters(f["adj"], random.Random(f["adj"]))})),
+        invariance("capitals_in_sentiment_word", 'the sentiment word in capitals, like "SUPERB"',
+                   lambda i, t, f: t.format(**{**f, "adj": f["adj"].upper()})),
+        invariance("all_capitals", "the whole text in capitals", lambda i, t, f: t.format(**f).upper()),
         invariance("link_or_mention", "an added link or @mention", link_or_mention),
         invariance("names", "another film title or actor",
                    lambda i, t, f: t.format(**{slot: RENAMED.get(word, word) for slot, word in f.items()})),
@@ -273,9 +277,9 @@ def main(argv: list[str] | None = None) -> dict:
               "baseline_train_examples": len(train_texts), "tolerance": TOLERANCE,
               "capabilities": {c.name: {"type": c.kind, "about": c.about, "fails": c.fails, "cases": len(c.cases),
                                         **{name: scored[name][c.name] for name in readers}} for c in checks}}
-    print(f"{'capability':24}{'type':>6}{'cases':>7}{'ours':>8}{'tfidf':>8}")
+    print(f"{'capability':28}{'type':>6}{'cases':>7}{'ours':>8}{'tfidf':>8}")
     for name, c in result["capabilities"].items():
-        print(f"{name:24}{c['type']:>6}{c['cases']:>7}{c['ours']['failure_rate']:>8.1%}{c['tfidf']['failure_rate']:>8.1%}")
+        print(f"{name:28}{c['type']:>6}{c['cases']:>7}{c['ours']['failure_rate']:>8.1%}{c['tfidf']['failure_rate']:>8.1%}")
     write_json(result, args)
     return result
 

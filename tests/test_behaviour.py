@@ -26,7 +26,8 @@ COUNTS = {
     "negated_complaint": 3 * WORDS + 3 * WORDS + WORDS + 4 * 3,
     "change_of_mind": (4 * 4 * 2 + FEW * FEW) * 2,  # verbs × verbs × {it, this film}; adjectives × adjectives
     "contrast": (3 * FEW * FEW + FEW * FEW) * 2,
-    "typo": BASES, "typo_in_sentiment_word": BASES, "link_or_mention": BASES, "names": BASES,
+    "typo": BASES, "typo_in_sentiment_word": BASES, "capitals_in_sentiment_word": BASES, "all_capitals": BASES,
+    "link_or_mention": BASES, "names": BASES,
     "added_complaint": BASES, "added_praise": BASES,
 }
 
@@ -71,6 +72,11 @@ def test_each_edit_is_the_one_its_capability_names(check: dict[str, Capability])
     for case in check["typo_in_sentiment_word"].cases:
         [(word, typo)] = changed_words(case)
         assert word.strip(".,") in sentiment_words and sorted(word) == sorted(typo)
+    for case in check["capitals_in_sentiment_word"].cases:
+        [(word, shouted)] = changed_words(case)
+        assert word.strip(".,") in sentiment_words and shouted == word.upper() != word
+    for case in check["all_capitals"].cases:
+        assert case.text == case.base.upper()
     for case in check["names"].cases:
         assert not any(name in case.text for name in behaviour.RENAMED)
     for case in check["link_or_mention"].cases:
