@@ -21,6 +21,9 @@ which ones help:
   kind of text, `training.heldout.short_texts`, taken from the training reviews): unlike a crop,
   such a row is batched with rows of its length, so a step of short rows costs what its tokens cost,
   and the copies set how much of each epoch is short text;
+- shouted crops: a fraction `shout_prob` of the crops is written in capitals, half of them one word
+  of three letters or more, half the whole crop, so that "the acting was SUPERB" reads as "superb"
+  does (a shouted word is rare in the reviews and splits into rare BPE pieces);
 - a slanted triangular learning rate (ULMFiT, eq. 3): a short linear climb from lr / 32 to lr over
   the warmup steps, then a long linear decay back to lr / 32 at the last step, so that the model
   first moves quickly towards the task and then refines;
@@ -65,6 +68,7 @@ class Recipe:
     evidence_prob: float = 0.0  # fraction of training reviews replaced by an evidence snippet
     evidence: tuple[str, ...] = ()  # the evidence caches (training.evidence) the snippets come from
     sentence_copies: int = 0  # each training review's first and last sentence as rows of their own, N times
+    shout_prob: float = 0.0  # fraction of the crops written in capitals (one word or all of it)
 
     def __post_init__(self):
         if not 0 < self.layer_decay <= 1:
@@ -81,6 +85,8 @@ class Recipe:
             raise UsageError("--evidence-prob must be in [0, 1 - --crop-prob], and is given with --evidence PATH")
         if self.sentence_copies < 0:
             raise UsageError(f"--sentence-copies must be >= 0, got {self.sentence_copies}")
+        if not 0 <= self.shout_prob <= 1 or self.shout_prob and not self.crop_prob:
+            raise UsageError("--shout-prob must be in [0, 1], and shouts crops: give --crop-prob too")
 
 
 def stlr(step: int, peak: float, cut: int, total: int) -> float:
@@ -185,6 +191,19 @@ def average_state_dicts(states: list[dict]) -> dict:
 
 
 # --- short text in place of reviews: crops and evidence snippets ----------------------------------
+LONG_WORD = re.compile(r"[^\W\d_]{3,}")  # a word of three letters or more, the kind shouted for emphasis
+
+
+def shout(text: str, rng: np.random.Generator) -> str:
+    """`text` with one word of three letters or more in capitals, or (half the time, and where it
+    has no such word) all of it."""
+    words = list(LONG_WORD.finditer(text))
+    if not words or rng.random() < 0.5:
+        return text.upper()
+    m = words[int(rng.integers(len(words)))]
+    return text[: m.start()] + m.group().upper() + text[m.end():]
+
+
 class ShortExamples:
     """Short text in place of some of a batch's reviews, so that one-line text is in distribution:
     each example is replaced with probability `crop_prob` by 1-3 contiguous sentences of its own
@@ -194,10 +213,10 @@ class ShortExamples:
 
     def __init__(self, texts: list[str], tokenizer, max_len: int, crop_prob: float = 0.0,
                  evidence: tuple[list[str], list[int]] = ([], []), evidence_prob: float = 0.0,
-                 label_targets: list[list[int]] | None = None):
+                 label_targets: list[list[int]] | None = None, shout_prob: float = 0.0):
         self.sentences = [sentences(t, min_words=1) or [t] for t in texts] if crop_prob else []
         self.tokenizer, self.max_len = tokenizer, max_len
-        self.crop_prob, self.evidence_prob = crop_prob, evidence_prob
+        self.crop_prob, self.evidence_prob, self.shout_prob = crop_prob, evidence_prob, shout_prob
         self.evidence_texts, self.evidence_labels = evidence
         self.label_targets = label_targets
         if evidence_prob and not self.evidence_texts:
@@ -207,7 +226,8 @@ class ShortExamples:
         found = self.sentences[i]
         k = min(len(found), int(rng.integers(1, 4)))
         start = int(rng.integers(0, len(found) - k + 1))
-        return " ".join(found[start : start + k])
+        text = " ".join(found[start : start + k])
+        return shout(text, rng) if self.shout_prob and rng.random() < self.shout_prob else text
 
     def replace(self, pairs: PairSet, indices: list[int], rng: np.random.Generator) -> PairSet:
         """The batch's examples `pairs[indices]` in order, some replaced. One uniform draw per example

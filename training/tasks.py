@@ -282,7 +282,7 @@ class SentimentTask(Seq2SeqTask):
             evidence = (texts, labels)
         short = ShortExamples(rows[0], tokenizer, data.config.max_src_len, recipe.crop_prob,
                               evidence, recipe.evidence_prob,
-                              PairSet.target_ids(self.labels, tokenizer, data.config))
+                              PairSet.target_ids(self.labels, tokenizer, data.config), recipe.shout_prob)
         description = {**data.description, **({"evidence_snippets": counts} if counts else {})}
         return replace(data, short=short, description=description)
 
