@@ -34,10 +34,8 @@ from benchmarks.bootstrap import accuracy_with_interval
 from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, read_classifier, write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
 from model import combine_readers
-from tokenization import read_texts
 from training.calibration import expected_calibration_error
-from training.data import label_column, text_column
-from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, short_texts
+from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, short_texts
 
 BASELINE = "TF-IDF + LR"
 
@@ -63,9 +61,7 @@ def arguments() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv)
     checkpoints = [args.checkpoint, *args.also]
-    rows = held_out_rows(args.data_dir, args.val_size, args.seed, args.split)
-    texts = read_texts(text_column(rows, "text", args.split))
-    labels = label_column(rows, "label", args.split, ["negative", "positive"])
+    train_texts, train_labels, texts, labels = imdb_split(args.data_dir, args.val_size, args.seed, args.split)
     short = short_texts(texts, labels)
     checks = {"full_reviews": (texts, labels), "short_text": ([r.text for r in short], [r.label for r in short])}
 
@@ -97,7 +93,6 @@ def main(argv: list[str] | None = None) -> dict:
             row[name] = scored(verdict, torch.stack([probs[c][name].exp() for c in group]).mean(0), name)
         table.append(row)
     if args.baseline:
-        train_texts, train_labels, _, _ = imdb_split(args.data_dir, args.val_size, args.seed, args.split)
         model = fit_baseline(train_texts, train_labels)
         row = {"models": [BASELINE]}
         for name, (texts, _) in checks.items():

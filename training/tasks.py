@@ -353,9 +353,7 @@ class SpanTask(LMTask):
     snapshots = 0  # the app's "watch it learn" view shows language models
     periodic_rows = Task.periodic_rows  # chunks, as `rows`, not an LM's context windows
 
-    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig,
-                train_rows: tuple[list[str], list[str]] | None = None) -> TaskData:
-        """The encoded splits; `train_rows` (sources, targets) in place of the task's training rows."""
+    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size + N_SENTINELS, pad_token_id=tokenizer.pad_id,
                                       bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, **model_overrides)
         config = replace(config, max_tgt_len=max(config.max_tgt_len, max_target_length(config.max_src_len)))
