@@ -95,7 +95,7 @@ from tokenization import (
 )
 
 from .data import DataError, label_column, load_splits, text_column, validation_split
-from .errors import UsageError
+from .errors import UsageError, one_line_errors
 from .heldout import add_held_out_arguments
 
 SPLITS = ("train", "unsupervised")  # the training rows (gold labels) and the unlabeled reviews (the teacher's)
@@ -276,10 +276,46 @@ def read_cache(path: Path) -> tuple[dict | None, set[int]]:
     return json.loads(lines[0]), {json.loads(line)["review"] for line in lines[1:]}
 
 
-def check_header(found: dict, expected: dict, path: Path) -> None:
-    changed = [f"{k} {found.get(k)!r} (now {expected[k]!r})" for k in CHECKED if found.get(k) != expected[k]]
+def check_header(found: dict, expected: dict, path: Path, checked: tuple[str, ...] = CHECKED) -> None:
+    """A later build into the file at `path` must agree with its header on the `checked` fields."""
+    changed = [f"{k} {found.get(k)!r} (now {expected[k]!r})" for k in checked if found.get(k) != expected[k]]
     if changed:
         raise UsageError(f"{path} was built with {'; '.join(changed)}: build into another --out")
+
+
+def reviews_to_do(out: Path, header: dict, checked: tuple[str, ...], splits: dict, split: str,
+                  args: argparse.Namespace) -> tuple[dict | None, list[int]]:
+    """(the header of the file at `out`, None when there is none yet; the rows of `split` that
+    --start and --limit ask for and the file lacks). A file already there must agree with `header`
+    on the `checked` fields. Shared by the builders of this module and `training.pseudo`."""
+    if args.start < 0 or args.limit is not None and args.limit < 1:
+        raise UsageError("--start must be >= 0 and --limit >= 1")
+    found, done = read_cache(out)
+    if found is not None:
+        check_header(found, header, out, checked)
+    rows = held_out_free_rows(splits, split, args.val_size, args.seed)
+    rows = rows[args.start : None if args.limit is None else args.start + args.limit]
+    todo = [r for r in rows if r not in done]
+    print(f"{split}: {len(rows):,} reviews asked for, {len(rows) - len(todo):,} already in {out}, "
+          f"{len(todo):,} to do", file=sys.stderr)
+    return found, todo
+
+
+def read_for_training(path: str | Path, flag: str, fmt: int, builder: str, val_size: int,
+                      seed: int) -> tuple[dict, list[str]]:
+    """(header, review lines) of a file a training run reads (`flag`: --evidence, --pseudo-labels),
+    refused unless it is of this version (`fmt`, made by the module `builder`) and holds out this
+    run's rows (--val-size, --seed): otherwise its reviews could be this run's held-out ones."""
+    if not Path(path).is_file():
+        raise UsageError(f"{flag} {path}: no such file")
+    lines = json_lines(Path(path).read_text(encoding="utf-8"))
+    header = json.loads(lines[0]) if lines else {}
+    if header.get("format") != fmt:
+        raise UsageError(f"{flag} {path}: not a file of this version (python -m {builder})")
+    if (header["val_size"], header["seed"]) != (val_size, seed):
+        raise UsageError(f"{flag} {path} holds out --val-size {header['val_size']} --seed {header['seed']}, "
+                         f"this run {val_size} and {seed}: its reviews may be this run's held-out ones")
+    return header, lines[1:]
 
 
 def load_evidence(paths: list[str] | tuple[str, ...], val_size: int, seed: int) -> tuple[list[str], list[int], dict]:
@@ -289,17 +325,9 @@ def load_evidence(paths: list[str] | tuple[str, ...], val_size: int, seed: int) 
     label that at least `AGREEMENT` of its occurrences carry: one review's attribution can single
     out "the" or "and", the reviews of both labels together cannot."""
     found = []  # (text, label, kind)
-    for path in map(Path, paths):
-        if not path.is_file():
-            raise UsageError(f"--evidence {path}: no such file")
-        lines = json_lines(path.read_text(encoding="utf-8"))
-        header = json.loads(lines[0]) if lines else {}
-        if header.get("format") != FORMAT:
-            raise UsageError(f"--evidence {path}: not an evidence cache of this version (training.evidence)")
-        if (header["val_size"], header["seed"]) != (val_size, seed):
-            raise UsageError(f"--evidence {path} holds out --val-size {header['val_size']} --seed {header['seed']}, "
-                             f"this run {val_size} and {seed}: its reviews may be this run's held-out ones")
-        for line in lines[1:]:
+    for path in paths:
+        _, lines = read_for_training(path, "--evidence", FORMAT, "training.evidence", val_size, seed)
+        for line in lines:
             try:
                 review = json.loads(line)
             except json.JSONDecodeError:  # a torn last line of a build still running
@@ -332,24 +360,14 @@ def build_parser() -> Parser:
 
 def build(args: argparse.Namespace) -> Path:
     """Append the evidence of the requested reviews not yet in the cache; returns the cache path."""
-    if args.start < 0 or args.limit is not None and args.limit < 1:
-        raise UsageError("--start must be >= 0 and --limit >= 1")
     sha = teacher_sha(args.teacher)
     out = Path(args.out or f"runs/evidence/{sha}-{args.split}.jsonl")
     header = {"format": FORMAT, "teacher": str(args.teacher), "teacher_sha": sha, "split": args.split,
               "data_dir": str(args.data_dir), "val_size": args.val_size, "seed": args.seed, "method": METHOD,
               "ig_steps": IG_STEPS, "sentence_share": SENTENCE_SHARE, "phrase_share": PHRASE_SHARE,
               "word_share": WORD_SHARE, "edge_share": EDGE_SHARE, "confidence": CONFIDENCE}
-    found, done = read_cache(out)
-    if found is not None:
-        check_header(found, header, out)
-
     splits = load_splits(args.data_dir)
-    rows = held_out_free_rows(splits, args.split, args.val_size, args.seed)
-    rows = rows[args.start : None if args.limit is None else args.start + args.limit]
-    todo = [r for r in rows if r not in done]
-    print(f"{args.split}: {len(rows):,} reviews asked for, {len(rows) - len(todo):,} already in {out}, "
-          f"{len(todo):,} to do", file=sys.stderr)
+    found, todo = reviews_to_do(out, header, CHECKED, splits, args.split, args)
     if not todo:
         return out
     ds = splits[args.split]
@@ -384,14 +402,7 @@ def build(args: argparse.Namespace) -> Path:
 
 def main(argv: list[str] | None = None) -> Path:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return build(args)
-    except UsageError as e:
-        parser.error(str(e))
-    except (DataError, FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(1)
+    return one_line_errors(parser, build, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

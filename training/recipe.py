@@ -21,6 +21,10 @@ which ones help:
   kind of text, `training.heldout.short_texts`, taken from the training reviews): unlike a crop,
   such a row is batched with rows of its length, so a step of short rows costs what its tokens cost,
   and the copies set how much of each epoch is short text;
+- pseudo-labelled reviews: the unlabeled reviews the shipped readers are confident of, with their
+  verdict (`training.pseudo`, built beforehand into the file `pseudo_labels`; kept where the
+  verdict's probability is at least `pseudo_confidence`), join the training rows: self-training,
+  the student noised by the crops and dropout above;
 - shouted crops: a fraction `shout_prob` of the crops is written in capitals, half of them one word
   of three letters or more, half the whole crop, so that "the acting was SUPERB" reads as "superb"
   does (a shouted word is rare in the reviews and splits into rare BPE pieces);
@@ -69,6 +73,8 @@ class Recipe:
     evidence: tuple[str, ...] = ()  # the evidence caches (training.evidence) the snippets come from
     sentence_copies: int = 0  # each training review's first and last sentence as rows of their own, N times
     shout_prob: float = 0.0  # fraction of the crops written in capitals (one word or all of it)
+    pseudo_labels: str = ""  # the unlabeled reviews' verdicts (training.pseudo) whose confident ones are rows
+    pseudo_confidence: float = 0.9  # the verdict's probability a pseudo-labelled review needs
 
     def __post_init__(self):
         if not 0 < self.layer_decay <= 1:
@@ -87,6 +93,8 @@ class Recipe:
             raise UsageError(f"--sentence-copies must be >= 0, got {self.sentence_copies}")
         if not 0 <= self.shout_prob <= 1 or self.shout_prob and not self.crop_prob:
             raise UsageError("--shout-prob must be in [0, 1], and shouts crops: give --crop-prob too")
+        if not 0.5 <= self.pseudo_confidence <= 1:
+            raise UsageError(f"--pseudo-confidence must be in [0.5, 1], got {self.pseudo_confidence}")
 
 
 def stlr(step: int, peak: float, cut: int, total: int) -> float:

@@ -141,6 +141,11 @@ def build_parser() -> Parser:
     recipe.add_argument("--sentence-copies", type=int,
                         help="sentiment: each training review's first and last sentence join the training rows, "
                              "with the review's label, N copies each")
+    recipe.add_argument("--pseudo-labels", metavar="PATH",
+                        help="sentiment: the unlabeled reviews' verdicts (python -m training.pseudo); the confident "
+                             "ones join the training rows")
+    recipe.add_argument("--pseudo-confidence", type=float,
+                        help="sentiment: the verdict's probability a pseudo-labelled review needs (default 0.9)")
     recipe.add_argument("--lm-weight", type=float,
                         help="auxiliary next-token loss on the source, times this weight "
                              "(needs --set causal_encoder=1)")

@@ -47,6 +47,7 @@ from .errors import UsageError
 from .evaluate import classifier_metrics, classify, evaluate_classifier, evaluate_lm
 from .evidence import load_evidence
 from .heldout import selection_report_split, short_texts
+from .pseudo import load_pseudo_labels
 from .recipe import ShortExamples
 from .sample import SAMPLE_PROMPTS, SAMPLE_SETTINGS, continuation
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
@@ -264,13 +265,16 @@ class SentimentTask(Seq2SeqTask):
     validation_from_data = False
     select_on_selection_rows = True
 
+    def __init__(self, splits: dict, options: TaskOptions):
+        super().__init__(splits, options)
+        self.unlabeled = splits.get("unsupervised")  # what --pseudo-labels rows come from
+
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         recipe = train_cfg.recipe
-        rows = self.with_sentence_rows(recipe.sentence_copies)
+        rows, added = self.with_added_rows(recipe)
         data = super().prepare(tokenizer, model_overrides, train_cfg, rows)
-        if recipe.sentence_copies:
-            added = len(rows[0]) - len(self.train_rows[0])
-            data = replace(data, description={**data.description, "sentence_rows": added})
+        if added:
+            data = replace(data, description={**data.description, **added})
         if not (recipe.crop_prob or recipe.evidence_prob):
             return data
         evidence, counts = ([], []), {}
@@ -286,15 +290,27 @@ class SentimentTask(Seq2SeqTask):
         description = {**data.description, **({"evidence_snippets": counts} if counts else {})}
         return replace(data, short=short, description=description)
 
-    def with_sentence_rows(self, copies: int) -> tuple[list[str], list[str]]:
+    def with_added_rows(self, recipe) -> tuple[tuple[list[str], list[str]], dict]:
         """The training rows, then (with --sentence-copies N) each review's first and last sentence
         with the review's label, N times over: the short-text check's kind of text
-        (`training.heldout.short_texts`), made of training reviews only."""
+        (`training.heldout.short_texts`), made of training reviews only; then (with --pseudo-labels)
+        the unlabeled reviews the teacher was confident of, with its verdict (`training.pseudo`).
+        Also how many rows of each kind were added, for metrics.json."""
         texts, targets = self.train_rows
-        if not copies:
-            return texts, targets
-        short = short_texts(texts, targets)
-        return texts + [r.text for r in short] * copies, targets + [r.label for r in short] * copies
+        added = {}
+        if recipe.sentence_copies:
+            short = short_texts(texts, targets) * recipe.sentence_copies
+            texts, targets = texts + [r.text for r in short], targets + [r.label for r in short]
+            added["sentence_rows"] = len(short)
+        if recipe.pseudo_labels:
+            if self.options.max_examples is not None:
+                raise UsageError("--pseudo-labels does not combine with --max-examples: the held-out rows are then "
+                                 "other reviews, which the labelled ones may repeat")
+            more, labels = load_pseudo_labels(recipe.pseudo_labels, self.unlabeled, self.options.val_size,
+                                              self.options.seed, recipe.pseudo_confidence, self.labels)
+            texts, targets = texts + more, targets + labels
+            added["pseudo_rows"] = len(more)
+        return (texts, targets), added
 
     def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
         """With --crop-prob and --evidence-prob, those fractions of the reviews are replaced by 1-3 of
