@@ -45,6 +45,24 @@ def combinations(names: list[str]) -> list[tuple[str, ...]]:
     return [c for k in range(1, len(names) + 1) for c in itertools.combinations(names, k)]
 
 
+def print_table(table: list[dict], checkpoints: list[str]) -> None:
+    """The table on the console, each checkpoint named once by its number ("1 + 3"), so that a
+    group of long paths stays one readable row; the JSON keeps the paths."""
+    for i, checkpoint in enumerate(checkpoints, start=1):
+        print(f"[{i}] {checkpoint}")
+    number = {c: str(i) for i, c in enumerate(checkpoints, start=1)}
+    names = [" + ".join(number.get(m, m) for m in row["models"]) for row in table]
+    width = max(len(n) for n in [*names, "models"]) + 2
+    print(f"{'models':{width}}{'full reviews':>13}{'short text':>11}{'first':>8}{'last':>8}{'ECE (full)':>11}"
+          f"{'of P mean':>10}")
+    for name, row in zip(names, table, strict=True):
+        full, brief = row["full_reviews"], row["short_text"]
+        print(f"{name:{width}}{full['accuracy']:>13.2%}"
+              f"{brief['accuracy']:>11.2%}"
+              f"{brief['by_position']['first']['accuracy']:>8.1%}{brief['by_position']['last']['accuracy']:>8.1%}"
+              f"{full['ece']:>11.4f}{full['ece_mean_of_probabilities']:>10.4f}")
+
+
 def arguments() -> argparse.ArgumentParser:
     parser = benchmark_parser("ensemble", __doc__)
     add_checkpoint(parser)
@@ -100,13 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
             row[name] = scored(p, p, name)
         table.append(row)
 
-    print(f"{'models':56}{'full reviews':>13}{'short text':>11}{'first':>8}{'last':>8}{'ECE (full)':>11}"
-          f"{'of P mean':>10}")
-    for row in table:
-        full, brief = row["full_reviews"], row["short_text"]
-        print(f"{' + '.join(row['models'])[:56]:56}{full['accuracy']:>13.2%}{brief['accuracy']:>11.2%}"
-              f"{brief['by_position']['first']['accuracy']:>8.1%}{brief['by_position']['last']['accuracy']:>8.1%}"
-              f"{full['ece']:>11.4f}{full['ece_mean_of_probabilities']:>10.4f}")
+    print_table(table, checkpoints)
     result = {"split": args.split, "data_dir": args.data_dir, "examples": {k: len(v[1]) for k, v in checks.items()},
               "held_out": {"val_size": args.val_size, "seed": args.seed}, "model_time_s": seconds, "table": table}
     if args.rows:

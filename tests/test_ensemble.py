@@ -23,7 +23,7 @@ def test_combinations_are_each_model_then_every_group():
         ("a",), ("b",), ("c",), ("a", "b"), ("a", "c"), ("b", "c"), ("a", "b", "c")]
 
 
-def test_each_model_and_their_mean_on_the_selection_rows(tmp_path):
+def test_each_model_and_their_mean_on_the_selection_rows(tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
     pd.read_parquet(IMDB / "train.parquet").sample(120, random_state=5).to_parquet(data / "train.parquet")
@@ -43,6 +43,10 @@ def test_each_model_and_their_mean_on_the_selection_rows(tmp_path):
                             "--val-size", "30", "--rows", "--baseline", "--no-json"])
     assert result["examples"]["full_reviews"] == 12  # the selection 40% of 30
     assert [row["models"] for row in result["table"]] == [[folders[0]], [folders[1]], folders, ["TF-IDF + LR"]]
+    printed = capsys.readouterr().out.splitlines()  # each path once, whole, then the groups by number
+    printed = printed[[line.startswith("[1] ") for line in printed].index(True) :]
+    assert printed[:2] == [f"[1] {folders[0]}", f"[2] {folders[1]}"]
+    assert [line.split("  ")[0] for line in printed[3:7]] == ["1", "2", "1 + 2", "TF-IDF + LR"]
     train_texts, train_labels, texts, labels = imdb_split(str(data), 30, 1337, "selection")
     short = short_texts(texts, labels)
     baseline = fit_baseline(train_texts, train_labels)
