@@ -10,14 +10,17 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from datasets import Dataset
 
 from demo.tiny import shared_tiny_checkpoints
 from model import load_pretrained
+from storage import STATE_NAME
 from tokenization import BPETokenizer, label_candidates, source_ids
 from training import pseudo, run
 from training.data import validation_split
 from training.recipe import Recipe
 from training.tasks import TASKS
+from training.trainer import STOPS, Trainer
 from training.training_args import TrainConfig
 
 VAL_SIZE, SEED = 10, 3
@@ -114,8 +117,6 @@ def test_training_adds_the_confident_reviews_with_their_verdict(teachers, data_d
     labels = write_labels(tmp_path / "labels.jsonl", [(0, 1, 0.95), (1, 0, 0.6), (2, 1, 0.91), (4, 0, 0.99),
                                                       (5, 1, 0.97), (6, 0, 0.9)])
     splits = {name: pd.read_parquet(data_dir / f"{name}.parquet") for name in ("train", "unsupervised")}
-    from datasets import Dataset
-
     task = TASKS["sentiment"]({k: Dataset.from_pandas(v) for k, v in splits.items()},
                               run.TaskOptions(val_size=VAL_SIZE, seed=SEED))
     tokenizer = BPETokenizer.from_file(teachers[0])
@@ -158,3 +159,27 @@ def test_pseudo_labels_need_the_run_s_own_held_out_rows_and_data(teachers, data_
         assert exc.value.code == 2 and message in capsys.readouterr().err
     result = run.main([*base, "--seed", str(SEED), "--pseudo-labels", labels, "--overwrite"])
     assert result["data"]["pseudo_rows"] == 2 and result["train_config"]["recipe"]["pseudo_labels"] == labels
+
+
+def test_a_run_resumes_only_on_the_same_pseudo_labelled_rows(teachers, data_dir, tmp_path, monkeypatch, capsys):
+    """A labels file still being built may grow between a run's stretches: a resumed run would then
+    batch other rows, so it is refused, and resumes exactly on the file it started with."""
+    labels = tmp_path / "labels.jsonl"
+    write_labels(labels, [(0, 1, 0.95), (3, 0, 0.92)])
+    args = ["--task", "sentiment", "--preset", "tiny", "--data-dir", str(data_dir), "--val-size", str(VAL_SIZE),
+            "--seed", str(SEED), "--tokenizer", str(teachers[0].parent / "tokenizer.json"), "--pseudo-labels",
+            str(labels), "--max-steps", "6", "--eval-every", "3", "--out", str(tmp_path / "run")]
+    with monkeypatch.context() as m:  # the first stretch runs out of time after 3 steps
+        m.setattr(Trainer, "stop_reason", lambda self, received, now, step_seconds:
+                  STOPS.index("max_minutes") if self.step >= 3 else 0)
+        assert run.main(args)["steps"] == 3
+    write_labels(labels, [(0, 1, 0.95), (3, 0, 0.92), (4, 1, 0.97), (5, 0, 0.99)])  # the build went on
+    with pytest.raises(SystemExit) as exc:
+        run.main([*args, "--resume"])
+    assert exc.value.code == 2 and "22 training rows (now 24)" in capsys.readouterr().err
+    write_labels(labels, [(0, 1, 0.95), (3, 0, 0.92)])
+    run.main([*args, "--resume"])
+    straight = run.main([*args[:-1], str(tmp_path / "straight")])
+    a, b = (torch.load(tmp_path / d / STATE_NAME, weights_only=True) for d in ("run", "straight"))
+    assert a["step"] == b["step"] == 6 and all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert straight["data"]["pseudo_rows"] == 2

@@ -351,7 +351,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         raise UsageError("--lm-weight needs a causal encoder (--set causal_encoder=1): a bidirectional one sees "
                          "the token it would predict")
     if state is not None:
-        _check_resumable(state, cfg, asdict(data.config), info, out)
+        _check_resumable(state, cfg, asdict(data.config), info, out, task.rows(data, "train"))
     torch.manual_seed(args.seed)
     model = task.build(data)
     if lm is not None:
@@ -433,8 +433,9 @@ def _minutes(seconds: float) -> str:
     return f"{int(seconds // 60)}:{int(seconds % 60):02d} ({seconds:.0f} s)"
 
 
-def _check_resumable(state: dict, cfg: TrainConfig, model_config: dict, info: DistInfo, out: Path) -> None:
-    changed = resume_mismatches(state, cfg, model_config, info.world_size)
+def _check_resumable(state: dict, cfg: TrainConfig, model_config: dict, info: DistInfo, out: Path,
+                     train_rows: int | None = None) -> None:
+    changed = resume_mismatches(state, cfg, model_config, info.world_size, train_rows)
     if changed:
         raise UsageError(f"--resume: {out} was trained with {'; '.join(changed)}. Resume with the same settings, "
                          "or start a new run (another --out, or --overwrite)")

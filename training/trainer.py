@@ -160,13 +160,18 @@ def stop_requests():
             signal.signal(sig, handler)
 
 
-def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_size: int) -> list[str]:
+def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_size: int,
+                      train_rows: int | None = None) -> list[str]:
     """What differs between a saved state and this run in the settings a resumed run must keep
     (anything else, e.g. a raised --max-steps, is a new segment recorded in the run's commands):
-    the batch and seed fix the data order, the model config the weights' meaning."""
+    the batch and seed fix the data order, the model config the weights' meaning, and the number of
+    training rows (when known: states since 2026-11-27) that the order is of: a `--pseudo-labels`
+    file that grew since, or other `--sentence-copies`, would train on other batches."""
     saved_cfg = state["train_config"]
     found = [f"--{k.replace('_', '-')} {saved_cfg.get(k)} (now {getattr(cfg, k)})"
              for k in ("batch_size", "seed", "max_tokens") if saved_cfg.get(k) != getattr(cfg, k)]
+    if None not in (state.get("train_rows"), train_rows) and state["train_rows"] != train_rows:
+        found.append(f"{state['train_rows']:,} training rows (now {train_rows:,})")
     if state.get("world_size", 1) != world_size:
         found.append(f"{state.get('world_size', 1)} processes (now {world_size})")
     saved_model = state.get("model_config")
@@ -234,7 +239,8 @@ class Trainer:
                  "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "history": self.history,
                  "best": self.best, "commands": self.commands, "rng_cpu": torch.get_rng_state(),
                  "train_config": asdict(self.cfg), "model_config": asdict(self.model.config),
-                 "world_size": self.info.world_size, "snapshots": self.recent_weights,  # its name in older states
+                 "world_size": self.info.world_size, "train_rows": self.task.rows(self.data, "train"),
+                 "snapshots": self.recent_weights,  # its name in older states
                  "window_losses": self.window_losses, "snapshot_index": self.snapshots}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state()
