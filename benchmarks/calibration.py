@@ -4,6 +4,13 @@ calibration error (15 bins) before and after on the report rows, which the fit n
     python -m benchmarks.calibration --checkpoint checkpoints/sentiment --also checkpoints/sentiment-backward \\
         --data-dir ../shared/data/imdb
 
+The same temperature is then measured on the report rows' short texts (each review's first and last
+sentence, `training.heldout.short_texts`, labelled with the review's label: the kind of one-line
+text the app is typed): the fit saw only full reviews, so whether it holds on short text is a
+measurement, not an assumption (the model card states what it found). Beside the ECE: the mean
+confidence against the accuracy (over- or under-confident on the whole), and the share of texts
+that are wrong at a confidence of 0.9 or more ("confidently wrong").
+
 With `--also`, the figures are those of the readers' verdict (`model.combine_readers`), the
 probabilities the app shows: each reader keeps the temperature its run fitted, the pair's own
 temperature is fitted on the selection rows, and `--store` writes it into the last reader's config
@@ -25,15 +32,37 @@ from tokenization import BPETokenizer, read_texts
 from training.calibration import ECE_BINS, expected_calibration_error, fit_temperature, reliability
 from training.data import PairSet, label_column, text_column
 from training.evaluate import classify
-from training.heldout import add_held_out_arguments, held_out_rows
+from training.heldout import add_held_out_arguments, held_out_rows, short_texts
+
+SURE = 0.9  # "confidently wrong": wrong at this confidence or more
 
 
-def scores_and_labels(model: EncoderDecoder, tokenizer: BPETokenizer, rows, part: str, max_tokens: int):
-    """Label scores (N, K) at T = 1 and the true labels (N,) of one held-out part."""
+def held_out_texts(rows, part: str, labels: list[str]) -> dict[str, tuple[list[str], list[int]]]:
+    """(texts, label indices) of one held-out part: its full reviews, and their short texts (first
+    and last sentences) when `part` is the report rows."""
     texts = read_texts(text_column(rows, "text", part))
-    labels = label_column(rows, "label", part, model.config.labels)
-    pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer, model.config)
-    return classify(model, pairs, tokenizer, max_tokens), torch.tensor(labels)
+    truth = label_column(rows, "label", part, labels)
+    found = {"full_reviews": (texts, truth)}
+    if part == "report":
+        short = short_texts(texts, truth)
+        found["short_text"] = ([r.text for r in short], [r.label for r in short])
+    return found
+
+
+def label_scores(model: EncoderDecoder, tokenizer: BPETokenizer, texts: list[str], max_tokens: int) -> torch.Tensor:
+    """Label scores (N, K) at T = 1."""
+    pairs = PairSet.from_texts(texts, [model.config.labels[0]] * len(texts), tokenizer, model.config)
+    return classify(model, pairs, tokenizer, max_tokens)
+
+
+def at_temperature(scores: torch.Tensor, labels: torch.Tensor, t: float) -> dict:
+    """Calibration figures of label scores (N, K) softmaxed at temperature t."""
+    probs = (scores / t).softmax(-1)
+    confidence, correct = probs.max(-1).values, probs.argmax(-1) == labels
+    return {"temperature": t, "ece": expected_calibration_error(probs, labels),
+            "mean_confidence": confidence.mean().item(), "accuracy": correct.float().mean().item(),
+            "wrong_and_sure": ((confidence >= SURE) & ~correct).float().mean().item(),
+            "reliability": reliability(probs, labels)}
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -55,28 +84,35 @@ def main(argv: list[str] | None = None) -> dict:
     parts = {part: held_out_rows(args.data_dir, args.val_size, args.seed, part) for part in ("selection", "report")}
     if args.limit:
         parts = {part: rows.select(range(min(args.limit, len(rows)))) for part, rows in parts.items()}
-    scored = [{part: scores_and_labels(model, BPETokenizer.from_file(folder), rows, part, args.max_tokens)
-               for part, rows in parts.items()} for model, folder in zip(models, folders, strict=True)]
-    labels = scored[0]["report"][1]
+    checks = {(part, kind): (texts, torch.tensor(truth)) for part, rows in parts.items()
+              for kind, (texts, truth) in held_out_texts(rows, part, models[0].config.labels).items()}
+    scored = [{key: label_scores(model, BPETokenizer.from_file(folder), texts, args.max_tokens)
+               for key, (texts, _) in checks.items()} for model, folder in zip(models, folders, strict=True)]
     if len(models) == 1:  # one model's own T, fitted at T = 1 on the selection rows (its stored T plays no part)
-        fitted = fit_temperature(*scored[0]["selection"])
-        verdict = {part: scored[0][part][0] for part in parts}  # (N, K) scores, at T = 1
+        verdict = scored[0]  # (N, K) scores, at T = 1
     else:  # each reader at its own stored T, and the pair's T fitted on the selection rows
-        verdict = {part: combine_readers([(s[part][0] / m.config.temperature).log_softmax(-1)
-                                          for s, m in zip(scored, models, strict=True)]) for part in parts}
-        fitted = fit_temperature(verdict["selection"], scored[0]["selection"][1])
+        verdict = {key: combine_readers([(s[key] / m.config.temperature).log_softmax(-1)
+                                         for s, m in zip(scored, models, strict=True)]) for key in checks}
+    fitted = fit_temperature(verdict["selection", "full_reviews"], checks["selection", "full_reviews"][1])
+    labels = checks["report", "full_reviews"][1]
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}), "bins": ECE_BINS,
               "temperature": fitted, "fitted": "the model's temperature" if len(models) == 1 else
               f"the pair's temperature (readers at theirs: {', '.join(f'{m.config.temperature:.4g}' for m in models)})",
-              "fitted_on": f"selection rows ({len(scored[0]['selection'][1])})",
+              "fitted_on": f"selection rows ({len(checks['selection', 'full_reviews'][1])})",
               "measured_on": f"report rows ({len(labels)})",
-              "accuracy": (verdict["report"].argmax(-1) == labels).float().mean().item()}
+              "accuracy": (verdict["report", "full_reviews"].argmax(-1) == labels).float().mean().item()}
     for name, t in (("before", 1.0), ("after", fitted)):
-        probs = (verdict["report"] / t).softmax(-1)
-        result[name] = {"temperature": t, "ece": expected_calibration_error(probs, labels),
-                        "reliability": reliability(probs, labels)}
+        result[name] = at_temperature(verdict["report", "full_reviews"], labels, t)
+    short = checks["report", "short_text"][1]
+    result["short_text"] = {"measured_on": f"the report rows' first and last sentences ({len(short)})",
+                            "sure": SURE, **{name: at_temperature(verdict["report", "short_text"], short, t)
+                                             for name, t in (("before", 1.0), ("after", fitted))}}
+    after = result["short_text"]["after"]
     print(f"T = {fitted:.3f} ({result['fitted']}, fitted on {result['fitted_on']}); on the {result['measured_on']}: "
-          f"ECE {result['before']['ece']:.4f} at T = 1, {result['after']['ece']:.4f} at T = {fitted:.3f}")
+          f"ECE {result['before']['ece']:.4f} at T = 1, {result['after']['ece']:.4f} at T = {fitted:.3f}; on their "
+          f"{len(short)} short texts at T = {fitted:.3f}: ECE {after['ece']:.4f}, mean confidence "
+          f"{after['mean_confidence']:.3f} for an accuracy of {after['accuracy']:.3f}, "
+          f"{after['wrong_and_sure']:.1%} wrong at {SURE:.0%} or more")
     write_json(result, args)
     if args.store:
         model, folder = models[-1], folders[-1]

@@ -249,21 +249,26 @@ def lens_html(view) -> str:
 
 def reliability_figure(result: dict):
     """The reliability diagram of `benchmarks/calibration.py`'s JSON: per confidence bin, accuracy
-    against mean confidence, at T = 1 and at the fitted T (a calibrated model lies on the diagonal)."""
+    against mean confidence, at T = 1 and at the fitted T (a calibrated model lies on the diagonal);
+    and, where the JSON has them, the one-line texts at the fitted T (what a visitor mostly types:
+    the fit saw full reviews only)."""
     import plotly.graph_objects as go
 
     figure = go.Figure(go.Scatter(x=[0.5, 1], y=[0.5, 1], mode="lines", name="calibrated",
                                   line={"dash": "dot", "color": "#888"}))
-    for key in ("before", "after"):
-        part = result[key]
+    curves = [(result[key], "", "reviews") for key in ("before", "after")]
+    if "short_text" in result:
+        curves.append((result["short_text"]["after"], "one-line texts, ", "texts"))
+    for part, what, unit in curves:
         bins = [b for b in part["reliability"] if b["count"]]
         figure.add_trace(go.Scatter(
             x=[b["confidence"] for b in bins], y=[b["accuracy"] for b in bins], mode="lines+markers",
-            name=f"T = {part['temperature']:.2f}: ECE {part['ece']:.3f}",
+            name=f"{what}T = {part['temperature']:.2f}: ECE {part['ece']:.3f}",
             customdata=[b["count"] for b in bins],
-            hovertemplate="confidence %{x:.3f}<br>accuracy %{y:.3f}<br>%{customdata} reviews<extra></extra>"))
+            hovertemplate=f"confidence %{{x:.3f}}<br>accuracy %{{y:.3f}}<br>%{{customdata}} {unit}<extra></extra>"))
     titled(figure, "When the sentiment model says 80%,<br>is it right 80% of the time?",
-           f"reliability on the {result['measured_on']}, {result['bins']} bins")
+           f"reliability on the {result['measured_on']}"
+           f"{', and their first and last sentences' if 'short_text' in result else ''}, {result['bins']} bins")
     figure.update_layout(height=400, margin={"l": 10, "r": 10, "b": 10},
                          legend={"x": 0.99, "xanchor": "right", "y": 0.03, "yanchor": "bottom"})  # under the curves
     figure.update_xaxes(title_text="confidence (the probability shown)", range=[0.5, 1])

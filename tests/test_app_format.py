@@ -352,3 +352,11 @@ def test_reliability_diagram_draws_the_non_empty_bins_of_the_calibration_json(tm
     assert list(drawn.x) == pytest.approx([0.55, 0.7, 0.8, 0.9])  # one review per bin, empty bins left out
     assert list(drawn.y) == [1.0, 1.0, 0.0, 1.0]  # the 0.8 one says negative, the review is positive
     assert read_calibration(tmp_path / "missing.json") is None
+    assert [trace.name for trace in figure.data[1:]] == [f"T = 1.00: ECE {parts['before']['ece']:.3f}",
+                                                         f"T = 1.50: ECE {parts['after']['ece']:.3f}"]
+    short = {"after": {**parts["after"], "reliability": reliability(probs[:2], labels[:2])}}  # 0.9 right, 0.8 wrong
+    path.write_text(json.dumps({"bins": 15, "measured_on": "report rows (4)", **parts, "short_text": short}))
+    with_short = reliability_figure(read_calibration(path)).data
+    assert len(with_short) == 4 and with_short[3].name.startswith("one-line texts, T = 1.50")
+    assert list(with_short[3].x) == pytest.approx([0.8, 0.9]) and list(with_short[3].y) == [0.0, 1.0]
+    assert "texts" in with_short[3].hovertemplate

@@ -8,10 +8,12 @@ import pandas as pd
 import pytest
 import torch
 
-from benchmarks import ensemble
+from benchmarks import calibration, ensemble
+from benchmarks.common import read_classifier
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, read_texts
+from training.calibration import expected_calibration_error
 from training.heldout import short_texts
 
 IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
@@ -23,7 +25,11 @@ def test_combinations_are_each_model_then_every_group():
         ("a",), ("b",), ("c",), ("a", "b"), ("a", "c"), ("b", "c"), ("a", "b", "c")]
 
 
-def test_each_model_and_their_mean_on_the_selection_rows(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def readers(tmp_path_factory) -> tuple[Path, list[str]]:
+    """120 IMDB reviews (a data folder), and two tiny untrained readers of them: a forward one at
+    temperature 1 and a backward one at 0.5 (its pair temperature 0.8)."""
+    tmp_path = tmp_path_factory.mktemp("readers")
     data = tmp_path / "data"
     data.mkdir()
     pd.read_parquet(IMDB / "train.parquet").sample(120, random_state=5).to_parquet(data / "train.parquet")
@@ -34,11 +40,16 @@ def test_each_model_and_their_mean_on_the_selection_rows(tmp_path, capsys):
         config = EncoderDecoderConfig(vocab_size=tok.vocab_size, n_head=2, d_model=32, d_ff=64, n_encoder_layer=1,
                                       n_decoder_layer=1, max_src_len=64, max_tgt_len=4, causal_encoder=True,
                                       reverse_source=reverse, labels=["negative", "positive"],
-                                      temperature=temperature)
+                                      temperature=temperature, pair_temperature=0.8)
         folder = tmp_path / f"m{seed}"
         EncoderDecoder(config).save_pretrained(folder)
         tok.save(folder / "tokenizer.json")
         folders.append(str(folder))
+    return data, folders
+
+
+def test_each_model_and_their_mean_on_the_selection_rows(readers, capsys):
+    data, folders = readers
     result = ensemble.main(["--checkpoint", folders[0], "--also", folders[1], "--data-dir", str(data),
                             "--val-size", "30", "--rows", "--baseline", "--no-json"])
     assert result["examples"]["full_reviews"] == 12  # the selection 40% of 30
@@ -73,3 +84,29 @@ def test_the_benchmarks_of_the_verdict_take_more_readers(name):
     args = module.arguments().parse_args(["--also", "a", "b"])
     assert args.checkpoint == "checkpoints/sentiment" and args.also == ["a", "b"]
     assert module.arguments().parse_args([]).also == []
+
+
+def test_calibration_measures_the_fitted_temperature_on_the_report_rows_short_texts(readers):
+    """`benchmarks.calibration` fits the pair's temperature on the selection rows' full reviews and
+    measures it on the report rows' first and last sentences too: checked against the verdict
+    computed here from each reader's calibrated probabilities (`read_classifier`)."""
+    data, folders = readers
+    result = calibration.main(["--checkpoint", folders[0], "--also", folders[1], "--data-dir", str(data),
+                               "--val-size", "30", "--no-json"])
+    _, _, texts, labels = imdb_split(str(data), 30, 1337, "report")
+    short = short_texts(texts, labels)
+    truth = np.array([r.label for r in short])
+    log_p = [read_classifier(f)[0]([r.text for r in short]).double().numpy() for f in folders]
+    mean = (log_p[0] + log_p[1]) / 2
+    figures = result["short_text"]
+    assert figures["measured_on"] == f"the report rows' first and last sentences ({len(short)})"
+    for name, t in (("before", 1.0), ("after", result["temperature"])):
+        z = mean / t
+        p = np.exp(z - np.logaddexp.reduce(z, axis=1, keepdims=True))
+        right = p.argmax(1) == truth
+        got = figures[name]
+        assert got["temperature"] == t and got["accuracy"] == pytest.approx(right.mean())
+        assert got["mean_confidence"] == pytest.approx(p.max(1).mean(), abs=1e-5)
+        assert got["wrong_and_sure"] == pytest.approx(((p.max(1) >= 0.9) & ~right).mean())
+        assert got["ece"] == pytest.approx(expected_calibration_error(torch.tensor(p), torch.tensor(truth)), abs=1e-5)
+    assert result["after"]["accuracy"] == pytest.approx(result["accuracy"])  # the full reviews', as before

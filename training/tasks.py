@@ -260,8 +260,9 @@ class SentimentTask(Seq2SeqTask):
          "It was trained and measured on IMDB movie reviews only; other domains (products, tweets) and "
          "other languages are out of its distribution, and its accuracy there is unknown.",
          "A review longer than {max_src} tokens is read as its first {head} and its last {tail} tokens.",
-         "Its probabilities are softmaxed at a temperature of {temperature:.2f}, fitted on the selection rows "
-         "(temperature scaling): calibrated on full reviews, still overconfident on one-line texts."])
+         "Its probabilities are softmaxed at a temperature of {temperature:.2f}, fitted on the selection rows' "
+         "full reviews (temperature scaling); `python -m benchmarks.calibration` measures how well that holds on "
+         "the report rows, full reviews and one-line texts (their first and last sentences)."])
     validation_from_data = False
     select_on_selection_rows = True
 
