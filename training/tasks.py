@@ -48,7 +48,7 @@ from .evaluate import classifier_metrics, classify, evaluate_classifier, evaluat
 from .evidence import load_evidence
 from .heldout import selection_report_split, short_texts
 from .pseudo import load_pseudo_labels
-from .recipe import ShortExamples
+from .recipe import Recipe, ShortExamples
 from .sample import SAMPLE_PROMPTS, SAMPLE_SETTINGS, continuation
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
 from .task import Corpus, ModelCard, Task, TaskData, TaskOptions
@@ -291,7 +291,7 @@ class SentimentTask(Seq2SeqTask):
         description = {**data.description, **({"evidence_snippets": counts} if counts else {})}
         return replace(data, short=short, description=description)
 
-    def with_added_rows(self, recipe) -> tuple[tuple[list[str], list[str]], dict]:
+    def with_added_rows(self, recipe: Recipe) -> tuple[tuple[list[str], list[str]], dict]:
         """The training rows, then (with --sentence-copies N) each review's first and last sentence
         with the review's label, N times over: the short-text check's kind of text
         (`training.heldout.short_texts`), made of training reviews only; then (with --pseudo-labels)
