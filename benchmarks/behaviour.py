@@ -21,7 +21,8 @@ test; neither is training data). Three kinds of test:
   it.") and a contrast ("The script was dull, but the film is superb.") expect the later opinion.
 - INV (invariance): a base review and an edit that must not change its label (a typo in a word
   that carries no sentiment or in the one that does, the sentiment word or the whole text in
-  capitals, as visitors shout, an added link or @mention, another title or actor); failure = the two
+  capitals, as visitors shout, every word capitalised or none, an added link or @mention, another
+  title or actor); failure = the two
   labels differ, whether or not the base's label was right.
 - DIR (directional): a clear complaint appended must not raise P(positive), clear praise must not
   lower it; failure = it moves the wrong way by more than `TOLERANCE`.
@@ -36,6 +37,7 @@ checkpoint's, not a precision's (bf16 gave the same label on all 2,500 held-out 
 import argparse
 import random
 import re
+import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import product
@@ -213,6 +215,10 @@ def capabilities() -> list[Capability]:
         invariance("capitals_in_sentiment_word", 'the sentiment word in capitals, like "SUPERB"',
                    lambda i, t, f: t.format(**{**f, "adj": f["adj"].upper()})),
         invariance("all_capitals", "the whole text in capitals", lambda i, t, f: t.format(**f).upper()),
+        invariance("title_case", "Every Word Capitalised, as in a headline",
+                   lambda i, t, f: string.capwords(t.format(**f))),
+        invariance("all_lower_case", "the whole text in lower case, as typed in a hurry",
+                   lambda i, t, f: t.format(**f).lower()),
         invariance("link_or_mention", "an added link or @mention", link_or_mention),
         invariance("names", "another film title or actor",
                    lambda i, t, f: t.format(**{slot: RENAMED.get(word, word) for slot, word in f.items()})),

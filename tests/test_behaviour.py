@@ -27,6 +27,7 @@ COUNTS = {
     "change_of_mind": (4 * 4 * 2 + FEW * FEW) * 2,  # verbs × verbs × {it, this film}; adjectives × adjectives
     "contrast": (3 * FEW * FEW + FEW * FEW) * 2,
     "typo": BASES, "typo_in_sentiment_word": BASES, "capitals_in_sentiment_word": BASES, "all_capitals": BASES,
+    "title_case": BASES, "all_lower_case": BASES,
     "link_or_mention": BASES, "names": BASES,
     "added_complaint": BASES, "added_praise": BASES,
 }
@@ -77,6 +78,12 @@ def test_each_edit_is_the_one_its_capability_names(check: dict[str, Capability])
         assert word.strip(".,") in sentiment_words and shouted == word.upper() != word
     for case in check["all_capitals"].cases:
         assert case.text == case.base.upper()
+    for case in check["title_case"].cases:  # every word starts with its capital, the rest as in the base
+        assert case.text.lower() == case.base.lower() and case.text != case.base
+        assert all(w[0] == w[0].upper() and w[1:] == b[1:].lower() for w, b in zip(case.text.split(), case.base.split(),
+                                                                                    strict=True))
+    for case in check["all_lower_case"].cases:
+        assert case.text == case.base.lower() != case.base
     for case in check["names"].cases:
         assert not any(name in case.text for name in behaviour.RENAMED)
     for case in check["link_or_mention"].cases:
