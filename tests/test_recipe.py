@@ -252,16 +252,17 @@ def test_negative_sentence_copies_are_refused():
         Recipe(sentence_copies=-1)
 
 
-def test_shout_writes_one_long_word_or_the_whole_text_in_capitals():
+def test_shout_writes_one_long_word_or_the_whole_text_in_capitals_or_in_title_case():
     rng, text = np.random.default_rng(0), "The acting was superb, I'd say."
-    shouted = [shout(text, rng) for _ in range(400)]
+    shouted = [shout(text, rng) for _ in range(600)]
     whole = [s for s in shouted if s == text.upper()]
-    for s in shouted:
-        if s != text.upper():
-            [(word, loud)] = [(a, b) for a, b in zip(text.split(), s.split(), strict=True) if a != b]
-            assert loud == word.upper() and len(word.strip(".,")) >= 3
-    assert 160 < len(whole) < 240  # half of them
-    assert {s for s in shouted if s != text.upper()} == {
+    title = [s for s in shouted if s == "The Acting Was Superb, I'd Say."]
+    one_word = [s for s in shouted if s not in (text.upper(), "The Acting Was Superb, I'd Say.")]
+    for s in one_word:
+        [(word, loud)] = [(a, b) for a, b in zip(text.split(), s.split(), strict=True) if a != b]
+        assert loud == word.upper() and len(word.strip(".,")) >= 3
+    assert all(140 < len(kind) < 260 for kind in (whole, title, one_word))  # a third each
+    assert set(one_word) == {
         "THE acting was superb, I'd say.", "The ACTING was superb, I'd say.", "The acting WAS superb, I'd say.",
         "The acting was SUPERB, I'd say.", "The acting was superb, I'd SAY."}
     assert shout("Ok, so.", rng) == "OK, SO."  # no word of three letters: all of it
@@ -275,8 +276,9 @@ def test_shout_prob_shouts_that_share_of_the_crops_and_needs_crops(tokenizer):
     loud = ShortExamples(texts, tokenizer, 64, crop_prob=1.0, shout_prob=0.5).replace(pairs, list(range(200)),
                                                                                       np.random.default_rng(3))
     decoded = [tokenizer.decode(ids) for ids in loud.sources]
-    n_loud = sum(any(w.isupper() and len(w.strip(".")) >= 3 for w in d.split()) for d in decoded)
-    assert 70 < n_loud < 130 and loud.labels == quiet.labels == [1] * 200
+    recased = sum(any(w.isupper() and len(w.strip(".")) >= 3 for w in d.split()) or "The Acting" in d
+                  or "The Plot" in d or "The Ending" in d for d in decoded)
+    assert 70 < recased < 130 and loud.labels == quiet.labels == [1] * 200
     with pytest.raises(UsageError, match="--shout-prob"):
         Recipe(shout_prob=0.2)
     assert Recipe(shout_prob=0.2, crop_prob=0.3).shout_prob == 0.2

@@ -25,9 +25,10 @@ which ones help:
   verdict (`training.pseudo`, built beforehand into the file `pseudo_labels`; kept where the
   verdict's probability is at least `pseudo_confidence`), join the training rows: self-training,
   the student noised by the crops and dropout above;
-- shouted crops: a fraction `shout_prob` of the crops is written in capitals, half of them one word
-  of three letters or more, half the whole crop, so that "the acting was SUPERB" reads as "superb"
-  does (a shouted word is rare in the reviews and splits into rare BPE pieces);
+- shouted crops: a fraction `shout_prob` of the crops is recased, a third of them one word of three
+  letters or more in capitals, a third the whole crop in capitals, a third the whole crop in Title
+  Case, so that "the acting was SUPERB" reads as "superb" does (a shouted word is rare in the
+  reviews and splits into rare BPE pieces);
 - a slanted triangular learning rate (ULMFiT, eq. 3): a short linear climb from lr / 32 to lr over
   the warmup steps, then a long linear decay back to lr / 32 at the last step, so that the model
   first moves quickly towards the task and then refines;
@@ -43,6 +44,7 @@ and the seed, so `--resume` stays bit-exact.
 """
 
 import re
+import string
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,7 +74,7 @@ class Recipe:
     evidence_prob: float = 0.0  # fraction of training reviews replaced by an evidence snippet
     evidence: tuple[str, ...] = ()  # the evidence caches (training.evidence) the snippets come from
     sentence_copies: int = 0  # each training review's first and last sentence as rows of their own, N times
-    shout_prob: float = 0.0  # fraction of the crops written in capitals (one word or all of it)
+    shout_prob: float = 0.0  # fraction of the crops recased (capitals: one word or all of it; or Title Case)
     pseudo_labels: str = ""  # the unlabeled reviews' verdicts (training.pseudo) whose confident ones are rows
     pseudo_confidence: float = 0.9  # the verdict's probability a pseudo-labelled review needs
 
@@ -203,11 +205,14 @@ LONG_WORD = re.compile(r"[^\W\d_]{3,}")  # a word of three letters or more, the 
 
 
 def shout(text: str, rng: np.random.Generator) -> str:
-    """`text` with one word of three letters or more in capitals, or (half the time, and where it
-    has no such word) all of it."""
-    words = list(LONG_WORD.finditer(text))
-    if not words or rng.random() < 0.5:
+    """`text` with, a third of the time each, one word of three letters or more in capitals, all of
+    it in capitals (also where it has no such word), or Every Word Capitalised (a headline's case:
+    the behavioural check found that one flips the label too)."""
+    words, draw = list(LONG_WORD.finditer(text)), rng.random()
+    if not words or draw < 1 / 3:
         return text.upper()
+    if draw < 2 / 3:
+        return string.capwords(text)
     m = words[int(rng.integers(len(words)))]
     return text[: m.start()] + m.group().upper() + text[m.end():]
 

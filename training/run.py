@@ -137,7 +137,8 @@ def build_parser() -> Parser:
     recipe.add_argument("--crop-prob", type=float,
                         help="sentiment: fraction of training reviews replaced by 1-3 of their sentences")
     recipe.add_argument("--shout-prob", type=float,
-                        help="sentiment: fraction of the crops written in capitals (one word, or all of it)")
+                        help="sentiment: fraction of the crops recased (one word or all of it in capitals, or all "
+                             "of it in Title Case)")
     recipe.add_argument("--sentence-copies", type=int,
                         help="sentiment: each training review's first and last sentence join the training rows, "
                              "with the review's label, N copies each")

@@ -6,8 +6,8 @@
 #            runs/sentiment-bwd-full (for fwd it is the shipped reader again: leave it out);
 #   pseudo   + self-training: the unlabeled reviews the shipped pair is confident of
 #            (runs/pseudo/pair.jsonl, built on the CPU by training.pseudo), with its verdict;
-#   shout    + --shout-prob 0.3 (a share of the crops in capitals: the capitals failures of
-#            benchmarks.behaviour);
+#   shout    + --shout-prob 0.3 (a share of the crops recased: capitals, Title Case; the case
+#            failures of benchmarks.behaviour);
 #   copies   + --sentence-copies 1 (each training review's first and last sentence as rows);
 #   s2       the recipe with --seed 2 (same held-out rows): how far two seeds differ, the yardstick.
 # Then every run's P(positive) on the selection rows (benchmarks.ensemble --rows): paired with the
