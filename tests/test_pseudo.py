@@ -85,6 +85,13 @@ def test_each_unlabeled_review_gets_the_readers_averaged_verdict_and_held_out_te
     assert [r["p"] for r in one] == pytest.approx([np.exp(calibrated_log_probs(teachers[0], t)).max()
                                                    for t in UNLABELED], abs=1e-4)
     assert len({r["p"] for r in lines}) > 1 and {r["label"] for r in lines} <= {0, 1}
+    found = pseudo.main(["--out", str(tmp_path / "pair.jsonl"), "--summary"])  # what the file holds
+    sure = [r for r in lines if r["p"] >= 0.9]
+    assert found["reviews"] == 7 and found["of"] == 8 and found["teacher"] == header["teacher"]
+    assert found["verdicts"] == {str(y): sum(r["label"] == y for r in lines) for y in {r["label"] for r in lines}}
+    counts = [sum(r["label"] == y for r in sure) for y in (0, 1)]
+    assert sum(found["confident"]["0.9"]["by_label"].values()) == len(sure)
+    assert found["confident"]["0.9"]["training_rows"] == 2 * min(counts)
 
 
 def test_the_file_resumes_and_refuses_other_teachers(teachers, data_dir, tmp_path, capsys):
@@ -101,6 +108,9 @@ def test_the_file_resumes_and_refuses_other_teachers(teachers, data_dir, tmp_pat
     with pytest.raises(SystemExit) as exc:
         build(teachers[:1], data_dir, out, "--limit", "1")
     assert exc.value.code == 2 and "teacher_sha" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        pseudo.main(["--out", str(tmp_path / "none.jsonl"), "--summary"])
+    assert exc.value.code == 2 and "no labels file there yet" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         build([tmp_path], data_dir, tmp_path / "other.jsonl")
     assert exc.value.code == 2 and f"--teacher {tmp_path}: no model.safetensors there" in capsys.readouterr().err

@@ -17,6 +17,7 @@ on one fp32 thread of the project's 2-core AVX2 CPU, beside a training run: abou
 
     OMP_NUM_THREADS=1 python -m training.pseudo --teacher checkpoints/sentiment checkpoints/sentiment-backward \\
         --data-dir ../shared/data/imdb --out runs/pseudo/pair.jsonl [--start 0 --limit 10000] [--device cuda]
+    python -m training.pseudo --out runs/pseudo/pair.jsonl --summary      # how far it is, what it holds
     python -m training.run --task sentiment ... --pseudo-labels runs/pseudo/pair.jsonl --pseudo-confidence 0.9
 
 The labels file is a header line (teachers, their weights' SHA-256, the held-out rows, the split's
@@ -35,6 +36,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -55,7 +57,7 @@ from tokenization import BPETokenizer, read_texts
 from .data import DataError, PairSet, load_splits, text_column
 from .errors import UsageError, one_line_errors
 from .evaluate import classify
-from .evidence import read_for_training, reviews_to_do, teacher_sha
+from .evidence import json_lines, read_cache, read_for_training, reviews_to_do, teacher_sha
 from .heldout import add_held_out_arguments
 
 SPLIT = "unsupervised"
@@ -76,7 +78,30 @@ def build_parser() -> Parser:
     p.add_argument("--precision", choices=list(PRECISIONS), default="auto",
                    help="bf16 autocast where the device has it natively (auto), or fp32")
     p.add_argument("--max-tokens", type=int, default=16384, help="padded source tokens per batch")
+    p.add_argument("--summary", action="store_true",
+                   help="only print what the file at --out holds (reviews, verdicts by label and confidence)")
     return p
+
+
+def summary(path: str | Path, confidences: tuple[float, ...] = (0.8, 0.9, 0.95)) -> dict:
+    """What a labels file holds, for a build that runs in stretches: how many of the split's reviews
+    it has labelled, and per confidence how many verdicts of each label (by index in
+    config.labels) reach it and how many rows training would then add (as many of each label)."""
+    found, _ = read_cache(Path(path))
+    if found is None:
+        raise UsageError(f"--out {path}: no labels file there yet")
+    verdicts = []
+    for line in json_lines(Path(path).read_text(encoding="utf-8"))[1:]:
+        try:
+            verdicts.append(json.loads(line))
+        except json.JSONDecodeError:  # a torn last line of a build still running
+            continue
+    by_label = lambda at: Counter(str(v["label"]) for v in verdicts if v["p"] >= at)
+    return {"file": str(path), "teacher": found["teacher"], "reviews": len(verdicts), "of": found["split_rows"],
+            "verdicts": dict(sorted(by_label(0).items())),
+            "confident": {f"{at:g}": {"by_label": dict(sorted(by_label(at).items())),
+                                      "training_rows": 2 * min(by_label(at).values(), default=0)
+                                      if len(by_label(at)) == 2 else 0} for at in confidences}}
 
 
 def build(args: argparse.Namespace) -> Path:
@@ -154,9 +179,14 @@ def load_pseudo_labels(path: str, unlabeled, val_size: int, seed: int, confidenc
     return texts, [labels[label] for _, _, label in kept]
 
 
-def main(argv: list[str] | None = None) -> Path:
+def main(argv: list[str] | None = None) -> Path | dict:
     parser = build_parser()
-    return one_line_errors(parser, build, parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    if args.summary:
+        found = one_line_errors(parser, lambda a: summary(a.out), args)
+        print(json.dumps(found, indent=1))
+        return found
+    return one_line_errors(parser, build, args)
 
 
 if __name__ == "__main__":
