@@ -258,7 +258,7 @@ def reliability_figure(result: dict):
                                   line={"dash": "dot", "color": "#888"}))
     curves = [(result[key], "", "reviews") for key in ("before", "after")]
     if "short_text" in result:
-        curves.append((result["short_text"]["after"], "one-line texts, ", "texts"))
+        curves.append((result["short_text"]["after"], "one-line texts, ", "first or last sentences"))
     for part, what, unit in curves:
         bins = [b for b in part["reliability"] if b["count"]]
         figure.add_trace(go.Scatter(
@@ -267,8 +267,7 @@ def reliability_figure(result: dict):
             customdata=[b["count"] for b in bins],
             hovertemplate=f"confidence %{{x:.3f}}<br>accuracy %{{y:.3f}}<br>%{{customdata}} {unit}<extra></extra>"))
     titled(figure, "When the sentiment model says 80%,<br>is it right 80% of the time?",
-           f"reliability on the {result['measured_on']}"
-           f"{', and their first and last sentences' if 'short_text' in result else ''}, {result['bins']} bins")
+           f"reliability on the {result['measured_on']}, {result['bins']} bins")
     figure.update_layout(height=400, margin={"l": 10, "r": 10, "b": 10},
                          legend={"x": 0.99, "xanchor": "right", "y": 0.03, "yanchor": "bottom"})  # under the curves
     figure.update_xaxes(title_text="confidence (the probability shown)", range=[0.5, 1])

@@ -359,4 +359,4 @@ def test_reliability_diagram_draws_the_non_empty_bins_of_the_calibration_json(tm
     with_short = reliability_figure(read_calibration(path)).data
     assert len(with_short) == 4 and with_short[3].name.startswith("one-line texts, T = 1.50")
     assert list(with_short[3].x) == pytest.approx([0.8, 0.9]) and list(with_short[3].y) == [0.0, 1.0]
-    assert "texts" in with_short[3].hovertemplate
+    assert "first or last sentences" in with_short[3].hovertemplate

@@ -67,6 +67,7 @@ from .trainer import (
     init_distributed,
     resume_mismatches,
     sigterm_as_interrupt,
+    training_rows,
     weights_in_sync,
 )
 from .training_args import TrainConfig
@@ -352,7 +353,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         raise UsageError("--lm-weight needs a causal encoder (--set causal_encoder=1): a bidirectional one sees "
                          "the token it would predict")
     if state is not None:
-        _check_resumable(state, cfg, asdict(data.config), info, out, task.rows(data, "train"))
+        _check_resumable(state, cfg, asdict(data.config), info, out, training_rows(task, data))
     torch.manual_seed(args.seed)
     model = task.build(data)
     if lm is not None:

@@ -160,6 +160,12 @@ def stop_requests():
             signal.signal(sig, handler)
 
 
+def training_rows(task: "Task", data: "TaskData") -> int | None:
+    """How many rows the training split holds, which the batches' order is of; None for a task that
+    makes its batches without one (a toy that draws them)."""
+    return task.rows(data, "train") if "train" in data.splits else None
+
+
 def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_size: int,
                       train_rows: int | None = None) -> list[str]:
     """What differs between a saved state and this run in the settings a resumed run must keep
@@ -239,7 +245,7 @@ class Trainer:
                  "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "history": self.history,
                  "best": self.best, "commands": self.commands, "rng_cpu": torch.get_rng_state(),
                  "train_config": asdict(self.cfg), "model_config": asdict(self.model.config),
-                 "world_size": self.info.world_size, "train_rows": self.task.rows(self.data, "train"),
+                 "world_size": self.info.world_size, "train_rows": training_rows(self.task, self.data),
                  "snapshots": self.recent_weights,  # its name in older states
                  "window_losses": self.window_losses, "snapshot_index": self.snapshots}
         if torch.cuda.is_available():
