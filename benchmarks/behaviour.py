@@ -22,8 +22,7 @@ test; neither is training data). Three kinds of test:
 - INV (invariance): a base review and an edit that must not change its label (a typo in a word
   that carries no sentiment or in the one that does, the sentiment word or the whole text in
   capitals, as visitors shout, every word capitalised or none, an added link or @mention, another
-  title or actor); failure = the two
-  labels differ, whether or not the base's label was right.
+  title or actor); failure = the two labels differ, whether or not the base's label was right.
 - DIR (directional): a clear complaint appended must not raise P(positive), clear praise must not
   lower it; failure = it moves the wrong way by more than `TOLERANCE`.
 

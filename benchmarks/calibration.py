@@ -30,8 +30,8 @@ from model import EncoderDecoder, combine_readers
 from storage import resolve_checkpoint
 from tokenization import BPETokenizer, read_texts
 from training.calibration import ECE_BINS, expected_calibration_error, fit_temperature, reliability
-from training.data import PairSet, label_column, text_column
-from training.evaluate import classify
+from training.data import label_column, text_column
+from training.evaluate import calibrated_log_probs
 from training.heldout import add_held_out_arguments, held_out_rows, short_texts
 
 SURE = 0.9  # "confidently wrong": wrong at this confidence or more
@@ -47,12 +47,6 @@ def held_out_texts(rows, part: str, labels: list[str]) -> dict[str, tuple[list[s
         short = short_texts(texts, truth)
         found["short_text"] = ([r.text for r in short], [r.label for r in short])
     return found
-
-
-def label_scores(model: EncoderDecoder, tokenizer: BPETokenizer, texts: list[str], max_tokens: int) -> torch.Tensor:
-    """Label scores (N, K) at T = 1."""
-    pairs = PairSet.from_texts(texts, [model.config.labels[0]] * len(texts), tokenizer, model.config)
-    return classify(model, pairs, tokenizer, max_tokens)
 
 
 def at_temperature(scores: torch.Tensor, labels: torch.Tensor, t: float) -> dict:
@@ -86,10 +80,10 @@ def main(argv: list[str] | None = None) -> dict:
         parts = {part: rows.select(range(min(args.limit, len(rows)))) for part, rows in parts.items()}
     checks = {(part, kind): (texts, torch.tensor(truth)) for part, rows in parts.items()
               for kind, (texts, truth) in held_out_texts(rows, part, models[0].config.labels).items()}
-    scored = [{key: label_scores(model, BPETokenizer.from_file(folder), texts, args.max_tokens)
+    scored = [{key: calibrated_log_probs(model, BPETokenizer.from_file(folder), texts, args.max_tokens, 1.0)
                for key, (texts, _) in checks.items()} for model, folder in zip(models, folders, strict=True)]
     if len(models) == 1:  # one model's own T, fitted at T = 1 on the selection rows (its stored T plays no part)
-        verdict = scored[0]  # (N, K) scores, at T = 1
+        verdict = scored[0]  # (N, K) log-probabilities, at T = 1
     else:  # each reader at its own stored T, and the pair's T fitted on the selection rows
         verdict = {key: combine_readers([(s[key] / m.config.temperature).log_softmax(-1)
                                          for s, m in zip(scored, models, strict=True)]) for key in checks}

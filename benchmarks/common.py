@@ -40,8 +40,8 @@ import torch
 from model import PRECISIONS, load_pretrained, resolve_precision
 from storage import resolve_checkpoint
 from tokenization import BPETokenizer, read_texts
-from training.data import PairSet, validation_rows
-from training.evaluate import classify
+from training.data import validation_rows
+from training.evaluate import calibrated_log_probs
 from training.heldout import SEED, VAL_SIZE
 
 __all__ = ["RESULTS", "SEED", "VAL_SIZE", "WORDS", "add_also", "add_checkpoint", "add_device", "add_precision",
@@ -82,18 +82,12 @@ def add_also(parser: argparse.ArgumentParser) -> None:
 
 
 def read_classifier(checkpoint: str, device: str = "cpu", max_tokens: int = 16384):
-    """A sentiment checkpoint as the app reads a text (`training.evaluate.classify`: the clean-up and
-    source cut of `tokenization.source_ids`, every label word scored, at the checkpoint's temperature):
-    (texts -> calibrated log P(label) (N, K), in the order of `config.labels`; its config)."""
+    """A sentiment checkpoint as the app reads a text (`training.evaluate.calibrated_log_probs`: the
+    clean-up and source cut of `tokenization.source_ids`, every label word scored, at the checkpoint's
+    temperature): (texts -> calibrated log P(label) (N, K), in the order of `config.labels`; its config)."""
     folder = resolve_checkpoint(checkpoint)
     model, tokenizer = load_pretrained(folder, device), BPETokenizer.from_file(folder)
-
-    def log_probs(texts: list[str]) -> torch.Tensor:
-        unread = [model.config.labels[0]] * len(texts)  # PairSet's targets: `classify` scores every label, reads none
-        scores = classify(model, PairSet.from_texts(texts, unread, tokenizer, model.config), tokenizer, max_tokens)
-        return (scores / model.config.temperature).log_softmax(-1)
-
-    return log_probs, model.config
+    return lambda texts: calibrated_log_probs(model, tokenizer, texts, max_tokens), model.config
 
 
 def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:

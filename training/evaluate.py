@@ -83,6 +83,16 @@ def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max
     return scores
 
 
+def calibrated_log_probs(model: EncoderDecoder, tokenizer: BPETokenizer, texts: list[str], max_tokens: int,
+                         temperature: float | None = None) -> torch.Tensor:
+    """Plain texts -> log P(label) (N, K), in the order of `config.labels`, as the app reads them:
+    `classify`'s label scores (every label scored, none read as a target) softmaxed at
+    `temperature`, by default the checkpoint's fitted one (1.0: the raw scores' softmax)."""
+    unread = [model.config.labels[0]] * len(texts)  # PairSet's targets: `classify` reads none of them
+    scores = classify(model, PairSet.from_texts(texts, unread, tokenizer, model.config), tokenizer, max_tokens)
+    return (scores / (model.config.temperature if temperature is None else temperature)).log_softmax(-1)
+
+
 def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int], tokenizer: BPETokenizer,
                         batch_size: int = 32, limit: int | None = None, max_tokens: int | None = None,
                         progress: Callable[[int], object] | None = None) -> dict:

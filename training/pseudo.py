@@ -54,9 +54,9 @@ from model import (
 from storage import WEIGHTS_NAME
 from tokenization import BPETokenizer, read_texts
 
-from .data import DataError, PairSet, load_splits, text_column
+from .data import DataError, load_splits, text_column
 from .errors import UsageError, one_line_errors
-from .evaluate import classify
+from .evaluate import calibrated_log_probs
 from .evidence import json_lines, read_cache, read_for_training, reviews_to_do, teacher_sha
 from .heldout import add_held_out_arguments
 
@@ -135,9 +135,7 @@ def build(args: argparse.Namespace) -> Path:
         for at in range(0, len(todo), CHUNK):
             chunk = todo[at : at + CHUNK]
             texts = read_texts(text_column(splits[SPLIT], "text", SPLIT, chunk))
-            log_probs = [(classify(model, PairSet.from_texts(texts, [labels[0]] * len(texts), tokenizer, model.config),
-                                   tokenizer, args.max_tokens) / model.config.temperature).log_softmax(-1)
-                         for model, tokenizer in readers]
+            log_probs = [calibrated_log_probs(model, tokenizer, texts, args.max_tokens) for model, tokenizer in readers]
             p, label = combine_readers(log_probs, temperature).exp().max(-1)
             f.writelines(json.dumps({"review": r, "label": int(y), "p": round(float(q), 5)}) + "\n"
                          for r, y, q in zip(chunk, label, p, strict=True))
