@@ -374,10 +374,11 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         print(f"resumed from {out / STATE_NAME} at step {trainer.step}")
     del state
     record_command(trainer.commands, argv)
+    described = {**task.corpus.description, **data.description}  # with the rows the recipe added
     if info.is_main:
         ready = time.monotonic() - started
         print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size} in "
-              f"{trainer.precision}, {task.corpus.description} -> {out} (ready after {ready:.0f} s)")
+              f"{trainer.precision}, {described} -> {out} (ready after {ready:.0f} s)")
     reason = trainer.train(started + cfg.max_minutes * 60 if cfg.max_minutes is not None else None)
     if reason == "interrupted":
         raise Interrupted(_interrupted(argv, out, info, trainer.step))
@@ -397,7 +398,7 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         "precision": trainer.precision, "world_size": info.world_size,
         "ddp_weights_in_sync": in_sync,
         "command": " && ".join(trainer.commands),
-        "data": {"source": args.data_dir or args.dataset, **task.corpus.description, **data.description},
+        "data": {"source": args.data_dir or args.dataset, **described},
         "tokenizer": {"path": args.tokenizer, "vocab_size": data.tokenizer.vocab_size},
         "model_config": asdict(best.config), "train_config": asdict(cfg),
         "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
