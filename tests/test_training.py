@@ -21,7 +21,7 @@ from training import evaluate, run
 from training.recipe import Recipe
 from training.sample import SAMPLE_PROMPTS
 from training.tasks import TASKS
-from training.trainer import FINAL_OVERHEAD_S, FINAL_SHARE, DistInfo, Trainer, snapshot_steps
+from training.trainer import FINAL_OVERHEAD_S, FINAL_SHARE, STOPS, DistInfo, Trainer, snapshot_steps
 from training.training_args import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -399,8 +399,43 @@ def test_the_final_evaluation_reads_as_many_rows_as_fit_the_time_left(tmp_path, 
     assert trainer.final_seconds() == pytest.approx(total * 0.01 + FINAL_OVERHEAD_S)
     trainer.row_seconds = 10.0
     assert trainer.final_seconds() == pytest.approx(FINAL_SHARE * 600 + FINAL_OVERHEAD_S)
+    trainer.row_seconds = 30.0  # the periodic sample (3 rows, 90 s) outgrows the tenth: it is still read
+    assert list(data.splits) == ["train", "val"] and trainer.final_seconds() == pytest.approx(3 * 30 + FINAL_OVERHEAD_S)
     trainer.cfg = replace(cfg, full_eval=True)  # --full-eval: every row, whatever the time
-    assert trainer.final_rows("val") is None and trainer.final_seconds() == pytest.approx(total * 10 + FINAL_OVERHEAD_S)
+    assert trainer.final_rows("val") is None and trainer.final_seconds() == pytest.approx(total * 30 + FINAL_OVERHEAD_S)
+
+
+def test_a_resumed_stretch_plans_with_the_last_evaluation_rate_until_it_measures_its_own(tmp_path, tokenizer_path):
+    """A stretch that ends before its first evaluation must still leave time for the evaluations after
+    training: the rate saved with the state stands in, on the same device and threads only."""
+    from training.data import load_splits
+    from training.task import TaskOptions
+
+    task = TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300))
+    cfg = TrainConfig(batch_size=4, eval_batches=3, max_minutes=10)
+    data = task.prepare(BPETokenizer.from_file(tokenizer_path), TASKS["lm"].presets["tiny"]["model"], cfg)
+    first = Trainer(task.build(data), task, data, tmp_path, "cpu", DistInfo())
+    first.evaluate()
+    state = first.state_dict()
+    assert state["timing"] == {"where": f"cpu x1, {torch.get_num_threads()} threads",
+                               "row_seconds": first.row_seconds} and first.row_seconds > 0
+    state["timing"]["row_seconds"] = 20.0  # as if evaluating had been slow: 3 rows, 60 s
+
+    def resumed(where: str) -> Trainer:
+        trainer = Trainer(task.build(data), task, data, tmp_path, "cpu", DistInfo(), clock=lambda: 300.0)
+        trainer.load_state({**state, "timing": {**state["timing"], "where": where}})
+        trainer.deadline = 300.0 + 60 + 60 + 60 + FINAL_OVERHEAD_S + 1  # a step, the evaluation it stops at, the final
+        return trainer
+
+    same = resumed(state["timing"]["where"])
+    assert (same.row_seconds, same.eval_seconds) == (20.0, 60.0)
+    assert same.final_seconds() == pytest.approx(60 + FINAL_OVERHEAD_S)
+    assert same.step == 0 and cfg.eval_every > 1  # no periodic evaluation is due after the next step
+    assert same.stop_reason([], 300.0, 59.0) == 0
+    assert same.stop_reason([], 300.0, 62.0) == STOPS.index("max_minutes")  # 300 + 62 + 60 + 65 >= 486
+    other = resumed("cuda:0 x1, 1 threads")  # another machine's rate is not used
+    assert (other.row_seconds, other.eval_seconds) == (None, 0.0)
+    assert other.stop_reason([], 300.0, 62.0) == 0
 
 
 # --- the token cache -----------------------------------------------------------------------------------

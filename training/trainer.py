@@ -211,10 +211,11 @@ class Trainer:
 
     Time: with --max-minutes, `train(deadline)` stops when what is left would not cover the next step
     and what comes after training (a last evaluation, the final one at most `FINAL_SHARE` of the budget
-    unless --full-eval, and `overhead_seconds`), so the whole invocation ends by the deadline. Every
-    duration it plans with is measured in this invocation (steps, periodic evaluations: seconds per
-    validation row). `clock` (seconds) is read once at the start and once before each step; tests
-    inject one to make a rank run out of time."""
+    or the periodic sample if that is more, unless --full-eval, and `overhead_seconds`), so the whole
+    invocation ends by the deadline. Every duration it plans with is measured in this invocation (steps,
+    periodic evaluations: seconds per validation row) or, until it evaluates, a resumed run's last rate
+    on the same device and threads. `clock` (seconds) is read once at the start and once before each
+    step; tests inject one to make a rank run out of time."""
 
     def __init__(self, model: PreTrainedModel, task: "Task", data: "TaskData", out_dir: Path, device: str,
                  dist_info: DistInfo, save_dtype: torch.dtype = torch.float32,
@@ -247,7 +248,8 @@ class Trainer:
                  "train_config": asdict(self.cfg), "model_config": asdict(self.model.config),
                  "world_size": self.info.world_size, "train_rows": training_rows(self.task, self.data),
                  "snapshots": self.recent_weights,  # its name in older states
-                 "window_losses": self.window_losses, "snapshot_index": self.snapshots}
+                 "window_losses": self.window_losses, "snapshot_index": self.snapshots,
+                 "timing": {"where": self.where(), "row_seconds": self.row_seconds}}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state()
         return state
@@ -271,6 +273,12 @@ class Trainer:
         self.recent_weights = state.get("snapshots", [])
         self.window_losses = state.get("window_losses", [])
         self.snapshots = state.get("snapshot_index", [])
+        timing = state.get("timing") or {}
+        if timing.get("row_seconds") and timing.get("where") == self.where():
+            # until this invocation evaluates, plan with the last one's rate on the same device and threads
+            # (a resumed stretch may end before its first evaluation); another machine's rate would mislead
+            self.row_seconds = timing["row_seconds"]
+            self.eval_seconds = self.row_seconds * self.periodic_eval_rows()
         torch.set_rng_state(state["rng_cpu"])
         if "rng_cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["rng_cuda"])
@@ -300,9 +308,12 @@ class Trainer:
         self.save_state()
         self.eval_seconds = time.perf_counter() - started
 
+    def periodic_eval_rows(self) -> int:
+        return min(self.task.periodic_rows(self.data), self.task.rows(self.data, "val"))
+
     def _periodic_metrics(self, model: PreTrainedModel) -> dict:
         """`task.evaluate` on the periodic sample of validation rows, timing it per row."""
-        rows = min(self.task.periodic_rows(self.data), self.task.rows(self.data, "val"))
+        rows = self.periodic_eval_rows()
         started = time.perf_counter()
         with self.autocast:
             metrics = self.task.evaluate(model, self.data, "val", rows)
@@ -329,6 +340,10 @@ class Trainer:
                 "snapshots": self.snapshots, "history": self.history})
 
     # --- time -----------------------------------------------------------------------------------
+    def where(self) -> str:
+        """The device, ranks and threads timings are measured on (a saved rate is reused only there)."""
+        return f"{self.device} x{self.info.world_size}, {torch.get_num_threads()} threads"
+
     def overhead_seconds(self) -> float:
         """What the end of a run takes besides evaluating: `FINAL_OVERHEAD_S`, or `FINAL_SHARE` of a
         smaller --max-minutes."""
@@ -339,11 +354,15 @@ class Trainer:
     def final_seconds(self) -> float:
         """What the final evaluation of the kept checkpoint is expected to take, with the overhead:
         every validation (and test) row at the measured rate, capped at `FINAL_SHARE` of
-        --max-minutes unless --full-eval (it then reads a sample)."""
-        rows = sum(self.task.rows(self.data, split) for split in self.data.splits if split != "train")
-        seconds = rows * (self.row_seconds or 0.0)
+        --max-minutes unless --full-eval (it then reads a sample), but never fewer rows than `final_rows`
+        reads when no time is left: the periodic sample of each split."""
+        splits = [split for split in self.data.splits if split != "train"]
+        rate = self.row_seconds or 0.0
+        seconds = rate * sum(self.task.rows(self.data, split) for split in splits)
         if self.cfg.max_minutes is not None and not self.cfg.full_eval:
-            seconds = min(seconds, FINAL_SHARE * self.cfg.max_minutes * 60)
+            floor = rate * sum(min(self.task.rows(self.data, split), self.task.periodic_rows(self.data))
+                               for split in splits)
+            seconds = min(seconds, max(floor, FINAL_SHARE * self.cfg.max_minutes * 60))
         return seconds + self.overhead_seconds()
 
     def final_rows(self, split: str) -> int | None:
