@@ -1,11 +1,13 @@
-"""Where the long CPU run stands, from its saved state: rewrites progress.json and training_curve.png.
+"""Where a long CPU run stands, from its saved state: rewrites its progress.json and training_curve.png.
 
 Why: the run spans sessions, and each stop must land its progress in the repository (its step, tokens,
 curve and selection figures, the exact `--resume` command). The trainer's own state is the one
 source; this reads it instead of copying figures by hand. A session's segment (its wall clock, the
-steps and tokens it added, what ran beside it) is passed as JSON and appended.
+steps and tokens it added, what ran beside it) is passed as JSON and appended. The record (`--record`,
+a folder holding progress.json) names the run's folder (`out`) and the curve's title (`title`).
 
     PYTHONPATH=. python docs/experiments/sentiment-short-2026-11-27/bwd-full/progress.py \
+        [--record docs/experiments/sentiment-selftrain-2026-11-27/bwd-pseudo] \
         --segment '{"session": "...", "steps": "373-690", "wall": "...", "note": "..."}'
 """
 
@@ -22,12 +24,12 @@ HERE = Path(__file__).parent
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", default="runs/sentiment-bwd-full")
+    parser.add_argument("--record", type=Path, default=HERE, help="the folder of the run's progress.json")
     parser.add_argument("--segment", help="this session's segment, JSON; tokens and elapsed are filled in")
     args = parser.parse_args()
-    state = torch.load(Path(args.run) / "trainer_state.pt", map_location="cpu", weights_only=False)
-    path = HERE / "progress.json"
+    path = args.record / "progress.json"
     progress = json.loads(path.read_text())
+    state = torch.load(Path(progress["out"]) / "trainer_state.pt", map_location="cpu", weights_only=False)
     before_tokens, before_elapsed = progress["tokens_seen"], progress["elapsed_s_in_state"]
     if args.segment:
         segment = json.loads(args.segment)
@@ -37,8 +39,9 @@ def main() -> None:
     progress.update(step=state["step"], tokens_seen=state["tokens_seen"], elapsed_s_in_state=round(state["elapsed"], 1),
                     history=state["history"], commands=state["commands"])
     path.write_text(json.dumps(progress, indent=1) + "\n")
-    plot_curve(state["history"], HERE / "training_curve.png",
-               f"backward reader, full schedule on a CPU: step {state['step']} of {progress['max_steps']}")
+    title = progress.get("title", "backward reader, full schedule on a CPU")
+    plot_curve(state["history"], args.record / "training_curve.png",
+               f"{title}: step {state['step']} of {progress['max_steps']}")
     accuracies = ", ".join(f"{h['step']}: {100 * h['val_accuracy']:.1f}" for h in state["history"])
     print(f"step {state['step']}, {state['tokens_seen']:,} tokens; selection accuracy by step: {accuracies}")
 
