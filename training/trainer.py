@@ -278,7 +278,7 @@ class Trainer:
             # until this invocation evaluates, plan with the last one's rate on the same device and threads
             # (a resumed stretch may end before its first evaluation); another machine's rate would mislead
             self.row_seconds = timing["row_seconds"]
-            self.eval_seconds = self.row_seconds * self.periodic_eval_rows()
+            self.eval_seconds = self.row_seconds * self.sample_rows("val")
         torch.set_rng_state(state["rng_cpu"])
         if "rng_cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["rng_cuda"])
@@ -308,12 +308,13 @@ class Trainer:
         self.save_state()
         self.eval_seconds = time.perf_counter() - started
 
-    def periodic_eval_rows(self) -> int:
-        return min(self.task.periodic_rows(self.data), self.task.rows(self.data, "val"))
+    def sample_rows(self, split: str) -> int:
+        """The rows of `split` periodic evaluation reads, and the fewest the final one reads."""
+        return min(self.task.periodic_rows(self.data), self.task.rows(self.data, split))
 
     def _periodic_metrics(self, model: PreTrainedModel) -> dict:
         """`task.evaluate` on the periodic sample of validation rows, timing it per row."""
-        rows = self.periodic_eval_rows()
+        rows = self.sample_rows("val")
         started = time.perf_counter()
         with self.autocast:
             metrics = self.task.evaluate(model, self.data, "val", rows)
@@ -360,8 +361,7 @@ class Trainer:
         rate = self.row_seconds or 0.0
         seconds = rate * sum(self.task.rows(self.data, split) for split in splits)
         if self.cfg.max_minutes is not None and not self.cfg.full_eval:
-            floor = rate * sum(min(self.task.rows(self.data, split), self.task.periodic_rows(self.data))
-                               for split in splits)
+            floor = rate * sum(self.sample_rows(split) for split in splits)
             seconds = min(seconds, max(floor, FINAL_SHARE * self.cfg.max_minutes * 60))
         return seconds + self.overhead_seconds()
 
@@ -375,7 +375,7 @@ class Trainer:
         later = sum(self.task.rows(self.data, s) for s in self.data.splits if s not in ("train", "val", split))
         left = self.deadline - self.clock() - self.overhead_seconds()
         fit = int(left / self.row_seconds) - (later if split == "val" else 0)
-        return None if fit >= total else max(fit, min(total, self.task.periodic_rows(self.data)))
+        return None if fit >= total else max(fit, self.sample_rows(split))
 
     def final_metrics(self, model: PreTrainedModel) -> dict:
         """Finalize and score `model` (the checkpoint kept) on validation and, if the data has one, test,
