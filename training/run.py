@@ -55,6 +55,7 @@ from tokenization import BPETokenizer
 
 from .data import HUB_IMDB, load_splits
 from .errors import Interrupted, UsageError
+from .memory import available_bytes, memory_warning
 from .plots import plot_curve
 from .presets import DEFAULT_PRESET, PRESET_HELP
 from .recipe import SCHEDULES, Recipe
@@ -379,6 +380,11 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         ready = time.monotonic() - started
         print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size} in "
               f"{trainer.precision}, {described} -> {out} (ready after {ready:.0f} s)")
+        if device == "cpu":  # on a GPU the fused attention keeps no weights: the estimate is a CPU's
+            warning = memory_warning(model.config, cfg.batch_size, cfg.max_tokens, model.num_parameters(),
+                                     available_bytes())
+            if warning:
+                print(f"warning: {warning}", file=sys.stderr, flush=True)
     reason = trainer.train(started + cfg.max_minutes * 60 if cfg.max_minutes is not None else None)
     if reason == "interrupted":
         raise Interrupted(_interrupted(argv, out, info, trainer.step))
