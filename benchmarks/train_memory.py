@@ -119,15 +119,19 @@ def bytes_per_weight() -> float:
     return (saved_bytes(long, 2) - saved_bytes(short, 8)) / extra_weights
 
 
-def main(argv: list[str] | None = None) -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = benchmark_parser("train_memory", __doc__)
     parser.add_argument("--probe", help=argparse.SUPPRESS)  # the child process: one probe, one JSON line
-    if parser.parse_args(argv).probe:
-        args = parser.parse_args(argv)
-        torch.set_num_threads(max(args.threads, 1))
-        print(json.dumps(probe(*json.loads(args.probe))))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    child = arguments().parse_args(argv)
+    if child.probe:
+        torch.set_num_threads(max(child.threads, 1))
+        print(json.dumps(probe(*json.loads(child.probe))))
         return
-    args = parse(parser, argv, precision="fp32")
+    args = parse(arguments(), argv, precision="fp32")
     per_weight = bytes_per_weight()
     print(f"autograd keeps {per_weight:.2f} bytes per attention weight (per encoder layer and head) under dropout")
     runs = []
