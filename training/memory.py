@@ -71,13 +71,16 @@ def longest_length(config) -> int:
     return config.block_size if hasattr(config, "block_size") else config.max_src_len
 
 
+def by_budget(config, max_tokens: int | None) -> bool:
+    """Whether batches are cut by a token budget: an encoder-decoder task with --max-tokens (the LM's
+    batches are always batch_size windows of block_size)."""
+    return bool(max_tokens) and not hasattr(config, "block_size")
+
+
 def worst_rows(config, batch_size: int, max_tokens: int | None) -> int:
-    """The rows of the most memory-hungry batch: an encoder-decoder task's token budget filled with
-    the longest rows (`training.bucketing` keeps rows x longest <= max_tokens, at least one row);
-    else `batch_size` rows (the LM's batches are always batch_size windows of block_size)."""
-    if max_tokens and not hasattr(config, "block_size"):
-        return max(1, max_tokens // config.max_src_len)
-    return batch_size
+    """The rows of the most memory-hungry batch: a token budget filled with the longest rows
+    (`training.bucketing` keeps rows x longest <= max_tokens, at least one row), else batch_size."""
+    return max(1, max_tokens // config.max_src_len) if by_budget(config, max_tokens) else batch_size
 
 
 def available_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
@@ -105,8 +108,7 @@ def memory_warning(config, batch_size: int, max_tokens: int | None, parameters: 
         return None
     length = longest_length(config)
     fits = max((r for r in range(rows, 0, -1) if training_bytes(config, r, parameters) <= budget), default=0)
-    by_budget = bool(max_tokens) and not hasattr(config, "block_size")
-    knob = (f"--max-tokens {fits * length}" if by_budget else f"--batch-size {fits}") if fits else (
+    knob = (f"--max-tokens {fits * length}" if by_budget(config, max_tokens) else f"--batch-size {fits}") if fits else (
         "a shorter context (--set max_src_len=... or block_size=...) or a computer with more memory")
     batch = f"batches of up to {rows * length:,} tokens (rows of {length:,})"
     return (f"memory: {batch} need about {need / GB:.1f} GB more on this CPU, {available / GB:.1f} GB is available; "
