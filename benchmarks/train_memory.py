@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.common import benchmark_parser, parse, write_json
-from model import read_config
+from model import DecoderOnlyLM, EncoderDecoder, read_config
 from model.pretrained import MODEL_TYPES
 from training import memory
 
@@ -49,16 +49,20 @@ PROBES = [("classifier", {}, 2, 1024), ("classifier", {}, 4, 1024), ("classifier
           ("classifier", {"dropout": 0.0}, 4, 1024), ("classifier", {"dropout": 0.0}, 16, 256)]
 
 
-def build(shape: str, changes: dict, length: int) -> torch.nn.Module:
-    """A freshly initialised model of that shape in training mode, its longest length set to `length`."""
+def config_of(shape: str, changes: dict, length: int):
+    """The config of that shape, its longest length set to `length`."""
     raw = {**read_config(CLASSIFIER if shape == "classifier" else LM), **changes}
     if shape == "classifier":
         raw.update(max_src_len=length, src_keep_tail=0)  # the kept tail is a reading rule, no memory
     else:
         raw["block_size"] = length
-    cls = MODEL_TYPES[raw["model_type"]]
-    known = {f for f in cls.config_class.__dataclass_fields__}
-    return cls(cls.config_class(**{k: v for k, v in raw.items() if k in known})).train()
+    return MODEL_TYPES[raw.pop("model_type")].config_class(**raw)
+
+
+def build(shape: str, changes: dict, length: int) -> torch.nn.Module:
+    """A freshly initialised model of that shape in training mode."""
+    cls = EncoderDecoder if shape == "classifier" else DecoderOnlyLM
+    return cls(config_of(shape, changes, length)).train()
 
 
 def batch(model: torch.nn.Module, rows: int) -> tuple:
@@ -141,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
         run = {"shape": shape, "changes": changes, "rows": rows, "length": length,
                **json.loads(out.strip().splitlines()[-1])}
-        run["config"] = build(shape, changes, length).config
+        run["config"] = config_of(shape, changes, length)
         runs.append(run)
         print(f"{shape:10} {json.dumps(changes):>40} {rows:3} x {length:5}: peak {run['peak'] / 1e9:5.2f} GB "
               f"({(run['peak'] - run['before']) / 1e9:5.2f} GB over the process before the step)", flush=True)
