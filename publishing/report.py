@@ -12,6 +12,7 @@ the Hub reads, then intended use, limitations, training and evaluation.
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
 from storage import CARD_NAME, CONFIG_NAME, METRICS_NAME, atomic_write_text
@@ -48,7 +49,7 @@ def table(runs: dict[str, dict]) -> str:
     for name, m in runs.items():
         for key, label, split, fmt in reported(m):
             lines.append(f"| `{name}` | {label} | {fmt.format(m[key])} | {split} | "
-                         f"{m['parameters'] / 1e6:.2f} M | {trained(m)} | `{m['command']}` |")
+                         f"{m['parameters'] / 1e6:.2f} M | {trained(m)} | `{as_one_command(m['command'])[0]}` |")
     return "\n".join(lines)
 
 
@@ -137,10 +138,10 @@ def model_card(name: str, m: dict, config: dict) -> str:
 Data: IMDB reviews (`{HUB_IMDB}`): {_counts(m.get("data", {}))}. Trained for {trained(m)}.
 The weights are those of the step with the best validation score (step {m['best_step']:,} of
 {m['steps']:,}); that step is chosen on the split reported below, so read its figure as slightly
-optimistic. The command, as the run recorded it in `metrics.json`{_copied(name, m['command'])}:
+optimistic. {_command_note(m['command'])}{_copied(name, m['command'])}:
 
 ```bash
-{m['command']}
+{as_one_command(m['command'])[0]}
 ```
 
 ## Evaluation
@@ -178,6 +179,45 @@ def _counts(data: dict) -> str:
     return ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in data.items() if isinstance(v, int))
 
 
+STRETCH_ONLY = ("--max-minutes", "--threads")  # where a stretch stopped and how many cores it had: not what it trained
+
+
+def as_one_command(command: str) -> tuple[str, int]:
+    """A long CPU run trains in stretches: `--max-minutes` ends one, `--resume` continues it exactly (the
+    same batches, optimizer and random state), and the run records each invocation. When the stretches
+    differ in nothing but the flags in STRETCH_ONLY, they are one schedule: return it as the single
+    command that trains it, and how many stretches it took. Anything else (a raised --max-steps) is a
+    new segment, and the chain is returned as recorded."""
+    stretches = command.split(" && ")
+    schedules = set()
+    for stretch in stretches:
+        words, kept = shlex.split(stretch), []
+        while words:
+            word = words.pop(0)
+            if word in STRETCH_ONLY:
+                words.pop(0)
+            elif word != "--resume":
+                kept.append(word)
+        schedules.add(shlex.join(kept))
+    return (schedules.pop(), len(stretches)) if len(stretches) > 1 and len(schedules) == 1 else (command, 1)
+
+
+def _command_note(command: str) -> str:
+    """How the card introduces the command: as recorded, or as the one schedule its stretches ran."""
+    stretches = as_one_command(command)[1]
+    if stretches == 1:
+        return "The command, as the run recorded it in `metrics.json`"
+    threads = []
+    for stretch in command.split(" && "):
+        words = shlex.split(stretch)
+        threads += [words[i + 1] for i, word in enumerate(words[:-1])
+                    if word == "--threads" and words[i + 1] not in threads]
+    on = f" (on {', then '.join(threads)} CPU threads)" if len(threads) > 1 else ""
+    return (f"It ran in {stretches} stretches{on}, each ended by `--max-minutes` and continued by `--resume` "
+            "(exactly: the same batches, optimizer and random state; each stretch's command is in "
+            "`metrics.json`); as one command")
+
+
 def _copied(name: str, command: str) -> str:
     """A checkpoint trained elsewhere and copied into checkpoints/ says so."""
     words = command.split()
@@ -204,7 +244,7 @@ def experiments_table(runs: dict[str, dict], where: str) -> str:
     for name, m in runs.items():
         key, label, _, fmt = reported(m)[0]
         lines.append(f"| [`{name}`]({where}/{name}/{METRICS_NAME}) | {m['task']} | {label} {fmt.format(m[key])} | "
-                     f"{m['parameters'] / 1e6:.2f} M | {trained(m)} | `{m['command']}` |")
+                     f"{m['parameters'] / 1e6:.2f} M | {trained(m)} | `{as_one_command(m['command'])[0]}` |")
     return "\n".join(lines)
 
 

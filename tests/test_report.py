@@ -53,7 +53,7 @@ def test_sentiment_card_states_its_confusion_matrix_and_truncation():
     assert "selection" not in generated_card("lm")  # a language model validates on all its held-out reviews
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", [*SHIPPED, "sentiment-backward"])
 def test_committed_cards_are_up_to_date(name):
     committed = (ROOT / "checkpoints" / name / CARD_NAME).read_text(encoding="utf-8")
     assert committed == generated_card(name), "regenerate with: python -m publishing.report --cards"
@@ -75,3 +75,32 @@ def test_committed_results_page_is_up_to_date():
     assert (ROOT / "docs" / "results.md").read_text(encoding="utf-8") == expected, (
         "regenerate with: python -m publishing.report --results docs/results.md")
     assert expected.count("](experiments/") == len(list((ROOT / "docs" / "experiments").glob(f"*/{METRICS_NAME}")))
+
+
+SCHEDULE = "python -m training.run --task sentiment --max-steps 1900 --data-dir 'my data' --out runs/x"
+
+
+def test_stretches_of_one_schedule_are_shown_as_the_command_that_trains_it():
+    stretches = [SCHEDULE + " --threads 1 --max-minutes 92",
+                 SCHEDULE + " --threads 1 --max-minutes 145 --resume",
+                 SCHEDULE.replace("--task sentiment", "--task sentiment --threads 2") + " --max-minutes 10 --resume"]
+    assert report.as_one_command(" && ".join(stretches)) == (SCHEDULE, 3)  # quoting kept: 'my data'
+    note = report._command_note(" && ".join(stretches))
+    assert note.startswith("It ran in 3 stretches (on 1, then 2 CPU threads), each ended by `--max-minutes`")
+
+
+def test_a_changed_schedule_and_a_single_command_are_shown_as_recorded():
+    raised = SCHEDULE + " --max-minutes 5 && " + SCHEDULE.replace("1900", "2500") + " --resume"
+    assert report.as_one_command(raised) == (raised, 1)  # a raised --max-steps trains something else
+    alone = SCHEDULE + " --max-minutes 4.5"  # stopped by its clock and never resumed: that is how it trained
+    assert report.as_one_command(alone) == (alone, 1)
+    assert report._command_note(alone) == "The command, as the run recorded it in `metrics.json`"
+
+
+def test_the_backward_reader_card_shows_its_twelve_stretches_as_one_schedule():
+    metrics = json.loads((ROOT / "checkpoints/sentiment-backward" / METRICS_NAME).read_text())
+    one, stretches = report.as_one_command(metrics["command"])
+    assert stretches == len(metrics["command"].split(" && ")) > 1
+    assert "--max-minutes" not in one and "--resume" not in one and "--threads" not in one
+    card = generated_card("sentiment-backward")
+    assert f"```bash\n{one}\n```" in card and f"It ran in {stretches} stretches" in card

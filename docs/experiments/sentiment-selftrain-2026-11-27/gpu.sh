@@ -2,8 +2,8 @@
 # One call on a lent H100 (issue 28): one reader (READER=bwd, the default, or fwd) on the shipped
 # classifier's full schedule (1,900 steps, the recipe of checkpoints/sentiment), in up to four
 # variants at once on the one GPU (each ~80 s alone since the cuDNN fix), RUNS of:
-#   full     the recipe as it is: for bwd the control, and the run that supersedes the CPU run
-#            runs/sentiment-bwd-full (for fwd it is the shipped reader again: leave it out);
+#   full     the recipe as it is: for bwd the control (the shipped backward reader is this recipe,
+#            run on the CPU: runs/sentiment-bwd-full), for fwd the shipped reader again: leave it out;
 #   pseudo   + self-training: the unlabeled reviews the shipped pair is confident of
 #            (runs/pseudo/pair.jsonl, built on the CPU by training.pseudo), with its verdict;
 #   shout    + --shout-prob 0.3 (a share of the crops recased: capitals, Title Case; the case
