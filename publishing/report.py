@@ -114,6 +114,7 @@ def model_card(name: str, m: dict, config: dict) -> str:
         confusion = (f"\nConfusion matrix on validation:\n\n| | {header} |\n|---|"
                      + "---|" * len(config["labels"]) + f"\n{body}\n")
     shape = ", ".join(f"{k}={v}" for k, v in config.items() if k != "model_type")
+    note, command = _command_note(m["command"])
     return f"""---
 {card_metadata(name, m).strip()}
 ---
@@ -138,10 +139,10 @@ def model_card(name: str, m: dict, config: dict) -> str:
 Data: IMDB reviews (`{HUB_IMDB}`): {_counts(m.get("data", {}))}. Trained for {trained(m)}.
 The weights are those of the step with the best validation score (step {m['best_step']:,} of
 {m['steps']:,}); that step is chosen on the split reported below, so read its figure as slightly
-optimistic. {_command_note(m['command'])}{_copied(name, m['command'])}:
+optimistic. {note}{_copied(name, m['command'])}:
 
 ```bash
-{as_one_command(m['command'])[0]}
+{command}
 ```
 
 ## Evaluation
@@ -182,40 +183,45 @@ def _counts(data: dict) -> str:
 STRETCH_ONLY = ("--max-minutes", "--threads")  # where a stretch stopped and how many cores it had: not what it trained
 
 
+def _stretches(command: str) -> list[tuple[str, str | None]]:
+    """(schedule, --threads) of each invocation in a run's recorded command: the schedule is the
+    invocation without the flags in STRETCH_ONLY and without --resume."""
+    found = []
+    for stretch in command.split(" && "):
+        words, kept, threads = shlex.split(stretch), [], None
+        while words:
+            word = words.pop(0)
+            if word in STRETCH_ONLY:
+                value = words.pop(0)
+                threads = value if word == "--threads" else threads
+            elif word != "--resume":
+                kept.append(word)
+        found.append((shlex.join(kept), threads))
+    return found
+
+
 def as_one_command(command: str) -> tuple[str, int]:
     """A long CPU run trains in stretches: `--max-minutes` ends one, `--resume` continues it exactly (the
     same batches, optimizer and random state), and the run records each invocation. When the stretches
     differ in nothing but the flags in STRETCH_ONLY, they are one schedule: return it as the single
     command that trains it, and how many stretches it took. Anything else (a raised --max-steps) is a
     new segment, and the chain is returned as recorded."""
-    stretches = command.split(" && ")
-    schedules = set()
-    for stretch in stretches:
-        words, kept = shlex.split(stretch), []
-        while words:
-            word = words.pop(0)
-            if word in STRETCH_ONLY:
-                words.pop(0)
-            elif word != "--resume":
-                kept.append(word)
-        schedules.add(shlex.join(kept))
+    stretches = _stretches(command)
+    schedules = {schedule for schedule, _ in stretches}
     return (schedules.pop(), len(stretches)) if len(stretches) > 1 and len(schedules) == 1 else (command, 1)
 
 
-def _command_note(command: str) -> str:
-    """How the card introduces the command: as recorded, or as the one schedule its stretches ran."""
-    stretches = as_one_command(command)[1]
+def _command_note(command: str) -> tuple[str, str]:
+    """(how the card introduces the command, the command it shows): as recorded, or as the one
+    schedule its stretches ran."""
+    shown, stretches = as_one_command(command)
     if stretches == 1:
-        return "The command, as the run recorded it in `metrics.json`"
-    threads = []
-    for stretch in command.split(" && "):
-        words = shlex.split(stretch)
-        threads += [words[i + 1] for i, word in enumerate(words[:-1])
-                    if word == "--threads" and words[i + 1] not in threads]
+        return "The command, as the run recorded it in `metrics.json`", shown
+    threads = list(dict.fromkeys(threads for _, threads in _stretches(command) if threads))
     on = f" (on {', then '.join(threads)} CPU threads)" if len(threads) > 1 else ""
     return (f"It ran in {stretches} stretches{on}, each ended by `--max-minutes` and continued by `--resume` "
             "(exactly: the same batches, optimizer and random state; each stretch's command is in "
-            "`metrics.json`); as one command")
+            "`metrics.json`); as one command"), shown
 
 
 def _copied(name: str, command: str) -> str:

@@ -85,8 +85,9 @@ def test_stretches_of_one_schedule_are_shown_as_the_command_that_trains_it():
                  SCHEDULE + " --threads 1 --max-minutes 145 --resume",
                  SCHEDULE.replace("--task sentiment", "--task sentiment --threads 2") + " --max-minutes 10 --resume"]
     assert report.as_one_command(" && ".join(stretches)) == (SCHEDULE, 3)  # quoting kept: 'my data'
-    note = report._command_note(" && ".join(stretches))
+    note, shown = report._command_note(" && ".join(stretches))
     assert note.startswith("It ran in 3 stretches (on 1, then 2 CPU threads), each ended by `--max-minutes`")
+    assert shown == SCHEDULE
 
 
 def test_a_changed_schedule_and_a_single_command_are_shown_as_recorded():
@@ -94,7 +95,7 @@ def test_a_changed_schedule_and_a_single_command_are_shown_as_recorded():
     assert report.as_one_command(raised) == (raised, 1)  # a raised --max-steps trains something else
     alone = SCHEDULE + " --max-minutes 4.5"  # stopped by its clock and never resumed: that is how it trained
     assert report.as_one_command(alone) == (alone, 1)
-    assert report._command_note(alone) == "The command, as the run recorded it in `metrics.json`"
+    assert report._command_note(alone) == ("The command, as the run recorded it in `metrics.json`", alone)
 
 
 def test_the_backward_reader_card_shows_its_twelve_stretches_as_one_schedule():
