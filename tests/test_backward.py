@@ -111,7 +111,8 @@ def test_a_backward_lm_then_its_classifier_of_another_seed_on_the_same_held_out_
     tokenizer = tmp_path / "tokenizer.json"
     BPETokenizer.train(read_texts(pd.read_parquet(data / "train.parquet")["text"]), vocab_size=600).save(tokenizer)
     common = ["--preset", "tiny", "--data-dir", str(data), "--tokenizer", str(tokenizer), "--val-size", "30",
-              "--max-steps", "4", "--eval-every", "4"]
+              "--max-steps", "4", "--eval-every", "4",
+              "--precision", "fp32"]  # training.evaluate scores in float32; auto is bfloat16 on a CPU with its units
     lm = run.main(["--task", "lm", "--out", str(tmp_path / "lm"), "--set", "reverse=1", *common])
     assert lm["model_config"]["reverse"] is True and not lm.get("samples")
     lm_again = evaluate.main(["--checkpoint", str(tmp_path / "lm"), "--data-dir", str(data), "--val-size", "30"])

@@ -130,7 +130,8 @@ def test_evaluate_cli_rescores_a_run_on_its_own_validation_split(tmp_path, token
     for task, key in (("lm", "bpb"), ("sentiment", "accuracy")):
         metrics = run.main(["--task", task, "--preset", "tiny", "--data-dir", str(data), "--out", str(tmp_path / task),
                             "--tokenizer", str(tokenizer_path), "--val-size", "30", "--max-steps", "4",
-                            "--eval-every", "4"])
+                            "--eval-every", "4",
+                            "--precision", "fp32"])  # as training.evaluate scores (auto: bf16 where native)
         result = evaluate.main(["--checkpoint", str(tmp_path / task), "--data-dir", str(data), "--val-size", "30"])
         assert result[key] == pytest.approx(metrics[f"val_{key}"], rel=1e-6)
     assert result["confusion"] == metrics["val_confusion"] and result["examples"] == 12  # the selection 40% of 30
