@@ -108,7 +108,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         d_model = config.d_model  # the config checked d_model % n_head == 0
-        self.d_model, self.n_head, self.dropout = d_model, config.n_head, config.dropout
+        self.d_model, self.n_head, self.dropout = d_model, config.n_head, config.attention_weight_dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
         # (B, H, T, d_k) -> same: knocks heads out before out_proj; set by `inspection.ablate`

@@ -2,6 +2,7 @@
 a hand computation in numpy, a worked example from the seed notes, and `nn.MultiheadAttention`."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -178,6 +179,30 @@ def test_fully_masked_row_has_finite_gradients():
 
 C, N_HEAD = 12, 3
 MHA_CONFIG = TransformerConfig(vocab_size=8, d_model=C, n_head=N_HEAD, dropout=0.0)
+
+
+def test_attention_dropout_is_checked_and_falls_back_to_dropout():
+    assert TransformerConfig(dropout=0.2).attention_weight_dropout == 0.2
+    assert TransformerConfig(dropout=0.2, attention_dropout=0.0).attention_weight_dropout == 0.0
+    assert TransformerConfig(dropout=0.0, attention_dropout=0.3).attention_weight_dropout == 0.3
+    with pytest.raises(ValueError, match=r"^attention_dropout must be between 0.0 and 0.99, got 1.0$"):
+        TransformerConfig(attention_dropout=1.0)
+    with pytest.raises(ValueError, match="attention_dropout must be a finite float"):
+        TransformerConfig(attention_dropout="0.1")
+
+
+def test_attention_dropout_alone_decides_whether_training_mode_draws_in_attention():
+    """In training mode, with `attention_dropout=0` the layer gives what evaluation mode gives, whatever
+    `dropout` is (that one acts outside the layer, on sub-layer outputs); with `attention_dropout>0`
+    two calls on the same input differ from each other and from evaluation mode."""
+    x, memory = torch.randn(2, 7, C), torch.randn(2, 5, C)
+    for attention_dropout, same in ((0.0, True), (0.5, False)):
+        torch.manual_seed(0)
+        mha = MultiHeadAttention(replace(MHA_CONFIG, dropout=0.5, attention_dropout=attention_dropout))
+        expected = mha.eval()(x, memory)[0]
+        mha.train()
+        first, second = mha(x, memory)[0], mha(x, memory)[0]
+        assert torch.allclose(first, expected, atol=1e-6) is same and torch.allclose(first, second) is same
 
 
 def mha_pair(seed: int = 0) -> tuple[MultiHeadAttention, nn.MultiheadAttention]:

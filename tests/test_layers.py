@@ -167,6 +167,9 @@ def test_layers_read_every_field_from_the_config():
     assert (layer.feed_forward.w_1.in_features, layer.feed_forward.w_1.out_features) == (C, D_FF)
     assert all(sub.norm_first and sub.dropout.p == 0.25 and sub.norm.normalized_shape == (C,)
                for sub in layer.sublayer)
+    assert layer.self_attn.dropout == layer.src_attn.dropout == 0.25  # attention_dropout=None: `dropout`
+    layer = DecoderLayer(replace(c, attention_dropout=0.0))
+    assert layer.self_attn.dropout == layer.src_attn.dropout == 0.0 and layer.sublayer[0].dropout.p == 0.25
 
 
 def test_a_norm_variant_is_chosen_in_one_place(monkeypatch):

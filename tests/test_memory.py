@@ -33,6 +33,9 @@ def test_the_estimate_is_the_formula_written_out():
     assert memory.training_bytes(LM, 64, 0) == pytest.approx(6 * 64 * 256 * c0 * 320, abs=1)
     dropped = DecoderOnlyConfig(**{**LM.__dict__, "dropout": 0.1})
     assert memory.training_bytes(dropped, 64, 0) == pytest.approx(6 * 64 * 256 * (c * 320 + w * 5 * 256), abs=1)
+    # dropout everywhere but on the attention weights: the fused kernel keeps none of them, the masks stay
+    fused = EncoderDecoderConfig(**{**SHIPPED, "attention_dropout": 0.0})
+    assert memory.training_bytes(fused, 16, 0) == pytest.approx(6 * 16 * 1024 * c * 320 + 16 * 8 * c * 320, abs=2)
 
 
 def test_the_worst_batch_fills_the_token_budget_with_the_longest_rows():

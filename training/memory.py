@@ -47,14 +47,15 @@ def training_bytes(config, rows: int, parameters: int, per_channel: float | None
     """The memory a training step of `rows` rows at the model's longest length adds to the process:
     activations of every stack, plus gradients and optimizer moments. `config` is a DecoderOnlyConfig
     (rows of `block_size`) or an EncoderDecoderConfig (sources of `max_src_len`, targets of
-    `max_tgt_len` whose decoder attends to itself and to the source). Without dropout the fused
-    kernel keeps no attention weights, so only the per-channel term counts, and that is smaller.
+    `max_tgt_len` whose decoder attends to itself and to the source). Without dropout on the
+    attention weights the fused kernel keeps none of them, so only the per-channel term counts (and
+    that is smaller again without any dropout).
     `per_channel` (default: the constant for the config's dropout) and `per_weight` are there for
     the benchmark that fits them."""
     c = config
     if per_channel is None:
         per_channel = BYTES_PER_CHANNEL if c.dropout > 0 else BYTES_PER_CHANNEL_NO_DROPOUT
-    weight = per_weight if c.dropout > 0 else 0.0
+    weight = per_weight if c.attention_weight_dropout > 0 else 0.0
     extra = OPTIMIZER_BYTES_PER_PARAMETER * parameters
     if hasattr(c, "block_size"):
         return extra + stack_bytes(c.n_layer, c.n_head, c.d_model, rows, c.block_size, c.block_size,
