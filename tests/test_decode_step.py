@@ -24,7 +24,8 @@ PROMPT = torch.tensor([[1, 7, 3]])
 SIZES_AND_IDS = {"vocab_size", "n_head", "d_model", "d_ff", "block_size", "n_layer", "pad_token_id",
                  "bos_token_id", "eos_token_id"}
 # `reverse` only says which way the LM's training text ran: the same computation either way
-CONFIG_OPTIONS = {"norm_first": [True, False], "dropout": [0.0, 0.5], "reverse": [False, True]}
+CONFIG_OPTIONS = {"norm_first": [True, False], "dropout": [0.0, 0.5], "attention_dropout": [None, 0.0, 0.5],
+                  "reverse": [False, True]}
 
 
 class DoubledLayerNorm(nn.LayerNorm):
@@ -104,10 +105,11 @@ def test_decode_step_follows_norm_first(monkeypatch, norm_first):
     assert_fast_equals_layers(lm(norm_first=norm_first), monkeypatch)
 
 
+@pytest.mark.parametrize("attention_dropout", CONFIG_OPTIONS["attention_dropout"])
 @pytest.mark.parametrize("dropout", CONFIG_OPTIONS["dropout"])
-def test_decode_step_follows_dropout(monkeypatch, dropout):
+def test_decode_step_follows_dropout(monkeypatch, dropout, attention_dropout):
     """In eval mode dropout is the identity and the fast step runs; in training mode it is refused."""
-    model = lm(dropout=dropout)
+    model = lm(dropout=dropout, attention_dropout=attention_dropout)
     assert_fast_equals_layers(model, monkeypatch)
     with torch.no_grad():
         assert can_decode(model) and not can_decode(model.train())

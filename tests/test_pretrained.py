@@ -196,6 +196,7 @@ def test_shipped_checkpoints_give_the_recorded_logits(name):
     ("d_ff", None, "d_ff must be int, got None"),
     ("dropout", 1.5, "dropout must be between 0.0 and 0.99, got 1.5"),
     ("dropout", float("nan"), "dropout must be a finite float, got nan"),
+    ("attention_dropout", -0.1, "attention_dropout must be between 0.0 and 0.99, got -0.1"),
     ("norm_first", "yes", "norm_first must be bool, got 'yes'"),
     ("block_size", 10**9, "block_size must be between 1 and 16384"),
     ("max_src_len", 0, "max_src_len must be between 1 and 16384, got 0"),
