@@ -1,6 +1,6 @@
 """Seconds per training step of the recipe's shape (16 x 1,024 tokens), with and without dropout on the attention weights."""
 import sys, time, torch
-from model import EncoderDecoder, EncoderDecoderConfig, MultiHeadAttention, autocast, read_config
+from model import EncoderDecoder, EncoderDecoderConfig, autocast, read_config
 from training.recipe import smoothed_loss
 torch.set_num_threads(2)
 cfg = EncoderDecoderConfig(**{k: v for k, v in read_config("checkpoints/sentiment").items() if k != "model_type"})
@@ -10,11 +10,7 @@ tgt = torch.tensor([[1, 500]] * B); targets = torch.tensor([[500, 2]] * B)
 for attn_drop in (True, False):
     for precision in ("fp32", "bf16"):
         torch.manual_seed(0)
-        model = EncoderDecoder(cfg).train()
-        if not attn_drop:
-            for m in model.modules():
-                if isinstance(m, MultiHeadAttention):
-                    m.dropout = 0.0
+        model = EncoderDecoder(cfg if attn_drop else EncoderDecoderConfig(**{**cfg.__dict__, "attention_dropout": 0.0})).train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         def step():
             out = model(src_ids=src, tgt_ids=tgt, src_mask=mask)
