@@ -118,9 +118,15 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None, device: str =
     """The options, and the run set up from them, so that no benchmark does it its own way: torch
     threads set; `args.precision` resolved as the app resolves it where the benchmark takes
     `--precision`, else `precision` (what it always runs in; None where no torch model runs);
-    `args.command` and `args.machine` kept for `write_json`, the machine printed as one line.
+    `args.command` and `args.machine` kept for `write_json`, the machine printed as one line;
+    `--checkpoint` and `--also` found (a local folder or a cached Hub repo), else a one-line usage error.
     `device` is where the models run when the benchmark has no `--device`."""
     args = parser.parse_args(argv)
+    for checkpoint in [*([args.checkpoint] if getattr(args, "checkpoint", None) else []), *getattr(args, "also", [])]:
+        try:  # a wrong folder is said in one line before any work, not as a traceback after it
+            resolve_checkpoint(checkpoint)
+        except OSError as error:
+            parser.error(str(error))
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = getattr(args, "device", device)

@@ -14,7 +14,17 @@ import torch
 
 import benchmarks
 from benchmarks import explain_speed, service_device
-from benchmarks.common import RESULTS, SEED, VAL_SIZE, benchmark_parser, parse, timings, write_json
+from benchmarks.common import (
+    RESULTS,
+    SEED,
+    VAL_SIZE,
+    add_also,
+    add_checkpoint,
+    benchmark_parser,
+    parse,
+    timings,
+    write_json,
+)
 from demo.serving import PRECISION_ENV
 from demo.tiny import make_tiny_checkpoints, shared_tiny_checkpoints
 from training.heldout import add_held_out_arguments
@@ -110,6 +120,26 @@ def test_no_json_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     args = parse(benchmark_parser("example", "doc"), ["--no-json"])
     write_json({"a": 1}, args)
     assert not list(tmp_path.iterdir()) and not (RESULTS / "example.json").exists()
+
+
+def test_a_missing_checkpoint_is_one_usage_line_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder, file = tmp_path / "reader", tmp_path / "config.json"
+    folder.mkdir()
+    file.write_text("{}")
+    parser = benchmark_parser("example", "doc")
+    add_checkpoint(parser)
+    add_also(parser)
+    assert parse(parser, ["--no-json", "--checkpoint", str(folder), "--also", str(folder)]).also == [str(folder)]
+    for argv, says in ((["--checkpoint", str(tmp_path / "nope")], "is not a Hub repo id"),
+                       (["--checkpoint", str(folder), "--also", "owner/not-cached"], "is not in the local cache"),
+                       (["--checkpoint", str(file)], "is a file; a checkpoint is the folder that holds config.json")):
+        with pytest.raises(SystemExit) as exit_:
+            parse(parser, ["--no-json", *argv])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "Traceback" not in err
+        assert err.strip().splitlines()[-1].startswith("python -m benchmarks.example: error: ") and says in err
 
 
 def linear_output_dtypes(run) -> set[torch.dtype]:
