@@ -7,7 +7,8 @@ members' log-probabilities, renormalised, at T = 1), without reading a review ag
 
     PYTHONPATH=. python docs/experiments/sentiment-gpu-2026-11-28/pair_rows.py A.json B.json [--max-size 4]
 
-Prints the groups that beat the shipped pair on both checks, then the best by each check.
+Prints the groups that beat the shipped pair on both checks, those level with it or better, then the
+best five by each check.
 """
 import argparse
 import itertools
