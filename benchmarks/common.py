@@ -66,17 +66,27 @@ def benchmark_parser(name: str, doc: str) -> argparse.ArgumentParser:
     return parser
 
 
+def checkpoint_argument(name: str) -> str:
+    """The `type` of every checkpoint option: a folder that is not there (nor a cached Hub repo) is
+    argparse's one-line usage error before any work, not a traceback after the other models ran."""
+    try:
+        resolve_checkpoint(name)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return name
+
+
 def add_checkpoint(parser: argparse.ArgumentParser, default: str | None = "checkpoints/sentiment",
                    what: str = "the classifier's folder") -> None:
     """`--checkpoint`: the one model a benchmark reads."""
-    parser.add_argument("--checkpoint", metavar="DIR", default=default,
+    parser.add_argument("--checkpoint", metavar="DIR", default=default, type=checkpoint_argument,
                         help=what + (f" (default: {default})" if default else ""))
 
 
 def add_also(parser: argparse.ArgumentParser) -> None:
     """`--also`: more classifiers whose probabilities are averaged with `--checkpoint`'s, as the app's
     verdict averages its readers (`checkpoints/sentiment-backward`: ULMFiT's forward + backward ensemble)."""
-    parser.add_argument("--also", nargs="+", default=[], metavar="DIR",
+    parser.add_argument("--also", nargs="+", default=[], metavar="DIR", type=checkpoint_argument,
                         help="more classifiers whose probabilities are averaged with the checkpoint's, as the app's "
                              "verdict averages its readers (e.g. checkpoints/sentiment-backward)")
 
@@ -107,8 +117,8 @@ def add_precision(parser: argparse.ArgumentParser) -> None:
 
 def add_speed_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the explanation-speed benchmarks: both checkpoints, the data, repeats."""
-    parser.add_argument("--sentiment", default="checkpoints/sentiment")
-    parser.add_argument("--lm", default="checkpoints/lm")
+    parser.add_argument("--sentiment", default="checkpoints/sentiment", type=checkpoint_argument)
+    parser.add_argument("--lm", default="checkpoints/lm", type=checkpoint_argument)
     parser.add_argument("--data-dir", default="../shared/data/imdb")
     parser.add_argument("--repeats", type=int, default=5)
 
@@ -118,15 +128,9 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None, device: str =
     """The options, and the run set up from them, so that no benchmark does it its own way: torch
     threads set; `args.precision` resolved as the app resolves it where the benchmark takes
     `--precision`, else `precision` (what it always runs in; None where no torch model runs);
-    `args.command` and `args.machine` kept for `write_json`, the machine printed as one line;
-    `--checkpoint` and `--also` found (a local folder or a cached Hub repo), else a one-line usage error.
+    `args.command` and `args.machine` kept for `write_json`, the machine printed as one line.
     `device` is where the models run when the benchmark has no `--device`."""
     args = parser.parse_args(argv)
-    for checkpoint in [*([args.checkpoint] if getattr(args, "checkpoint", None) else []), *getattr(args, "also", [])]:
-        try:  # a wrong folder is said in one line before any work, not as a traceback after it
-            resolve_checkpoint(checkpoint)
-        except OSError as error:
-            parser.error(str(error))
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     device = getattr(args, "device", device)

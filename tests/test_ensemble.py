@@ -77,12 +77,14 @@ def test_each_model_and_their_mean_on_the_selection_rows(readers, capsys):
 
 
 @pytest.mark.parametrize("name", ["sentiment_report", "behaviour", "calibration", "ensemble"])
-def test_the_benchmarks_of_the_verdict_take_more_readers(name):
+def test_the_benchmarks_of_the_verdict_take_more_readers(name, tmp_path):
     import importlib
 
     module = importlib.import_module(f"benchmarks.{name}")
-    args = module.arguments().parse_args(["--also", "a", "b"])
-    assert args.checkpoint == "checkpoints/sentiment" and args.also == ["a", "b"]
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")  # folders that are there: the option checks it
+    Path(a).mkdir(), Path(b).mkdir()
+    args = module.arguments().parse_args(["--also", a, b])
+    assert args.checkpoint == "checkpoints/sentiment" and args.also == [a, b]
     assert module.arguments().parse_args([]).also == []
 
 

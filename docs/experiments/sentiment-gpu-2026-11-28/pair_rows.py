@@ -11,11 +11,11 @@ Prints the groups that beat the shipped pair on both checks, those level with it
 best five by each check.
 """
 import argparse
-import itertools
 import json
 
 import torch
 
+from benchmarks.ensemble import combinations
 from model import combine_readers
 
 SHIPPED = ("checkpoints/sentiment", "checkpoints/sentiment-backward")
@@ -51,11 +51,8 @@ def main() -> None:
     args = parser.parse_args()
     probs, labels = read(args.files)
     names = list(probs)
-    rows = []
-    for size in range(1, args.max_size + 1):
-        for group in itertools.combinations(names, size):
-            rows.append((group, accuracy(group, probs, labels, "full_reviews"),
-                         accuracy(group, probs, labels, "short_text")))
+    rows = [(group, accuracy(group, probs, labels, "full_reviews"), accuracy(group, probs, labels, "short_text"))
+            for group in combinations(names) if len(group) <= args.max_size]
     shipped = next(r for r in rows if set(r[0]) == set(SHIPPED))
     print(f"{len(names)} readers, {len(rows)} groups; shipped pair: {shipped[1]:.2f}% full, {shipped[2]:.2f}% short")
     for title, keep in (("beat the shipped pair on both", lambda r: r[1] > shipped[1] and r[2] > shipped[2]),
