@@ -49,6 +49,30 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         self.decoder = Decoder(c)
         self.post_init()
 
+    # what a run started from a trained LM takes from it: its whole shape (a continued pretraining)
+    SHAPE = ("n_layer", "n_head", "d_model", "d_ff", "block_size", "norm_first", "reverse")
+
+    @classmethod
+    def shape_from(cls, pretrained: PreTrainedModel, vocab_size: int) -> dict | None:
+        """The config fields an LM started by `init_from(pretrained)` takes from it; None when
+        `pretrained` is no LM of a `vocab_size`-token tokenizer. `training.run --task lm --init-from`
+        continues a trained LM's pretraining (more steps, or your own text) instead of starting over."""
+        if isinstance(pretrained, DecoderOnlyLM) and pretrained.config.vocab_size == vocab_size:
+            return {k: getattr(pretrained.config, k) for k in cls.SHAPE}
+        return None
+
+    @torch.no_grad()
+    def init_from(self, pretrained: PreTrainedModel) -> None:
+        """Start from a trained LM of the same shape: every weight is copied, so step 0 of the new
+        run predicts exactly what the trained model does."""
+        if not isinstance(pretrained, DecoderOnlyLM):
+            raise ValueError(f"cannot initialise a language model from a {pretrained.model_type!r} checkpoint")
+        for name in (*self.SHAPE, "vocab_size"):
+            mine, theirs = getattr(self.config, name), getattr(pretrained.config, name)
+            if mine != theirs:
+                raise ValueError(f"cannot initialise from the language model: {name} is {theirs} there, {mine} here")
+        self.load_state_dict(pretrained.state_dict())
+
     def forward(
         self,
         input_ids: torch.Tensor | None,

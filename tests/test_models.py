@@ -167,6 +167,28 @@ def test_lm_rejects_sequences_longer_than_block_size():
         tiny_lm()(ids(1, 17))
 
 
+def test_an_lm_started_from_a_trained_lm_predicts_what_it_does_and_refuses_another_shape():
+    """`--task lm --init-from`: the continued run's step 0 is the trained model, weight for weight."""
+    trained = tiny_lm()
+    with torch.no_grad():
+        trained.decoder.layers[0].feed_forward.w_1.weight.add_(1.0)  # not what a fresh init of seed 0 gives
+    assert DecoderOnlyLM.shape_from(trained, VOCAB) == dict(n_layer=2, n_head=2, d_model=16, d_ff=32, block_size=16,
+                                                            norm_first=True, reverse=False)
+    assert DecoderOnlyLM.shape_from(trained, VOCAB + 1) is None  # another tokenizer's LM
+    assert DecoderOnlyLM.shape_from(tiny_seq2seq(), VOCAB) is None  # no LM at all
+    torch.manual_seed(1)
+    fresh = DecoderOnlyLM(DecoderOnlyConfig(**{**vars(trained.config), "dropout": 0.1})).eval()
+    x = ids(2, 9)
+    assert not torch.equal(fresh(x).logits, trained(x).logits)
+    fresh.init_from(trained)
+    assert torch.equal(fresh(x).logits, trained(x).logits)
+    deeper = DecoderOnlyLM(DecoderOnlyConfig(**{**vars(trained.config), "n_layer": 3}))
+    with pytest.raises(ValueError, match="n_layer is 2 there, 3 here"):
+        deeper.init_from(trained)
+    with pytest.raises(ValueError, match="from a 'encoder_decoder' checkpoint"):
+        fresh.init_from(tiny_seq2seq())
+
+
 def test_eval_mode_is_deterministic_with_dropout():
     torch.manual_seed(0)
     config = DecoderOnlyConfig(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=2, d_model=16, d_ff=32,

@@ -145,8 +145,8 @@ def test_every_task_registers_its_presets_and_card(name):
     assert "tiny" in task.presets
     model_fields = {f.name for f in fields(task.model_class.config_class)}
     for preset in task.presets.values():
-        # a task that starts from a trained model (--init-from) says how every preset fine-tunes
-        assert preset.keys() == {"model", "train"} | ({"finetune"} if task.model_class is EncoderDecoder else set())
+        # every task starts from a trained model (--init-from) and says how each preset fine-tunes
+        assert preset.keys() == {"model", "train", "finetune"}
         assert preset["model"].keys() <= model_fields
         assert {**preset["train"], **preset.get("finetune", {})}.keys() <= {f.name for f in fields(TrainConfig)}
         assert preset["train"].get("recipe", {}).keys() <= {f.name for f in fields(Recipe)}
@@ -196,6 +196,31 @@ def test_resume_with_a_higher_max_steps_trains_an_ended_run_further(tmp_path, to
     assert [h["step"] for h in extended["history"]] == [10, 20, 30] and extended["steps"] == 30
 
 
+def test_an_lm_run_continues_a_trained_lms_pretraining_in_its_shape_and_direction(tmp_path, tokenizer_path, capsys):
+    """`--task lm --init-from`: the trained LM's whole shape (and direction) is taken over whatever the
+    preset says, the preset's fine-tune learning rate applies, and step 0 is the trained model: at a
+    learning rate too small to move it, the continued run scores what the trained one scored."""
+    fp32 = ("--precision", "fp32", "--max-steps", "20", "--eval-every", "20")
+    first = train("lm", tmp_path / "lm", tokenizer_path, "--set", "reverse=1", *fp32)
+    still = run.main(["--task", "lm", "--preset", "small", "--init-from", str(tmp_path / "lm"), "--data-dir", str(IMDB),
+                      "--out", str(tmp_path / "still"), "--tokenizer", str(tokenizer_path), "--max-examples", "300",
+                      "--val-size", "40", "--lr", "1e-12", "--precision", "fp32", "--max-steps", "2",
+                      "--eval-every", "2", "--batch-size", "2"])
+    assert still["model_config"] == first["model_config"]  # 2 x 64 and backwards, not small's 4 x 256
+    assert still["val_loss"] == pytest.approx(first["val_loss"], rel=1e-5)
+    more = train("lm", tmp_path / "more", tokenizer_path, "--init-from", str(tmp_path / "lm"), *fp32)
+    assert more["train_config"]["lr"] == TASKS["lm"].presets["tiny"]["finetune"]["lr"]
+    assert more["val_loss"] < first["val_loss"]  # 20 more steps on the same text
+    capsys.readouterr()
+    for extra, message in [(["--set", "n_layer=3"], "n_layer is 2 there, 3 here"),
+                           (["--tokenizer", str(ROOT / "checkpoints" / "tokenizer.json")], "needs a language model using")]:
+        with pytest.raises(SystemExit) as exc:
+            train("lm", tmp_path / "bad", tokenizer_path, "--init-from", str(tmp_path / "lm"), *fp32, *extra)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and message in err and err.count("\n") == 1
+        assert not (tmp_path / "bad").exists()
+
+
 def test_a_crash_while_saving_leaves_the_last_checkpoint_loadable(tmp_path, tokenizer_path, monkeypatch):
     train("lm", tmp_path / "lm", tokenizer_path, "--max-steps", "5", "--eval-every", "5")
     model = load_pretrained(tmp_path / "lm")
@@ -226,7 +251,6 @@ def test_a_crash_while_saving_leaves_the_last_checkpoint_loadable(tmp_path, toke
     (["--set", "colour=blue"], 2, "--set colour=blue: expected KEY=VALUE"),
     (["--set", "n_layer=two"], 2, "--set n_layer=two: n_layer takes an integer"),
     (["--resume", "--overwrite"], 2, "--resume and --overwrite exclude each other"),
-    (["--init-from", "checkpoints/lm"], 2, "--init-from applies to the encoder-decoder tasks"),
     (["--device", "tpu"], 2, "--device must be auto, cpu, cuda or cuda:N, not 'tpu'"),
     *([] if torch.cuda.is_available() else [(["--device", "cuda:0"], 2, "--device cuda:0: no CUDA device")]),
 ])

@@ -4,8 +4,8 @@ on a 2-core CPU (the LM is the reference's 5.3 M-parameter shape); `base` is wha
 checkpoints were trained with on one GPU (their metrics.json spells the same settings out as --set
 options); `laptop` is ten minutes on a 2-core CPU, measured in docs/experiments/laptop-2026-11-25.
 
-A preset is `{"model": {...}, "train": {...}}`, and for a task that takes `--init-from` also
-`"finetune": {...}`: the settings that replace `train`'s when the model starts from a trained one.
+A preset is `{"model": {...}, "train": {...}, "finetune": {...}}`: `finetune` holds the settings that
+replace `train`'s when the model starts from a trained one (`--init-from`).
 A fine-tune must never take a from-scratch learning rate or schedule (a sentiment fine-tune of the
 shipped LM at the `small` preset's 1e-3 stays at chance); `{}` says the preset's `train` settings are
 already a fine-tune's (`base`: the shipped classifier was trained with them, from the shipped LM).
@@ -36,17 +36,23 @@ LAPTOP_SENTIMENT = {  # with --init-from checkpoints/lm its encoder is the LM's 
     "finetune": dict(lr=1e-3, warmup_steps=30),
 }
 
+# an LM's "finetune" settings continue a trained LM's pretraining (`--task lm --init-from`: more steps
+# on the same text, or your own text): half the from-scratch peak learning rate, re-warmed briefly and
+# decayed again, so the first steps do not undo what the trained model's decayed schedule settled
 LM: dict[str, dict] = {
     "tiny": {"model": dict(n_layer=2, n_head=2, d_model=64, d_ff=256, block_size=64, dropout=0.0),
              "train": dict(batch_size=8, max_steps=60, lr=3e-3, warmup_steps=10, eval_every=20,
-                           eval_batches=8)},
+                           eval_batches=8),
+             "finetune": dict(lr=1.5e-3, warmup_steps=5)},
     "small": {"model": dict(n_layer=4, n_head=4, d_model=256, d_ff=1024, block_size=256, dropout=0.0),
               "train": dict(batch_size=16, max_steps=2000, lr=1e-3, warmup_steps=100, eval_every=100,
-                            eval_batches=40)},
+                            eval_batches=40),
+              "finetune": dict(lr=5e-4, warmup_steps=50)},
     "base": {"model": dict(n_layer=6, n_head=5, d_model=320, d_ff=1280, block_size=256, dropout=0.0),
              "train": dict(batch_size=64, max_steps=6000, lr=1.5e-3, warmup_steps=300, eval_every=500,
-                           eval_batches=40)},
-    "laptop": LAPTOP_LM,
+                           eval_batches=40),
+             "finetune": dict(lr=7.5e-4, warmup_steps=100)},
+    "laptop": {**LAPTOP_LM, "finetune": dict(lr=1e-3, warmup_steps=25)},
 }
 
 SENTIMENT: dict[str, dict] = {

@@ -38,7 +38,7 @@ import torch
 import torch.distributed as dist
 
 from cli import Parser
-from model import PRECISIONS, EncoderDecoder, PreTrainedModel, load_pretrained, read_config, resolve_device
+from model import PRECISIONS, PreTrainedModel, load_pretrained, read_config, resolve_device
 from storage import (
     CONFIG_NAME,
     CURVE_NAME,
@@ -125,7 +125,8 @@ def build_parser() -> Parser:
     p.add_argument("--init-from", metavar="CHECKPOINT",
                    help="encoder-decoder tasks: start the encoder from a trained language model, or the whole "
                         "model from a span-pretrained encoder-decoder (its width, heads and layers are taken over); "
-                        "the learning rate and schedule are then the preset's fine-tune settings")
+                        "lm: continue a trained language model's pretraining (its whole shape is taken over; "
+                        "keep its tokenizer). The learning rate and schedule are then the preset's fine-tune settings")
     p.add_argument("--max-tokens", type=int,
                    help="encoder-decoder tasks: length-bucketed batches of this many padded tokens (each example "
                         "once per epoch) instead of --batch-size random examples")
@@ -278,7 +279,7 @@ def run(args: argparse.Namespace, argv: list[str], started: float) -> dict | Non
         raise UsageError(f"--preset {args.preset}: choose one of {sorted(presets)}")
     preset = presets[args.preset]
     if args.init_from and "finetune" not in preset:
-        raise UsageError("--init-from applies to the encoder-decoder tasks (sentiment, seq2seq, span)")
+        raise UsageError(f"--init-from: the {args.task} task's --preset {args.preset} has no fine-tune settings")
     cfg = train_config(args, preset)
     explicit = parse_sets(args.task, args.overrides)  # parsed now: a bad --set fails before data loading
     try:  # the shape is checked now too, with the default vocabulary (the tokenizer's comes later)
@@ -344,10 +345,10 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     lm, lm_shape = None, {}
     if args.init_from:
         lm = load_pretrained(args.init_from)
-        lm_shape = EncoderDecoder.shape_from(lm, tokenizer.vocab_size)
+        lm_shape = TASKS[args.task].model_class.shape_from(lm, tokenizer.vocab_size)
         if lm_shape is None:
-            raise UsageError(f"--init-from {args.init_from}: needs a language model or encoder-decoder using "
-                             f"{tokenizer_path}")
+            needs = "a language model" if args.task == "lm" else "a language model or encoder-decoder"
+            raise UsageError(f"--init-from {args.init_from}: needs {needs} using {tokenizer_path}")
 
     data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
     if cfg.recipe.lm_weight and not getattr(data.config, "causal_encoder", False):
@@ -358,7 +359,10 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     torch.manual_seed(args.seed)
     model = task.build(data)
     if lm is not None:
-        model.init_from(lm)
+        try:
+            model.init_from(lm)
+        except ValueError as e:  # a --set that changes the shape the checkpoint gives
+            raise UsageError(f"--init-from {args.init_from}: {e}") from None
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     if info.is_main:
         start_run(out, "python -m training.run " + shlex.join(argv), replace=args.overwrite)  # the app won't serve it
