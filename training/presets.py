@@ -110,5 +110,6 @@ PRESET_HELP = (
     "laptop (at most 10 min on a 2-core CPU, start-up and final evaluation included, bf16 where native: "
     "lm 4 x 192, 1,200 steps -> 1.91 held-out bits/byte in 7:05 on an idle 2-core AVX512-BF16 CPU (a busy one "
     "stopped at step 559 in 8:37: 2.04); sentiment with --init-from checkpoints/lm, 300 steps of ULMFiT's "
-    "fine-tuning -> 89.1%% selection accuracy in 4:41; docs/experiments/laptop-2026-11-25). "
+    "fine-tuning -> 89.1%% selection accuracy in 4:41 (8:16 on an idle 2-core Xeon); "
+    "docs/experiments/laptop-2026-11-25 and laptop-xeon-2026-11-28). "
     "With --init-from, the learning rate and schedule are the preset's fine-tune settings")
