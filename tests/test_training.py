@@ -212,8 +212,9 @@ def test_an_lm_run_continues_a_trained_lms_pretraining_in_its_shape_and_directio
     assert more["train_config"]["lr"] == TASKS["lm"].presets["tiny"]["finetune"]["lr"]
     assert more["val_loss"] < first["val_loss"]  # 20 more steps on the same text
     capsys.readouterr()
+    other_tokenizer = str(ROOT / "checkpoints" / "tokenizer.json")
     for extra, message in [(["--set", "n_layer=3"], "n_layer is 2 there, 3 here"),
-                           (["--tokenizer", str(ROOT / "checkpoints" / "tokenizer.json")], "needs a language model using")]:
+                           (["--tokenizer", other_tokenizer], "needs a language model using")]:
         with pytest.raises(SystemExit) as exc:
             train("lm", tmp_path / "bad", tokenizer_path, "--init-from", str(tmp_path / "lm"), *fp32, *extra)
         err = capsys.readouterr().err
