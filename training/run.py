@@ -278,8 +278,6 @@ def run(args: argparse.Namespace, argv: list[str], started: float) -> dict | Non
     if args.preset not in presets:
         raise UsageError(f"--preset {args.preset}: choose one of {sorted(presets)}")
     preset = presets[args.preset]
-    if args.init_from and "finetune" not in preset:
-        raise UsageError(f"--init-from: the {args.task} task's --preset {args.preset} has no fine-tune settings")
     cfg = train_config(args, preset)
     explicit = parse_sets(args.task, args.overrides)  # parsed now: a bad --set fails before data loading
     try:  # the shape is checked now too, with the default vocabulary (the tokenizer's comes later)

@@ -4,8 +4,9 @@
 A new task is one subclass of `Task`, registered in `training.tasks.TASKS` under its `name`, with:
 
 - `name` and `model_class`: the `--task` name and the model it trains;
-- `presets`: named model + optimisation settings, `{"tiny": {"model": {...}, "train": {...}}, ...}`
-  (the dicts live in `training.presets`); `tiny` is required, the tests train it;
+- `presets`: named model + optimisation settings, `{"tiny": {"model": {...}, "train": {...},
+  "finetune": {...}}, ...}` (the dicts live in `training.presets`; `finetune` applies with
+  `--init-from`); `tiny` is required, the tests train it;
 - `card`: the text of its model card (`ModelCard`), which `publishing.report --cards` fills in;
 - `__init__`, `prepare`, `batch`, `tokens`, `rows` and `evaluate`, and if needed `build`, `better`,
   `samples`, `periodic_rows` and `finalize` (the last adjusts the kept checkpoint once training is
