@@ -12,7 +12,7 @@ from .generation import GenerationMixin, KVCache
 from .layers import Decoder
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
-from .pretrained import PreTrainedModel
+from .pretrained import PreTrainedModel, require_same
 
 
 @dataclass
@@ -40,6 +40,7 @@ class DecoderOnlyConfig(TransformerConfig):
 class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
     model_type = "decoder_only_lm"
     config_class = DecoderOnlyConfig
+    starts_from = "a language model"  # what `init_from` takes (said when --init-from cannot)
 
     def __init__(self, config: DecoderOnlyConfig):
         super().__init__()
@@ -67,10 +68,7 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         run predicts exactly what the trained model does."""
         if not isinstance(pretrained, DecoderOnlyLM):
             raise ValueError(f"cannot initialise a language model from a {pretrained.model_type!r} checkpoint")
-        for name in (*self.SHAPE, "vocab_size"):
-            mine, theirs = getattr(self.config, name), getattr(pretrained.config, name)
-            if mine != theirs:
-                raise ValueError(f"cannot initialise from the language model: {name} is {theirs} there, {mine} here")
+        require_same(self.config, pretrained.config, (*self.SHAPE, "vocab_size"), "the language model")
         self.load_state_dict(pretrained.state_dict())
 
     def forward(

@@ -13,7 +13,7 @@ from .generation import GenerationMixin, KVCache
 from .layers import AttentionMap, Decoder, Encoder
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
-from .pretrained import PreTrainedModel
+from .pretrained import PreTrainedModel, require_same
 
 
 @dataclass
@@ -97,6 +97,7 @@ def reorder_map(weights: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
 class EncoderDecoder(PreTrainedModel, GenerationMixin):
     model_type = "encoder_decoder"
     config_class = EncoderDecoderConfig
+    starts_from = "a language model or encoder-decoder"  # what `init_from` takes (said when --init-from cannot)
 
     def __init__(self, config: EncoderDecoderConfig):
         super().__init__()
@@ -132,11 +133,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         if not isinstance(pretrained, EncoderDecoder):
             raise ValueError(f"cannot initialise an encoder-decoder from a {pretrained.model_type!r} checkpoint")
         mine, theirs = self.config, pretrained.config
-        for name in ("d_model", "n_head", "d_ff", "norm_first", "n_encoder_layer", "n_decoder_layer",
-                     "reverse_source"):
-            if getattr(mine, name) != getattr(theirs, name):
-                raise ValueError(f"cannot initialise from the encoder-decoder: {name} is {getattr(theirs, name)} "
-                                 f"there, {getattr(mine, name)} here")
+        require_same(mine, theirs, ("d_model", "n_head", "d_ff", "norm_first", "n_encoder_layer", "n_decoder_layer",
+                                    "reverse_source"), "the encoder-decoder")
         if mine.vocab_size > theirs.vocab_size:
             raise ValueError(f"the checkpoint has {theirs.vocab_size} embedding rows, this model needs "
                              f"{mine.vocab_size}")
@@ -154,10 +152,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         sentinel ids above the tokenizer's) takes the LM's rows as its first rows; the others keep
         their fresh initialisation."""
         c, lc = self.config, lm.config
-        for name in ("d_model", "n_head", "d_ff", "norm_first"):
-            if getattr(c, name) != getattr(lc, name):
-                raise ValueError(f"cannot initialise from the LM: {name} is {getattr(lc, name)} there, "
-                                 f"{getattr(c, name)} here")
+        require_same(c, lc, ("d_model", "n_head", "d_ff", "norm_first"), "the LM")
         if c.vocab_size < lc.vocab_size:
             raise ValueError(f"cannot initialise from the LM: vocab_size is {lc.vocab_size} there, {c.vocab_size} here")
         if c.n_encoder_layer > lc.n_layer:

@@ -148,7 +148,7 @@ def test_every_task_registers_its_presets_and_card(name):
         # every task starts from a trained model (--init-from) and says how each preset fine-tunes
         assert preset.keys() == {"model", "train", "finetune"}
         assert preset["model"].keys() <= model_fields
-        assert {**preset["train"], **preset.get("finetune", {})}.keys() <= {f.name for f in fields(TrainConfig)}
+        assert {**preset["train"], **preset["finetune"]}.keys() <= {f.name for f in fields(TrainConfig)}
         assert preset["train"].get("recipe", {}).keys() <= {f.name for f in fields(Recipe)}
     card = task.card
     assert all([card.pipeline_tag, card.task_name, card.tags, card.what, card.intended, card.limitations])

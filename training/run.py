@@ -343,10 +343,10 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     lm, lm_shape = None, {}
     if args.init_from:
         lm = load_pretrained(args.init_from)
-        lm_shape = TASKS[args.task].model_class.shape_from(lm, tokenizer.vocab_size)
+        model_class = TASKS[args.task].model_class
+        lm_shape = model_class.shape_from(lm, tokenizer.vocab_size)
         if lm_shape is None:
-            needs = "a language model" if args.task == "lm" else "a language model or encoder-decoder"
-            raise UsageError(f"--init-from {args.init_from}: needs {needs} using {tokenizer_path}")
+            raise UsageError(f"--init-from {args.init_from}: needs {model_class.starts_from} using {tokenizer_path}")
 
     data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
     if cfg.recipe.lm_weight and not getattr(data.config, "causal_encoder", False):

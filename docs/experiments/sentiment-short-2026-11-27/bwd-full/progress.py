@@ -42,12 +42,11 @@ def main() -> None:
     title = progress.get("title", "backward reader, full schedule on a CPU")
     plot_curve(state["history"], args.record / "training_curve.png",
                f"{title}: step {state['step']} of {progress['max_steps']}")
-    if all("val_accuracy" in h for h in state["history"]):  # a classifier: accuracy on the selection rows
-        figures = ", ".join(f"{h['step']}: {100 * h['val_accuracy']:.1f}" for h in state["history"])
-        print(f"step {state['step']}, {state['tokens_seen']:,} tokens; selection accuracy by step: {figures}")
-    else:  # a language model: bits per byte on the held-out reviews' periodic sample
-        figures = ", ".join(f"{h['step']}: {h['val_bpb']:.4f}" for h in state["history"])
-        print(f"step {state['step']}, {state['tokens_seen']:,} tokens; held-out bits per byte by step: {figures}")
+    classifier = all("val_accuracy" in h for h in state["history"])  # else an LM: bits per byte held out
+    what, figure = (("selection accuracy", lambda h: f"{100 * h['val_accuracy']:.1f}") if classifier else
+                    ("held-out bits per byte", lambda h: f"{h['val_bpb']:.4f}"))
+    figures = ", ".join(f"{h['step']}: {figure(h)}" for h in state["history"])
+    print(f"step {state['step']}, {state['tokens_seen']:,} tokens; {what} by step: {figures}")
 
 
 if __name__ == "__main__":
