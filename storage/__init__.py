@@ -1,5 +1,6 @@
-"""The checkpoint folder: its file names, the one atomic writer, where a checkpoint comes from, a run
-folder's lifecycle (the in-progress mark, which files mean a run) and its weight snapshots.
+"""The checkpoint folder: its file names, the one atomic writer, where a checkpoint comes from (and what a
+fine-tuned one started from), a run folder's lifecycle (the in-progress mark, which files mean a run)
+and its weight snapshots.
 
 A low-level package that imports nothing of this project, so `model`, `tokenization`, `training`,
 `demo` and `benchmarks` can all use it and the dependencies still point one way.
@@ -17,6 +18,7 @@ from storage.layout import (
     TOKENIZER_NAME,
     WEIGHTS_NAME,
 )
+from storage.lineage import chain, lineage, record_lineage, tokens_in_all
 from storage.run_folder import (
     REPLACED_FILES,
     RUN_FILES,
@@ -42,5 +44,5 @@ __all__ = [
     "TOKENIZER_NAME", "WEIGHTS_NAME", "REPLACED_FILES", "RUN_FILES", "atomic_write", "atomic_write_text",
     "finish_run", "interrupt_run", "is_being_written", "resolve_checkpoint", "run_files", "run_marker", "start_run",
     "SHIPPED_SNAPSHOTS", "SNAPSHOT_INDEX", "SNAPSHOTS_DIR", "find_snapshots", "read_index", "snapshot_name",
-    "write_index",
+    "write_index", "chain", "lineage", "record_lineage", "tokens_in_all",
 ]

@@ -69,6 +69,24 @@ def test_about_speaks_to_learners_and_keeps_the_rest_for_developers(service: Dem
     assert "python -m benchmarks.faithfulness" in developers and f"**{service.precision}**" in developers
 
 
+def test_about_says_how_much_text_a_model_read_its_ancestors_runs_included(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpts"
+    shutil.copytree(shared_tiny_checkpoints(), ckpt)
+    lm, reader = (ckpt / name / "metrics.json" for name in ("lm", "sentiment"))
+    first = {"checkpoint": "checkpoints/lm", "weights_sha256": "0" * 64, "tokens_seen": 98_304_000}
+    continued = {"checkpoint": "checkpoints/lm", "weights_sha256": "1" * 64, "tokens_seen": 40_960_000,
+                 "init_from": first}
+    lm.write_text(json.dumps({**json.loads(lm.read_text()), "tokens_seen": 40_960_000, "init_from": first}))
+    reader.write_text(json.dumps({**json.loads(reader.read_text()), "tokens_seen": 22_080_000,
+                                  "init_from": continued}))
+    about = about_markdown(DemoService(ckpt, device="cpu"))
+    assert ("**Training:** it read 139.3 M tokens of reviews while it learned: 98.3 M as the model it started "
+            "from, then 41.0 M in its own run") in about
+    assert ("**Training:** it read 161.3 M tokens of reviews while it learned: 98.3 M, then 41.0 M as the models "
+            "it started from, then 22.1 M in its own run") in about
+    assert "**Training:**" not in about_markdown(DemoService(shared_tiny_checkpoints(), device="cpu"))  # unrecorded
+
+
 def test_about_says_when_the_classifier_reads_the_end_of_long_reviews(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpts"
     shutil.copytree(shared_tiny_checkpoints(), ckpt)

@@ -105,3 +105,24 @@ def test_the_backward_reader_card_shows_its_twelve_stretches_as_one_schedule():
     assert "--max-minutes" not in one and "--resume" not in one and "--threads" not in one
     card = generated_card("sentiment-backward")
     assert f"```bash\n{one}\n```" in card and f"It ran in {stretches} stretches" in card
+
+
+def test_a_card_names_the_seed_that_held_its_rows_out_not_the_seed_of_its_batches():
+    lm = json.loads((ROOT / "checkpoints" / "lm" / METRICS_NAME).read_text())
+    config = json.loads((ROOT / "checkpoints" / "lm" / CONFIG_NAME).read_text())
+    run = {**lm, "command": "python -m training.run --task lm --seed 2 --split-seed 1337",
+           "train_config": {**lm["train_config"], "seed": 2}}
+    run.pop("split_seed", None)  # a run from before it was recorded: the command says
+    assert "(fixed seed 1337;" in report.model_card("lm", run, config)
+    assert "(fixed seed 7;" in report.model_card("lm", {**run, "split_seed": 7}, config)  # recorded: it wins
+    plain = {**run, "command": "python -m training.run --task lm --seed 2"}
+    assert "(fixed seed 2;" in report.model_card("lm", plain, config)  # no --split-seed: --seed held them out
+
+
+def test_the_shipped_lm_card_names_the_run_it_continued_and_the_tokens_of_both():
+    lm = json.loads((ROOT / "checkpoints" / "lm" / METRICS_NAME).read_text())
+    first = lm["init_from"]
+    card = generated_card("lm")
+    assert f"It started from `checkpoints/lm` as it was then (weights SHA-256 `{first['weights_sha256'][:16]}`)" in card
+    assert f"by `{first['command']}`" in card and "--init-from checkpoints/lm" in lm["command"]
+    assert f"{(lm['tokens_seen'] + first['tokens_seen']) / 1e6:.1f} M tokens in all" in card

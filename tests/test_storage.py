@@ -97,3 +97,54 @@ def test_a_run_folder_is_marked_while_written_and_replaced_files_are_cleared(tmp
     assert sorted(p.name for p in folder.iterdir()) == [storage.CARD_NAME, storage.IN_PROGRESS_NAME]  # card kept
     storage.finish_run(folder)
     assert not storage.is_being_written(folder) and storage.run_files(folder) == []
+
+
+# --- lineage: what a fine-tuned or continued model started from ---------------------------------------
+
+def fake_checkpoint(folder: Path, weights: bytes, metrics: dict | None) -> Path:
+    folder.mkdir(parents=True)
+    (folder / storage.WEIGHTS_NAME).write_bytes(weights)
+    if metrics is not None:
+        (folder / storage.METRICS_NAME).write_text(json.dumps(metrics))
+    return folder
+
+
+def test_lineage_names_the_weights_by_their_hash_and_carries_the_ancestors_own_start(tmp_path):
+    import hashlib
+
+    scratch = {"command": "python -m training.run --task lm --out a", "steps": 6000, "tokens_seen": 98_304_000,
+               "train_time_s": 166.1, "device": "cuda", "date": "2026-11-23", "val_bpb": 1.39}
+    a = fake_checkpoint(tmp_path / "a", b"weights of a", scratch)
+    record_a = storage.lineage(a)
+    assert record_a == {"checkpoint": str(a), "weights_sha256": hashlib.sha256(b"weights of a").hexdigest(),
+                        **{k: scratch[k] for k in ("command", "steps", "tokens_seen", "train_time_s", "device",
+                                                   "date")}}  # its figures are its own card's, not the lineage's
+    b = fake_checkpoint(tmp_path / "b", b"weights of b", {"command": "... --init-from a", "tokens_seen": 40_960_000,
+                                                          "init_from": record_a})
+    record_b = storage.lineage(b, name="checkpoints/lm")
+    assert record_b["checkpoint"] == "checkpoints/lm" and record_b["init_from"] == record_a
+    run = {"tokens_seen": 22_000_000, "init_from": record_b}
+    assert storage.chain(run) == [record_b, record_a]
+    assert storage.tokens_in_all(run) == 22_000_000 + 40_960_000 + 98_304_000
+    assert storage.lineage(fake_checkpoint(tmp_path / "bare", b"w", None)).keys() == {"checkpoint", "weights_sha256"}
+
+
+def test_a_finished_run_records_its_start_once_from_where_those_weights_are_now(tmp_path, capsys):
+    from publishing.lineage import main
+
+    old = fake_checkpoint(tmp_path / "lm-then", b"the old lm", {"command": "scratch", "tokens_seen": 5})
+    run = fake_checkpoint(tmp_path / "run", b"reader", {
+        "command": "python -m training.run --task sentiment --init-from checkpoints/lm --max-minutes 9 && "
+                   "python -m training.run --task sentiment --init-from checkpoints/lm --resume",
+        "tokens_seen": 7})
+    main([str(run), "--ancestor", str(old)])
+    recorded = json.loads((run / storage.METRICS_NAME).read_text())["init_from"]
+    assert recorded == storage.lineage(old, name="checkpoints/lm")  # the name its command used, the old bytes
+    assert "started from checkpoints/lm" in capsys.readouterr().out
+    for folder, message in [(run, "already records what it started from"),
+                            (fake_checkpoint(tmp_path / "scratch", b"x", {"command": "python -m training.run"}),
+                             "started from scratch")]:
+        with pytest.raises(SystemExit) as exc:
+            main([str(folder)])
+        assert message in str(exc.value) and "\n" not in str(exc.value)
+    assert json.loads((run / storage.METRICS_NAME).read_text())["init_from"] == recorded  # never replaced

@@ -1,5 +1,6 @@
 """End-to-end tests of `training.run` / `training.evaluate` on a few hundred local reviews."""
 
+import hashlib
 import json
 import math
 import random
@@ -208,9 +209,22 @@ def test_an_lm_run_continues_a_trained_lms_pretraining_in_its_shape_and_directio
                       "--eval-every", "2", "--batch-size", "2"])
     assert still["model_config"] == first["model_config"]  # 2 x 64 and backwards, not small's 4 x 256
     assert still["val_loss"] == pytest.approx(first["val_loss"], rel=1e-5)
-    more = train("lm", tmp_path / "more", tokenizer_path, "--init-from", str(tmp_path / "lm"), *fp32)
+    ten = ("--precision", "fp32", "--max-steps", "10", "--eval-every", "10")
+    train("lm", tmp_path / "more", tokenizer_path, "--init-from", str(tmp_path / "lm"), *ten)
+    ancestor = json.loads((tmp_path / "lm" / "metrics.json").read_text())
+    (tmp_path / "lm" / "metrics.json").write_text(json.dumps({**ancestor, "command": "retrained since"}))
+    more = train("lm", tmp_path / "more", tokenizer_path, "--init-from", str(tmp_path / "lm"), *fp32, "--resume")
     assert more["train_config"]["lr"] == TASKS["lm"].presets["tiny"]["finetune"]["lr"]
     assert more["val_loss"] < first["val_loss"]  # 20 more steps on the same text
+    # what it started from, as it was when the run began (the resumed stretch saw the folder changed)
+    sha = hashlib.sha256((tmp_path / "lm" / "model.safetensors").read_bytes()).hexdigest()
+    assert more["init_from"] == {"checkpoint": str(tmp_path / "lm"), "weights_sha256": sha,
+                                 **{k: first[k] for k in ("command", "steps", "tokens_seen", "train_time_s",
+                                                          "device", "date")}}
+    card = report.model_card("more", more, more["model_config"])
+    assert (f"It started from `{tmp_path / 'lm'}` as it was then (weights SHA-256 `{sha[:16]}`), trained for "
+            f"{report.trained(first)} by `{first['command']}`: "
+            f"{(more['tokens_seen'] + first['tokens_seen']) / 1e6:.1f} M tokens in all") in card
     capsys.readouterr()
     other_tokenizer = str(ROOT / "checkpoints" / "tokenizer.json")
     for extra, message in [(["--set", "n_layer=3"], "n_layer is 2 there, 3 here"),

@@ -47,6 +47,7 @@ from storage import (
     atomic_write_text,
     finish_run,
     interrupt_run,
+    lineage,
     run_files,
     run_marker,
     start_run,
@@ -326,8 +327,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         _check_resumable(state, cfg, {}, info, out)  # the cheap checks before the data is read
 
     splits = load_splits(args.data_dir, args.dataset)
-    split_seed = args.seed if args.split_seed is None else args.split_seed
-    options = TaskOptions(args.val_size, split_seed, args.max_examples, args.source_column, args.target_column)
+    options = TaskOptions(args.val_size, split_seed(args), args.max_examples, args.source_column, args.target_column)
     task = TASKS[args.task](splits, options)
 
     tokenizer_path = Path(args.tokenizer)
@@ -340,9 +340,10 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         tokenizer = BPETokenizer.train(task.corpus.train_texts, vocab_size=args.vocab_size)
         tokenizer.save(tokenizer_path)
 
-    lm, lm_shape = None, {}
+    lm, lm_shape, started_from = None, {}, None
     if args.init_from:
         lm = load_pretrained(args.init_from)
+        started_from = lineage(args.init_from)  # now: `--out` may be the very folder it names
         model_class = TASKS[args.task].model_class
         lm_shape = model_class.shape_from(lm, tokenizer.vocab_size)
         if lm_shape is None:
@@ -364,14 +365,21 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     if info.is_main:
         start_run(out, "python -m training.run " + shlex.join(argv), replace=args.overwrite)  # the app won't serve it
-    return train_and_finish(args, argv, cfg, task, data, model, state, out, device, info, started)
+    return train_and_finish(args, argv, cfg, task, data, model, state, out, device, info, started, started_from)
+
+
+def split_seed(args: argparse.Namespace) -> int:
+    """Which train rows are held out: --split-seed, else --seed."""
+    return args.seed if args.split_seed is None else args.split_seed
 
 
 def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, task: Task, data: TaskData,
                      model: PreTrainedModel, state: dict | None, out: Path, device: str, info: DistInfo,
-                     started: float) -> dict | None:
-    """Train, then score the checkpoint kept and write metrics.json, within --max-minutes of `started`."""
+                     started: float, started_from: dict | None = None) -> dict | None:
+    """Train, then score the checkpoint kept and write metrics.json, within --max-minutes of `started`.
+    `started_from`: the `--init-from` checkpoint's `lineage`; a resumed run keeps the one its state recorded."""
     trainer = Trainer(model, task, data, out, device, info, getattr(torch, args.save_dtype))
+    trainer.init_from = started_from
     if state is not None:
         trainer.load_state(state)
         print(f"resumed from {out / STATE_NAME} at step {trainer.step}")
@@ -406,7 +414,8 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         "precision": trainer.precision, "world_size": info.world_size,
         "ddp_weights_in_sync": in_sync,
         "command": " && ".join(trainer.commands),
-        "data": {"source": args.data_dir or args.dataset, **described},
+        **({"init_from": trainer.init_from} if trainer.init_from else {}),
+        "data": {"source": args.data_dir or args.dataset, **described}, "split_seed": split_seed(args),
         "tokenizer": {"path": args.tokenizer, "vocab_size": data.tokenizer.vocab_size},
         "model_config": asdict(best.config), "train_config": asdict(cfg),
         "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),

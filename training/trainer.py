@@ -227,6 +227,7 @@ class Trainer:
         self.history: list[dict] = []
         self.best: dict | None = None
         self.commands: list[str] = []  # every invocation that trained this state, in order
+        self.init_from: dict | None = None  # what the model started from (`storage.lineage`), as the run began
         self.recent_weights: list[dict] = []  # --average-last: the weights at the last evaluation points (CPU)
         self.window_losses: list[float] = []  # training losses since the last evaluation (its train_loss)
         self.snapshots: list[dict] = []  # the weight snapshots kept so far (`storage.snapshots`' index entries)
@@ -244,7 +245,8 @@ class Trainer:
     def state_dict(self) -> dict:
         state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
                  "tokens_seen": self.tokens_seen, "elapsed": self.elapsed, "history": self.history,
-                 "best": self.best, "commands": self.commands, "rng_cpu": torch.get_rng_state(),
+                 "best": self.best, "commands": self.commands, "init_from": self.init_from,
+                 "rng_cpu": torch.get_rng_state(),
                  "train_config": asdict(self.cfg), "model_config": asdict(self.model.config),
                  "world_size": self.info.world_size, "train_rows": training_rows(self.task, self.data),
                  "snapshots": self.recent_weights,  # its name in older states
@@ -270,6 +272,7 @@ class Trainer:
         self.step, self.tokens_seen, self.elapsed = state["step"], state["tokens_seen"], state["elapsed"]
         self.history, self.best = state["history"], state["best"]
         self.commands = state.get("commands", [])
+        self.init_from = state.get("init_from")  # a state saved before runs recorded it: None
         self.recent_weights = state.get("snapshots", [])
         self.window_losses = state.get("window_losses", [])
         self.snapshots = state.get("snapshot_index", [])

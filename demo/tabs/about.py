@@ -12,6 +12,7 @@ import gradio as gr
 from demo import plots
 from demo.serving import LM, SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoService, scrub_paths
 from demo.text import DATA_LINES, DEVELOPERS, HEADER, MODEL_TITLES, SHORT_TITLES, USES
+from storage import chain
 
 HIDDEN_METRICS = {"history", "model_config", "train_config", "samples", "data"}  # shown otherwise, or too long
 MAX_METRIC_CHARS = 120
@@ -37,6 +38,20 @@ def _score(metrics: dict) -> str:
     if "val_accuracy" in metrics and isinstance(metrics["val_accuracy"], int | float):
         return f"right on {metrics['val_accuracy']:.1%} of the reviews held out of its training"
     return ""
+
+
+def _training(metrics: dict) -> str:
+    """How much text the model read while it learned, its ancestors' runs included (a fine-tuned or
+    continued model records what it started from: `storage.lineage`)."""
+    if not isinstance(metrics.get("tokens_seen"), int):
+        return ""
+    own = f"{metrics['tokens_seen'] / 1e6:.1f} M"
+    earlier = [r["tokens_seen"] for r in reversed(chain(metrics)) if isinstance(r.get("tokens_seen"), int)]
+    if not earlier:
+        return f"it read {own} tokens of reviews while it learned"
+    whose = "the model it started from" if len(earlier) == 1 else "the models it started from"
+    return (f"it read {(metrics['tokens_seen'] + sum(earlier)) / 1e6:.1f} M tokens of reviews while it learned: "
+            f"{', then '.join(f'{t / 1e6:.1f} M' for t in earlier)} as {whose}, then {own} in its own run")
 
 
 def header_markdown(service: DemoService) -> str:
@@ -104,10 +119,10 @@ def checkpoint_markdown(ckpt: Checkpoint) -> str:
     lines = [f"## {MODEL_TITLES[ckpt.name]}", "", USES[ckpt.name], ""]
     if not ckpt.ready:
         return "\n".join(lines + [f"⚠️ Not loaded: {ckpt.message}."])
-    score = _score(ckpt.metrics)
-    lines += [f"- **Size:** {ckpt.parameters:,} parameters (numbers learned in training)",
-              f"- **Shape:** {ARCHITECTURES[ckpt.name](ckpt.config)}",
-              f"- **Data:** {_data_line(ckpt)}"] + ([f"- **How good:** {score}"] if score else []) + [""]
+    facts = [("Size", f"{ckpt.parameters:,} parameters (numbers learned in training)"),
+             ("Shape", ARCHITECTURES[ckpt.name](ckpt.config)), ("Data", _data_line(ckpt)),
+             ("Training", _training(ckpt.metrics)), ("How good", _score(ckpt.metrics))]
+    lines += [f"- **{name}:** {text}" for name, text in facts if text] + [""]
     if ckpt.message:
         lines += [f"⚠️ {ckpt.message}.", ""]
     samples = ckpt.metrics.get("samples")
