@@ -4,6 +4,7 @@ import hashlib
 import json
 import math
 import random
+import shlex
 import time
 from dataclasses import fields, replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from safetensors.torch import load_file
 
 from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, load_pretrained
 from publishing import report
-from storage import SNAPSHOTS_DIR, STATE_NAME, read_index
+from storage import SNAPSHOTS_DIR, STATE_NAME, chain, read_index
 from tokenization import BPETokenizer, clean_text
 from training import evaluate, run
 from training.recipe import Recipe
@@ -161,6 +162,16 @@ def test_base_preset_holds_the_settings_the_shipped_checkpoint_was_trained_with(
     preset = TASKS[task].presets["base"]
     assert {k: shipped["model_config"][k] for k in preset["model"]} == preset["model"]
     train = {k: v for k, v in preset["train"].items() if k != "recipe"}
+    first = (chain(shipped) or [None])[-1]
+    if task == "lm" and first is not None:  # the shipped LM continues a from-scratch run: the preset's two halves
+        words = shlex.split(first["command"])
+        given = {k: "--" + k.replace("_", "-") for k in train if "--" + k.replace("_", "-") in words}
+        flags = {k: type(train[k])(words[words.index(flag) + 1]) for k, flag in given.items()}
+        assert flags == {k: train[k] for k in flags}  # the from-scratch run: the preset's settings, as flags then
+        assert flags.keys() >= {"batch_size", "lr", "warmup_steps", "max_steps"}
+        assert first["steps"] == train["max_steps"] and "--init-from" not in words
+        train = {**train, **preset["finetune"]}  # the continuation: its fine-tune settings, its own length
+        del train["max_steps"], train["eval_every"]
     assert {k: shipped["train_config"][k] for k in train} == train
     recipe = preset["train"].get("recipe", {})
     assert {k: shipped["train_config"]["recipe"][k] for k in recipe} == recipe
