@@ -3,8 +3,8 @@
 each explanation is (ERASER's deletion tests), what each attention head does when it is knocked
 out (ablation), and what the LM would predict after each layer (the logit lens).
 
-It stands above `model`: it reads the models through their public layers and the one hook
-`MultiHeadAttention.head_ablation`, and `model` never imports it.
+It stands above `model`: it reads the models through their public layers and their named points
+(`model/hooks.py`: read a value, or patch one as the ablation does), and `model` never imports it.
 """
 
 from .ablation import (

@@ -16,7 +16,8 @@ again. Two replacements, `MODES`:
         memory, _ = model.encode(src_ids)
     effects = classifier_head_effects(model, src_ids, candidates, label)  # every head, one by one
 
-The context manager changes the model for every thread that uses it: serve ablations from a copy.
+A head's output is the named point `{stack}.{layer}.{attn|cross}.heads` (`model/hooks.py`), which
+the ablation patches: only the passes of the thread (context) that entered `ablate` see it.
 
 Ranking every head costs one pass per head, but a head in layer l changes nothing below it: the
 hidden states entering each layer are computed once, and the n_head ablations of a layer run as
@@ -25,13 +26,12 @@ recomputed per head. The classifier's decoder heads see an encoder output that d
 only its one-token decoder step is re-run for them.
 """
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
 
-from model import DecoderOnlyLM, EncoderDecoder, MultiHeadAttention
+from model import DecoderOnlyLM, EncoderDecoder, MultiHeadAttention, attention_point
 
 MODES = ("zero", "mean")
 
@@ -58,7 +58,8 @@ class HeadEffects:
 
 
 class HeadMask:
-    """The hook `MultiHeadAttention` applies to its heads' outputs (B, H, T, d_k) before `out_proj`.
+    """The patch applied to one attention layer's heads' outputs (B, H, T, d_k), the point
+    `…heads`, before the output projection.
 
     `keep` (H,) or (B, H), True = untouched: one row per batch row lets one batched pass ablate a
     different head in each row. Untouched heads pass through `torch.where` bit for bit."""
@@ -103,20 +104,11 @@ def _causal(model, kind: str) -> bool:
     return kind != "encoder_self" or bool(getattr(model.config, "causal_encoder", False))
 
 
-@contextmanager
-def _hooked(attn: MultiHeadAttention, mask: HeadMask) -> Iterator[None]:
-    attn.head_ablation = mask
-    try:
-        yield
-    finally:
-        attn.head_ablation = None
+def ablate(model: DecoderOnlyLM | EncoderDecoder, heads: Iterable[Head], mode: str = "zero"):
+    """Within the block (`with ablate(...):`), this context's forward passes of `model` run with
+    `heads` knocked out: a patch of each affected layer's `…heads` point.
 
-
-@contextmanager
-def ablate(model: DecoderOnlyLM | EncoderDecoder, heads: Iterable[Head], mode: str = "zero") -> Iterator[None]:
-    """Within the block, every forward pass of `model` runs with `heads` knocked out.
-
-    For whole-sequence passes (the mean of `mean` mode needs every position), not KV-cached
+    For whole-sequence passes (the mean of `mode="mean"` needs every position), not KV-cached
     generation. No heads: the model is untouched."""
     layers = attention_layers(model)
     keep = {key: torch.ones(attn.n_head, dtype=torch.bool) for key, attn in layers.items()}
@@ -125,15 +117,11 @@ def ablate(model: DecoderOnlyLM | EncoderDecoder, heads: Iterable[Head], mode: s
         if key not in layers or not 0 <= head.head < layers[key].n_head:
             raise ValueError(f"the model has no head {head}")
         keep[key][head.head] = False
-    masks = {key: HeadMask(k, mode, _causal(model, key[0])) for key, k in keep.items()}
-    with ExitStack() as stack:
-        for key, mask in masks.items():
-            if not mask.keep.all():
-                stack.enter_context(_hooked(layers[key], mask))
-        yield
+    return model.hooks(patch={attention_point(kind, layer, "heads"): HeadMask(k, mode, _causal(model, kind))
+                              for (kind, layer), k in keep.items() if not k.all()})
 
 
-def _stack_effects(layers, kind: str, causal: bool, run: Callable, x: torch.Tensor, score: Callable,
+def _stack_effects(model, layers, kind: str, causal: bool, run: Callable, x: torch.Tensor, score: Callable,
                    mode: str) -> tuple[HeadEffects, torch.Tensor]:
     """Each head of a layer stack ablated alone. `run(layer, x)` is one layer on hidden states
     (B, T, C); `score(x)` reads the probability (B,) from the stack's output. Returns the effects
@@ -146,7 +134,8 @@ def _stack_effects(layers, kind: str, causal: bool, run: Callable, x: torch.Tens
     for i, layer in enumerate(layers):
         n_head = layer.self_attn.n_head
         h = inputs[i].expand(n_head, -1, -1)  # (H, T, C): row j ablates head j
-        with _hooked(layer.self_attn, HeadMask(~torch.eye(n_head, dtype=torch.bool), mode, causal)):
+        mask = HeadMask(~torch.eye(n_head, dtype=torch.bool), mode, causal)
+        with model.hooks(patch={attention_point(kind, i, "heads"): mask}):
             h = run(layer, h)
         for later in layers[i + 1:]:
             h = run(later, h)
@@ -162,7 +151,7 @@ def lm_head_effects(model: DecoderOnlyLM, input_ids: torch.Tensor, token: int, m
         return model.embed.logits(model.decoder.norm(x[:, -1])).float().softmax(-1)[:, token]
 
     x = model.pos(model.embed(input_ids))  # (1, T, C)
-    return _stack_effects(model.decoder.layers, "decoder_self", True, lambda layer, h: layer(h)[0], x, score,
+    return _stack_effects(model, model.decoder.layers, "decoder_self", True, lambda layer, h: layer(h), x, score,
                           mode)[0]
 
 
@@ -176,9 +165,9 @@ def classifier_head_effects(model: EncoderDecoder, src_ids: torch.Tensor, candid
     def score(x):  # encoder output (B, S, C) -> (B,)
         return model.label_log_probs(encoder.norm(x), candidates)[:, label].exp()
 
-    x = model.pos(model.embed(src_ids))
-    effects, x = _stack_effects(encoder.layers, "encoder_self", encoder.is_causal,
-                                lambda layer, h: layer(h, None, False, encoder.is_causal)[0], x, score, mode)
+    x = model.src_pos(model.embed(src_ids))
+    effects, x = _stack_effects(model, encoder.layers, "encoder_self", encoder.is_causal,
+                                lambda layer, h: layer(h, None, encoder.is_causal), x, score, mode)
     memory = encoder.norm(x)  # unchanged by the decoder's heads: each of them re-runs the decoder only
     for head in all_heads(model):
         if head.kind != "encoder_self":

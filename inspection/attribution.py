@@ -138,7 +138,7 @@ def attribute_methods(model: EncoderDecoder, src_ids: torch.Tensor, candidates: 
     shading = not {"attention", "rollout"}.isdisjoint(methods)  # they read the label step's cross-attention
     with evaluating(model):
         with torch.inference_mode():
-            memory, enc_maps = model.encode(ids, need_weights="rollout" in methods)
+            memory, enc_maps = model.encode(ids, output_attentions="rollout" in methods)
             if shading:  # one decoder pass gives the scores and the maps
                 log_probs, dec_maps = model.label_log_probs_and_maps(memory, candidates)
             else:
@@ -224,9 +224,9 @@ def ig_rules(steps: int | None = None, max_steps: int | None = None) -> list[Rul
     return rules
 
 
-def _target(model: EncoderDecoder, candidates, label: int, src_ids=None, src_mask=None, src_embeds=None):
+def _target(model: EncoderDecoder, candidates, label: int, src_ids=None, src_mask=None, inputs_embeds=None):
     """f: log P(label | source) among the candidates -> (B,)."""
-    memory, _ = model.encode(src_ids, src_mask, src_embeds=src_embeds)
+    memory, _ = model.encode(src_ids, src_mask, inputs_embeds=inputs_embeds)
     return model.label_log_probs(memory, candidates, src_mask)[:, label]
 
 
@@ -249,14 +249,14 @@ def attention_rollout(layers: list[torch.Tensor], row: torch.Tensor) -> torch.Te
 
 def _embed(model: EncoderDecoder, ids: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return model.embed(ids)  # (1, S, C), the scaled embeddings `encode` takes as src_embeds
+        return model.embed(ids)  # (1, S, C), the scaled embeddings `encode` takes as inputs_embeds
 
 
 @torch.inference_mode(False)
 def _grad_x_input(model, ids, candidates, label) -> torch.Tensor:
     x = _embed(model, ids).requires_grad_()
     with torch.enable_grad():
-        (grad,) = torch.autograd.grad(_target(model, candidates, label, src_embeds=x).sum(), x)
+        (grad,) = torch.autograd.grad(_target(model, candidates, label, inputs_embeds=x).sum(), x)
     return (grad * x).sum(-1)[0]
 
 
@@ -268,7 +268,7 @@ def _integrated_gradients(model, ids, candidates, label, target: float,
     x = _embed(model, ids)  # (1, S, C)
     x0 = _embed(model, torch.full_like(ids, model.config.pad_token_id))  # the pad baseline
     with torch.inference_mode():
-        f0 = float(_target(model, candidates, label, src_embeds=x0)[0])
+        f0 = float(_target(model, candidates, label, inputs_embeds=x0)[0])
     gap = target - f0
     node_scores: dict[float, torch.Tensor] = {}  # α -> (S,): nested rules share their nodes' passes
     for rule in rules:
@@ -288,7 +288,7 @@ def _node_scores(model, x, x0, candidates, label, alphas: list[float]) -> torch.
     for a in torch.tensor(alphas, dtype=x.dtype, device=x.device).split(BATCH):
         path = (x0 + a[:, None, None] * (x - x0)).requires_grad_()  # (b, S, C)
         with torch.enable_grad():
-            (grad,) = torch.autograd.grad(_target(model, candidates, label, src_embeds=path).sum(), path)
+            (grad,) = torch.autograd.grad(_target(model, candidates, label, inputs_embeds=path).sum(), path)
         out.append(((x - x0) * grad).sum(-1))  # (b, S)
     return torch.cat(out)
 

@@ -1,10 +1,10 @@
 """The logit lens (nostalgebraist, 2020): what a decoder-only LM would predict if it stopped after
 each layer. How a prediction forms through depth, position by position.
 
-The residual stream after the embeddings (token embeddings + positions) and after each block is
-read off by running the blocks one by one, then sent through what the model puts after its last
-block: the final LayerNorm and the tied unembedding (`embed.logits`). The last row is therefore
-the model's own output, exactly.
+The residual stream after the embeddings (token embeddings + positions, the named point
+`decoder.input`) and after each block (`decoder.{i}.ffn.resid`) is read off one forward pass, then
+sent through what the model puts after its last block: the final LayerNorm and the tied
+unembedding (`embed.logits`). The last row is therefore the model's own output, exactly.
 
     from inspection import logit_lens
     lens = logit_lens(lm, input_ids, k=5)   # input_ids: (T,) or (1, T), at most block_size tokens
@@ -47,21 +47,22 @@ def layer_log_probs(model: DecoderOnlyLM, input_ids: torch.Tensor) -> torch.Tens
     if not 0 < ids.size(1) <= model.config.block_size:
         raise ValueError(f"the logit lens reads 1 to {model.config.block_size} tokens (the model's context), "
                          f"got {ids.size(1)}")
+    streams = residual_stream_points(model)
     was_training = model.training
     model.eval()  # no dropout: the lens must show what the model computes
     try:
         with torch.inference_mode():
-            # the layers run here, one by one, rather than hooks on the model: a hook would also
-            # fire for other threads' passes through the same (shared) model
-            x = model.pos(model.embed(ids))  # (1, T, C): embeddings + positions
-            streams = [x]
-            for layer in model.decoder.layers:
-                x, _, _ = layer(x)
-                streams.append(x)
-            residual = torch.cat(streams)  # (L+1, T, C)
+            with model.hooks(read=streams) as seen:  # only this thread's pass is read: the model may be shared
+                model(ids)
+            residual = torch.cat([seen[name] for name in streams])  # (L+1, T, C)
             return model.embed.logits(model.decoder.norm(residual)).float().log_softmax(-1)
     finally:
         model.train(was_training)
+
+
+def residual_stream_points(model: DecoderOnlyLM) -> list[str]:
+    """The named points of the residual stream: after the embeddings, then after each block (L+1 names)."""
+    return ["decoder.input"] + [f"decoder.{i}.ffn.resid" for i in range(model.config.n_layer)]
 
 
 def logit_lens(model: DecoderOnlyLM, input_ids: torch.Tensor, k: int = 5) -> LogitLens:

@@ -51,9 +51,9 @@ class NextToken(nn.Module):
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.lm.embed(ids)  # (B, T, C), the scaled embeddings `forward` takes as inputs_embeds
 
-    def encode(self, src_ids, src_mask=None, need_weights=False, src_embeds=None):
+    def encode(self, src_ids, src_mask=None, output_attentions=False, inputs_embeds=None):
         """-> next-token log-probabilities (B, vocab) after each row's last real token, attention maps."""
-        out = self.lm(src_ids, inputs_embeds=src_embeds, output_attentions=need_weights)
+        out = self.lm(src_ids, inputs_embeds=inputs_embeds, output_attentions=output_attentions)
         logits = out.logits  # (B, T, vocab)
         if src_mask is None:
             last = logits[:, -1]
@@ -86,7 +86,7 @@ class TokenAttribution:
 def _attention_row(r: Request, rollout: bool) -> torch.Tensor:
     """The last context position's attention (its row feeds the next token's logits) -> (S,)."""
     with torch.inference_mode():
-        _, maps = r.model.encode(r.ids, need_weights=True)
+        _, maps = r.model.encode(r.ids, output_attentions=True)
     layers = [m.weights[0] for m in maps]  # (H, S, S) each
     if rollout:
         last = torch.zeros(r.ids.size(1), device=r.ids.device)

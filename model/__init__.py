@@ -5,7 +5,8 @@ Read in the order the notebooks teach it (CONTRIBUTING.md names the six files to
 multi-head attention), `layers` (residual + LayerNorm, feed-forward, blocks, stacks), `outputs`
 (the logits and the loss), the two models (`decoder_only`, `encoder_decoder`), `generation`, and
 `ensemble` (one verdict from a forward and a backward classifier); `config` is what every layer is
-built from. `pretrained` saves and loads checkpoints; `precision`
+built from, `hooks` names every value a forward pass computes (read or replace any of them with
+`model.hooks(...)`). `pretrained` saves and loads checkpoints; `precision`
 and `device` pick where and in what precision the products run. `fast/` holds the speed, beside
 the lesson: the lesson hands work to it at two marked places and reads top to bottom without it.
 
@@ -13,7 +14,7 @@ It reads no text and serves nothing: `tokenization` turns text into ids, `inspec
 the trained models, `training` and `demo` use them all.
 """
 
-from .attention import AttentionCache, MultiHeadAttention, attention, fused_attention, scaled_dot_product_attention
+from .attention import AttentionCache, MultiHeadAttention, fused_attention
 from .config import TransformerConfig
 from .decoder_only import DecoderOnlyConfig, DecoderOnlyLM
 from .device import resolve_device
@@ -21,20 +22,30 @@ from .embeddings import Embeddings, PositionalEncoding, sinusoidal_table
 from .encoder_decoder import EncoderDecoder, EncoderDecoderConfig
 from .ensemble import combine_readers, pair_temperature
 from .generation import GenerationConfig, KVCache, TokenStep, filter_logits, sampling_distribution
-from .layers import AttentionMap, Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward, SublayerConnection
+from .hooks import POINTS, HookPoint
+from .layers import (
+    ATTENTION_KINDS,
+    AttentionMap,
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    FeedForward,
+    SublayerConnection,
+    attention_point,
+)
 from .masks import causal_mask, causal_padding_mask, padding_mask, subsequent_mask
 from .outputs import IGNORE_INDEX, ModelOutput, head_and_loss
 from .precision import PRECISIONS, autocast, bf16_native, resolve_precision
 from .pretrained import PreTrainedModel, load_pretrained, read_config
 
 __all__ = [
-    "AttentionCache", "AttentionMap", "Decoder", "DecoderLayer", "DecoderOnlyConfig", "DecoderOnlyLM",
-    "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
-    "GenerationConfig", "IGNORE_INDEX", "KVCache", "ModelOutput", "MultiHeadAttention", "PositionalEncoding",
-    "PRECISIONS", "PreTrainedModel", "SublayerConnection", "TokenStep", "TransformerConfig",
-    "attention", "autocast", "bf16_native", "causal_mask", "causal_padding_mask", "combine_readers", "filter_logits",
-    "fused_attention", "head_and_loss", "load_pretrained", "padding_mask", "pair_temperature", "read_config",
-    "resolve_device",
-    "resolve_precision", "sampling_distribution", "scaled_dot_product_attention", "sinusoidal_table",
-    "subsequent_mask",
+    "ATTENTION_KINDS", "attention_point", "AttentionCache", "AttentionMap", "autocast", "bf16_native",
+    "causal_mask", "causal_padding_mask", "combine_readers", "Decoder", "DecoderLayer", "DecoderOnlyConfig",
+    "DecoderOnlyLM", "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer",
+    "FeedForward", "filter_logits", "fused_attention", "GenerationConfig", "head_and_loss", "HookPoint",
+    "IGNORE_INDEX", "KVCache", "load_pretrained", "ModelOutput", "MultiHeadAttention", "padding_mask",
+    "pair_temperature", "POINTS", "PositionalEncoding", "PRECISIONS", "PreTrainedModel", "read_config",
+    "resolve_device", "resolve_precision", "sampling_distribution", "sinusoidal_table", "SublayerConnection",
+    "subsequent_mask", "TokenStep", "TransformerConfig",
 ]

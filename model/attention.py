@@ -9,32 +9,45 @@ projections of the input and concatenates them.
 """
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import TransformerConfig
+from .hooks import HookPoint, watched
 from .masks import causal_mask
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-              dropout_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+              dropout_p: float = 0.0, at: Callable[[str, torch.Tensor], torch.Tensor] = lambda name, x: x
+              ) -> torch.Tensor:
     """The formula, step by step. q: (B, H, T_q, d_k), k/v: (B, H, T_k, d_k), `mask` True where
-    attention is allowed -> out (B, H, T_q, d_k), weights (B, H, T_q, T_k).
+    attention is allowed -> out (B, H, T_q, d_k). `at(name, value)` is where each step's value
+    passes a named point (`MultiHeadAttention.at`: "scores", "weights"), to be read or replaced.
 
     A query row whose keys are all masked gets zero weights and a zero output instead of the NaN a
     softmax of all -inf would give (a left-padded position under a causal mask has no key to see).
     """
-    scores = q @ k.transpose(-2, -1)  # (B, H, T_q, T_k): how well each query matches each key
-    scores = scores / math.sqrt(q.size(-1))  # scaled, so that the softmax does not saturate as d_k grows
+    scores = at("scores", q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)))  # (B, H, T_q, T_k): query·key,
+    # scaled by √d_k so that the softmax does not saturate as d_k grows
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))  # + M: a masked key gets weight 0
     weights = scores.float().softmax(dim=-1)  # each row sums to 1 (float32, also under bfloat16 autocast)
     if mask is not None:
         weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # a row with no allowed key: 0, not NaN
-    out = F.dropout(weights, dropout_p).to(v.dtype) @ v  # (B, H, T_q, d_k): the weighted sum of the values
-    return out, weights
+    weights = at("weights", weights)
+    return F.dropout(weights, dropout_p).to(v.dtype) @ v  # (B, H, T_q, d_k): the weighted sum of the values
+
+
+def full_mask(mask: torch.Tensor | None, is_causal: bool, t_q: int, t_k: int, device: torch.device) -> torch.Tensor:
+    """The mask `attention` applies, True where a query may look: `mask` (padding, (B, 1, 1 or T_q, T_k))
+    and, when `is_causal`, the causal mask aligned to the end (`causal_mask`); all True when neither."""
+    if is_causal:
+        causal = causal_mask(t_q, t_k, device)
+        return causal if mask is None else mask & causal
+    return torch.ones(1, 1, t_q, t_k, dtype=torch.bool, device=device) if mask is None else mask
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
@@ -51,26 +64,6 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
         mask = causal_mask(t_q, t_k, q.device) if mask is None else mask & causal_mask(t_q, t_k, q.device)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     return out.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # the kernel gives NaN where a row is all masked
-
-
-def scaled_dot_product_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    is_causal: bool = False,
-    dropout_p: float = 0.0,
-    need_weights: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """What `MultiHeadAttention` runs: `attention` when the weights are wanted (to show or inspect
-    them), else the same numbers from `fused_attention` and no weights. `is_causal` adds the causal
-    mask aligned to the end (`causal_mask`) to `mask`."""
-    if need_weights:
-        if is_causal:
-            causal = causal_mask(q.size(-2), k.size(-2), q.device)
-            mask = causal if mask is None else mask & causal
-        return attention(q, k, v, mask, dropout_p)
-    return fused_attention(q, k, v, mask, is_causal, dropout_p), None
 
 
 class AttentionCache:
@@ -103,16 +96,25 @@ class MultiHeadAttention(nn.Module):
     The Q/K/V projections live in one (3·d_model, d_model) matrix, the layout of
     `nn.MultiheadAttention`: self-attention does one matmul for all three, cross-attention slices
     it into a query part (applied to the decoder) and a key/value part (applied to the memory).
+
+    Its values have names under `name` (`model/hooks.py`): `.q`, `.k`, `.v`, `.mask`, `.scores`,
+    `.weights`, `.heads`, `.out`. The weights exist only when someone reads or patches one of
+    `.mask`, `.scores`, `.weights`; otherwise PyTorch's fused kernel computes the same output.
     """
 
-    def __init__(self, config: TransformerConfig):
+    POINTS = ("q", "k", "v", "mask", "scores", "weights", "heads", "out")
+
+    def __init__(self, config: TransformerConfig, name: str = "attn"):
         super().__init__()
         d_model = config.d_model  # the config checked d_model % n_head == 0
-        self.d_model, self.n_head, self.dropout = d_model, config.n_head, config.attention_weight_dropout
+        self.d_model, self.n_head, self.dropout_p = d_model, config.n_head, config.attention_weight_dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
-        # (B, H, T, d_k) -> same: knocks heads out before out_proj; set by `inspection.ablate`
-        self.head_ablation = None
+        self.hook = nn.ModuleDict({point: HookPoint(f"{name}.{point}") for point in self.POINTS})
+
+    def at(self, point: str, x: torch.Tensor) -> torch.Tensor:
+        """The value `x` passing this layer's named point `point` (read or replaced there, `model.hooks`)."""
+        return self.hook[point](x)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -125,8 +127,7 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         is_causal: bool = False,
         cache: AttentionCache | None = None,
-        need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    ) -> torch.Tensor:
         """x: (B, T, C) queries; memory: (B, S, C) for cross-attention, None for self-attention."""
         B, T, C = x.shape
         if memory is None:  # self-attention: new keys/values are appended to the cache
@@ -144,11 +145,13 @@ class MultiHeadAttention(nn.Module):
                 k, v = self._split_heads(k), self._split_heads(v)
                 if cache is not None:
                     cache.k, cache.v = k, v
-        q = self._split_heads(q)  # (B, H, T, d_k)
-        out, weights = scaled_dot_product_attention(
-            q, k, v, mask, is_causal, self.dropout if self.training else 0.0, need_weights
-        )
-        if self.head_ablation is not None:
-            out = self.head_ablation(out)
+        q, k, v = self.at("q", self._split_heads(q)), self.at("k", k), self.at("v", v)  # (B, H, T, d_k)
+        dropout_p = self.dropout_p if self.training else 0.0
+        if watched(self.hook["mask"], self.hook["scores"], self.hook["weights"]):  # the formula, step by step
+            mask = full_mask(mask, is_causal, q.size(-2), k.size(-2), q.device)
+            out = attention(q, k, v, self.at("mask", mask), dropout_p, self.at)
+        else:  # fast: the same numbers from PyTorch's kernel, the weights never materialised
+            out = fused_attention(q, k, v, mask, is_causal, dropout_p)
+        out = self.at("heads", out)  # (B, H, T, d_k)
         out = out.transpose(1, 2).reshape(B, T, C)  # concat heads: (B, T, C)
-        return self.out_proj(out), weights
+        return self.at("out", self.out_proj(out))

@@ -9,7 +9,7 @@ from . import fast
 from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
 from .embeddings import Embeddings, PositionalEncoding
 from .generation import GenerationMixin, KVCache
-from .layers import Decoder
+from .layers import Decoder, attention_maps
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel, require_same
@@ -46,7 +46,7 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         super().__init__()
         self.config = c = config
         self.embed = Embeddings(c)
-        self.pos = PositionalEncoding(c)
+        self.pos = PositionalEncoding(c, "decoder")  # the decoder's input: its points are decoder.embed, .pos, .input
         self.decoder = Decoder(c)
         self.post_init()
 
@@ -85,22 +85,22 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         attention_mask: (B, T_past + T) 1 for real tokens, 0 for padding. `loss_only` (with
         targets): return the loss without the (B, T, vocab) logits, which are then never stored.
         `inputs_embeds` (B, T, C), the scaled token embeddings `self.embed(input_ids)`, replaces the
-        ids: gradient attributions differentiate with respect to them (`inspection/token_attribution.py`)."""
-        x, maps = self._hidden_states(input_ids, attention_mask, cache, output_attentions, inputs_embeds)
-        logits, loss = head_and_loss(self.embed, x, targets, loss_only)
+        ids: gradient attributions differentiate with respect to them (`inspection/token_attribution.py`).
+        `output_attentions`: every layer's attention weights, read at their named points."""
+        with attention_maps(self, ("decoder",), output_attentions) as maps:
+            x = self._hidden_states(input_ids, attention_mask, cache, inputs_embeds)
+            logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, maps if output_attentions else None)
 
-    def _hidden_states(self, input_ids, attention_mask=None, cache: KVCache | None = None, need_weights=False,
-                       inputs_embeds=None):
-        """`forward` before the output projection: hidden states (B, T, C), attention maps."""
+    def _hidden_states(self, input_ids, attention_mask=None, cache: KVCache | None = None, inputs_embeds=None):
+        """`forward` before the output projection: the final hidden states (B, T, C)."""
         offset = cache.length if cache is not None else 0
         x = self.pos(self.embed(input_ids) if inputs_embeds is None else inputs_embeds, offset)  # (B, T, C)
         mask = padding_mask(attention_mask) if attention_mask is not None else None
-        x, maps = self.decoder(x, tgt_mask=mask, cache=cache.layers if cache is not None else None,
-                               need_weights=need_weights)
+        x = self.decoder(x, tgt_mask=mask, cache=cache.layers if cache is not None else None)
         if cache is not None:
             cache.length += x.size(1)
-        return x, maps
+        return x
 
     def new_cache(self) -> KVCache:
         return KVCache.empty(self.config.n_layer)
@@ -118,5 +118,5 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
             tokens = tokens[:, cache.length:]
             if tokens.size(1) == 1 and fast.can_decode(self):  # fast: the same step without the layers' Python
                 return fast.decode_step(self, tokens, cache)
-        x, _ = self._hidden_states(tokens, cache=cache)
+        x = self._hidden_states(tokens, cache=cache)
         return self.embed.logits(x[:, -1])

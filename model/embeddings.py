@@ -10,24 +10,27 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import TransformerConfig
+from .hooks import HookPoint
 
 
 class Embeddings(nn.Module):
     """Token embeddings scaled by √d_model, so they are not drowned by the positional encoding.
 
     The same matrix, transposed, is the output projection (`logits`): weight tying (section 3.4).
+    Its result passes the named point `logits` (`model/hooks.py`).
     """
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.lut = nn.Embedding(config.vocab_size, config.d_model)
         self.scale = math.sqrt(config.d_model)
+        self.hook_logits = HookPoint("logits")
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         return self.lut(idx) * self.scale  # (B, T, C)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.lut.weight)  # (B, T, vocab)
+        return self.hook_logits(F.linear(x, self.lut.weight))  # (B, T, vocab)
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -42,16 +45,21 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
 
 class PositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal table, `config.max_positions` rows; `offset` is the position of the
-    first token (KV cache)."""
+    first token (KV cache). This is where a stack's input is put together, so its named points are
+    the stack's (`name`: "encoder" or "decoder"): `{name}.embed`, the token vectors it receives,
+    `{name}.pos`, the rows it adds, and `{name}.input`, their sum (after dropout)."""
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, name: str = "decoder"):
         super().__init__()
         self.dropout = nn.Dropout(config.dropout)
         # not a parameter and not saved: it is a pure function of (max_positions, d_model)
         self.register_buffer("pe", sinusoidal_table(config.max_positions, config.d_model), persistent=False)
+        self.hook_embed, self.hook_pos = HookPoint(f"{name}.embed"), HookPoint(f"{name}.pos")
+        self.hook_input = HookPoint(f"{name}.input")
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         T = x.size(1)
         if offset + T > self.pe.size(0):
             raise ValueError(f"sequence of {offset + T} positions exceeds max_len {self.pe.size(0)}")
-        return self.dropout(x + self.pe[offset : offset + T])  # (B, T, C)
+        x = self.hook_embed(x) + self.hook_pos(self.pe[offset : offset + T])  # (B, T, C)
+        return self.hook_input(self.dropout(x))

@@ -10,7 +10,7 @@ from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
 from .decoder_only import DecoderOnlyLM
 from .embeddings import Embeddings, PositionalEncoding
 from .generation import GenerationMixin, KVCache
-from .layers import AttentionMap, Decoder, Encoder
+from .layers import AttentionMap, Decoder, Encoder, attention_maps
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel, require_same
@@ -102,8 +102,9 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
     def __init__(self, config: EncoderDecoderConfig):
         super().__init__()
         self.config = c = config
-        self.embed = Embeddings(c)
-        self.pos = PositionalEncoding(c)
+        self.embed = Embeddings(c)  # one table for both sides, tied to the output projection
+        self.src_pos = PositionalEncoding(c, "encoder")  # the same sinusoids (no weights), each side's input
+        self.tgt_pos = PositionalEncoding(c, "decoder")  # with its own named points
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
         self.post_init()
@@ -165,44 +166,49 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
             mine.load_state_dict(theirs.state_dict())
         self.encoder.norm.load_state_dict(lm.decoder.norm.state_dict())
 
-    def encode(self, src_ids: torch.Tensor | None, src_mask: torch.Tensor | None = None, need_weights: bool = False,
-               src_embeds: torch.Tensor | None = None):
-        """src_ids: (B, S), src_mask: (B, S) 1 = real -> memory (B, S, C), attention maps.
+    def encode(self, src_ids: torch.Tensor | None, src_mask: torch.Tensor | None = None,
+               output_attentions: bool = False, inputs_embeds: torch.Tensor | None = None):
+        """src_ids: (B, S), src_mask: (B, S) 1 = real -> memory (B, S, C), and with `output_attentions`
+        the encoder's attention maps (else an empty list).
 
-        `src_embeds` (B, S, C), the scaled token embeddings `self.embed(src_ids)`, replaces the ids:
+        `inputs_embeds` (B, S, C), the scaled token embeddings `self.embed(src_ids)`, replaces the ids:
         gradient attributions differentiate with respect to them (see `inspection/attribution.py`)."""
         mask = padding_mask(src_mask) if src_mask is not None else None
-        x = self.embed(src_ids) if src_embeds is None else src_embeds  # (B, S, C)
+        x = self.embed(src_ids) if inputs_embeds is None else inputs_embeds  # (B, S, C)
         if not self.config.reverse_source:
-            return self.encoder(self.pos(x), mask, need_weights)
+            with attention_maps(self, ("encoder",), output_attentions) as maps:
+                memory = self.encoder(self.src_pos(x), mask)
+            return memory, maps
         order = reading_order(src_mask if src_mask is not None else torch.ones(x.shape[:2], device=x.device))
-        memory, maps = self.encoder(self.pos(reorder(x, order)), mask, need_weights)  # positions count from the end
+        with attention_maps(self, ("encoder",), output_attentions) as maps:
+            memory = self.encoder(self.src_pos(reorder(x, order)), mask)  # positions count from the end
         return reorder(memory, order), [AttentionMap(m.kind, m.layer, reorder_map(m.weights, order)) for m in maps]
 
-    def decode(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
+    def decode(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, output_attentions=False):
         """tgt_ids: (B, T) -> logits (B, T, vocab), attention maps. Right-padded targets need no
         mask: causality keeps pads from influencing earlier positions, and the loss ignores them."""
-        x, maps = self.decoder_states(tgt_ids, memory, src_mask, cache, need_weights)
-        return self.embed.logits(x), maps
+        with attention_maps(self, ("decoder",), output_attentions) as maps:
+            logits = self.embed.logits(self.decoder_states(tgt_ids, memory, src_mask, cache))
+        return logits, maps
 
-    def decoder_states(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, need_weights=False):
-        """`decode` before the output projection: hidden states (B, T, C), attention maps."""
+    def decoder_states(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None):
+        """`decode` before the output projection: hidden states (B, T, C)."""
         offset = cache.length if cache is not None else 0
-        x = self.pos(self.embed(tgt_ids), offset)
+        x = self.tgt_pos(self.embed(tgt_ids), offset)
         mask = padding_mask(src_mask) if src_mask is not None else None
-        x, maps = self.decoder(x, memory=memory, src_mask=mask,
-                               cache=cache.layers if cache is not None else None, need_weights=need_weights)
+        x = self.decoder(x, memory=memory, src_mask=mask, cache=cache.layers if cache is not None else None)
         if cache is not None:
             cache.length += tgt_ids.size(1)
-        return x, maps
+        return x
 
     def forward(self, src_ids, tgt_ids, src_mask=None, targets=None, output_attentions=False,
                 loss_only=False) -> ModelOutput:
         """targets: (B, T) aligned with tgt_ids (tgt shifted left), -100 = ignore. `loss_only` (with
         targets): return the loss without the (B, T, vocab) logits, which are then never stored."""
         memory, enc_maps = self.encode(src_ids, src_mask, output_attentions)
-        x, dec_maps = self.decoder_states(tgt_ids, memory, src_mask, need_weights=output_attentions)
-        logits, loss = head_and_loss(self.embed, x, targets, loss_only)
+        with attention_maps(self, ("decoder",), output_attentions) as dec_maps:
+            x = self.decoder_states(tgt_ids, memory, src_mask)
+            logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None, memory)
 
     @torch.inference_mode()
@@ -218,8 +224,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """`score_candidates` from an encoded source (B, S, C) -> (B, K); differentiable, for attributions."""
         return self._scored(memory, candidates, src_mask)[0]
 
-    def _scored(self, memory, candidates: list[list[int]], src_mask=None, need_weights=False):
-        """-> candidate scores (B, K), and with `need_weights` the decoder's attention maps, weights
+    def _scored(self, memory, candidates: list[list[int]], src_mask=None, output_attentions=False):
+        """-> candidate scores (B, K), and with `output_attentions` the decoder's attention maps, weights
         (B·K, H, width, ·): row b·K + k is candidate k of source b, query 0 its first step.
 
         One decoder pass scores every candidate: each source is repeated once per candidate, and
@@ -233,7 +239,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         tgt_out = torch.tensor([[*cand, c.eos_token_id] + [-1] * (width - 1 - len(cand)) for cand in candidates],
                                device=memory.device).repeat(B, 1)  # (B·K, width), -1 = padding
         src_mask = None if src_mask is None else src_mask.repeat_interleave(K, 0)
-        logits, maps = self.decode(tgt_in, memory.repeat_interleave(K, 0), src_mask, need_weights=need_weights)
+        logits, maps = self.decode(tgt_in, memory.repeat_interleave(K, 0), src_mask,
+                                   output_attentions=output_attentions)
         log_probs = logits.float().log_softmax(-1).gather(-1, tgt_out.clamp(min=0)[..., None]).squeeze(-1)
         return (log_probs * (tgt_out >= 0)).sum(-1).view(B, K), maps
 
@@ -248,7 +255,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         which the attention attribution reads the label step's cross-attention without decoding
         again. Its attention is computed unfused, so the log-probabilities can differ from
         `label_log_probs`'s in the last float bits."""
-        scores, maps = self._scored(memory, candidates, src_mask, need_weights=True)
+        scores, maps = self._scored(memory, candidates, src_mask, output_attentions=True)
         return self._calibrated(scores), maps
 
     def _calibrated(self, scores: torch.Tensor) -> torch.Tensor:
@@ -261,10 +268,10 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """(1, T) decoder tokens so far -> (1, vocab); the source is encoded once per cache."""
         if cache is None:
             memory, _ = self.encode(src_ids, src_mask)
-            x, _ = self.decoder_states(tokens, memory, src_mask)
+            x = self.decoder_states(tokens, memory, src_mask)
         else:
             if cache.memory is None:
                 cache.memory, _ = self.encode(src_ids, src_mask)
                 cache.src_mask = src_mask
-            x, _ = self.decoder_states(tokens[:, cache.length:], cache.memory, cache.src_mask, cache=cache)
+            x = self.decoder_states(tokens[:, cache.length:], cache.memory, cache.src_mask, cache=cache)
         return self.embed.logits(x[:, -1])  # the last position only: the others are never read

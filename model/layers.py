@@ -8,6 +8,8 @@ nanoGPT's `Block(config)` and Hugging Face's `GPT2Block(config)` are: a new opti
 read where it is used, not one more positional argument threaded through every constructor.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -15,6 +17,7 @@ import torch.nn as nn
 
 from .attention import AttentionCache, MultiHeadAttention
 from .config import TransformerConfig
+from .hooks import HookPoint, attach, names
 
 
 def build_norm(config: TransformerConfig) -> nn.Module:
@@ -27,52 +30,53 @@ class SublayerConnection(nn.Module):
 
     Post-norm, `LayerNorm(x + Sublayer(x))`, is the paper's; pre-norm, `x + Sublayer(LayerNorm(x))`,
     keeps an unnormalised residual path and trains more stably in deep or fast-LR settings.
-    The sublayer returns `(output, attention weights or None)` so the weights can be kept.
+    Named points: `{name}.in`, what the sublayer reads, and `{name}.resid`, the stream after it.
     """
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, name: str):
         super().__init__()
         self.norm = build_norm(config)
         self.dropout = nn.Dropout(config.dropout)
         self.norm_first = config.norm_first
+        self.hook_in, self.hook_resid = HookPoint(f"{name}.in"), HookPoint(f"{name}.resid")
 
-    def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
         if self.norm_first:
-            out, weights = sublayer(self.norm(x))
-            return x + self.dropout(out), weights
-        out, weights = sublayer(x)
-        return self.norm(x + self.dropout(out)), weights
+            return self.hook_resid(x + self.dropout(sublayer(self.hook_in(self.norm(x)))))
+        return self.hook_resid(self.norm(x + self.dropout(sublayer(self.hook_in(x)))))
 
 
 class FeedForward(nn.Module):
     """FFN(x) = W₂ GELU(W₁ x + b₁) + b₂, applied to each position alone: widen to d_ff, bend, narrow
-    back. GELU (GPT's) where the paper has ReLU: smooth, so small negative inputs still pass a little."""
+    back. GELU (GPT's) where the paper has ReLU: smooth, so small negative inputs still pass a little.
+    Named points: `{name}.hidden` (after GELU) and `{name}.out`."""
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, name: str = "ffn"):
         super().__init__()
         self.w_1 = nn.Linear(config.d_model, config.d_ff)
         self.activation = nn.GELU()
         self.w_2 = nn.Linear(config.d_ff, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
+        self.hook_hidden, self.hook_out = HookPoint(f"{name}.hidden"), HookPoint(f"{name}.out")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_2(self.dropout(self.activation(self.w_1(x))))  # (B, T, C) -> (B, T, d_ff) -> (B, T, C)
+        hidden = self.hook_hidden(self.activation(self.w_1(x)))  # (B, T, C) -> (B, T, d_ff)
+        return self.hook_out(self.w_2(self.dropout(hidden)))  # -> (B, T, C)
 
 
 class EncoderLayer(nn.Module):
     """Self-attention over the whole source, then the feed-forward network."""
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, name: str = "encoder.0"):
         super().__init__()
-        self.self_attn = MultiHeadAttention(config)
-        self.feed_forward = FeedForward(config)
-        self.sublayer = nn.ModuleList(SublayerConnection(config) for _ in range(2))
+        self.self_attn = MultiHeadAttention(config, f"{name}.attn")
+        self.feed_forward = FeedForward(config, f"{name}.ffn")
+        self.sublayer = nn.ModuleList([SublayerConnection(config, f"{name}.attn"),
+                                       SublayerConnection(config, f"{name}.ffn")])
 
-    def forward(self, x, mask=None, need_weights=False, is_causal=False):
-        x, weights = self.sublayer[0](
-            x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal, need_weights=need_weights))
-        x, _ = self.sublayer[1](x, lambda h: (self.feed_forward(h), None))
-        return x, weights
+    def forward(self, x, mask=None, is_causal=False):
+        x = self.sublayer[0](x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal))
+        return self.sublayer[1](x, self.feed_forward)
 
 
 @dataclass
@@ -89,29 +93,22 @@ class DecoderLayer(nn.Module):
     With `cross_attention=False` it is a GPT block (masked self-attention -> feed-forward).
     """
 
-    def __init__(self, config: TransformerConfig, cross_attention: bool = True):
+    def __init__(self, config: TransformerConfig, cross_attention: bool = True, name: str = "decoder.0"):
         super().__init__()
         c = config
-        self.self_attn = MultiHeadAttention(c)
-        self.src_attn = MultiHeadAttention(c) if cross_attention else None
-        self.feed_forward = FeedForward(c)
-        self.sublayer = nn.ModuleList(SublayerConnection(c) for _ in range(3 if cross_attention else 2))
+        self.self_attn = MultiHeadAttention(c, f"{name}.attn")
+        self.src_attn = MultiHeadAttention(c, f"{name}.cross") if cross_attention else None
+        self.feed_forward = FeedForward(c, f"{name}.ffn")
+        parts = ("attn", "cross", "ffn") if cross_attention else ("attn", "ffn")
+        self.sublayer = nn.ModuleList(SublayerConnection(c, f"{name}.{part}") for part in parts)
 
-    def forward(self, x, tgt_mask=None, memory=None, src_mask=None, cache: LayerCache | None = None,
-                need_weights=False):
+    def forward(self, x, tgt_mask=None, memory=None, src_mask=None, cache: LayerCache | None = None):
         """x: (B, T, C). `tgt_mask` may be None: causality is always applied (`is_causal`)."""
-        self_cache = cache.self_attn if cache is not None else None
-        x, self_w = self.sublayer[0](
-            x, lambda h: self.self_attn(h, mask=tgt_mask, is_causal=True, cache=self_cache,
-                                        need_weights=need_weights))
-        cross_w = None
+        self_cache, cross_cache = (cache.self_attn, cache.cross_attn) if cache is not None else (None, None)
+        x = self.sublayer[0](x, lambda h: self.self_attn(h, mask=tgt_mask, is_causal=True, cache=self_cache))
         if self.src_attn is not None:
-            cross_cache = cache.cross_attn if cache is not None else None
-            x, cross_w = self.sublayer[1](
-                x, lambda h: self.src_attn(h, memory, mask=src_mask, cache=cross_cache,
-                                           need_weights=need_weights))
-        x, _ = self.sublayer[-1](x, lambda h: (self.feed_forward(h), None))
-        return x, self_w, cross_w
+            x = self.sublayer[1](x, lambda h: self.src_attn(h, memory, mask=src_mask, cache=cross_cache))
+        return self.sublayer[-1](x, self.feed_forward)
 
 
 @dataclass
@@ -123,6 +120,37 @@ class AttentionMap:
     weights: torch.Tensor  # (B, H, T_q, T_k)
 
 
+# the attention of each `AttentionMap.kind`: its stack and its part of a layer (`{stack}.{layer}.{part}`)
+ATTENTION_KINDS = {"encoder_self": ("encoder", "attn"), "decoder_self": ("decoder", "attn"),
+                   "cross": ("decoder", "cross")}
+
+
+def attention_point(kind: str, layer: int, point: str) -> str:
+    """The name of a point of one attention layer: ("cross", 0, "weights") -> "decoder.0.cross.weights"."""
+    stack, part = ATTENTION_KINDS[kind]
+    return f"{stack}.{layer}.{part}.{point}"
+
+
+@contextmanager
+def attention_maps(model: nn.Module, stacks: tuple[str, ...], wanted: bool = True) -> Iterator[list[AttentionMap]]:
+    """Within the block, the attention weights of `model`'s layers in `stacks` ("encoder",
+    "decoder") are read at their named points; on leaving it the yielded list holds one
+    `AttentionMap` per layer, in the order the model runs them (empty if not `wanted`)."""
+    maps: list[AttentionMap] = []
+    if not wanted:
+        yield maps
+        return
+    kinds = {parts: kind for kind, parts in ATTENTION_KINDS.items()}
+    wanted_points = {}
+    for name in names(model):
+        stack, layer, part, point = (name.split(".") + [""] * 4)[:4]
+        if point == "weights" and stack in stacks:
+            wanted_points[name] = AttentionMap(kinds[stack, part], int(layer), None)
+    with attach(model, read=wanted_points) as seen:
+        yield maps
+    maps += [AttentionMap(m.kind, m.layer, seen[name]) for name, m in wanted_points.items() if name in seen]
+
+
 class Encoder(nn.Module):
     """`config.n_encoder_layer` encoder layers; with pre-norm a final norm normalises the last residual stream.
 
@@ -132,17 +160,15 @@ class Encoder(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layer))
+        self.layers = nn.ModuleList(EncoderLayer(config, f"encoder.{i}") for i in range(config.n_encoder_layer))
         self.norm = build_norm(config) if config.norm_first else nn.Identity()
+        self.hook_norm = HookPoint("encoder.norm")
         self.is_causal = config.causal_encoder
 
-    def forward(self, x, mask=None, need_weights=False):
-        maps = []
-        for i, layer in enumerate(self.layers):
-            x, w = layer(x, mask, need_weights, self.is_causal)
-            if need_weights:
-                maps.append(AttentionMap("encoder_self", i, w))
-        return self.norm(x), maps
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask, self.is_causal)
+        return self.hook_norm(self.norm(x))
 
 
 class Decoder(nn.Module):
@@ -152,18 +178,12 @@ class Decoder(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(config, config.is_encoder_decoder)
-                                    for _ in range(config.n_decoder_layer))
+        self.layers = nn.ModuleList(DecoderLayer(config, config.is_encoder_decoder, f"decoder.{i}")
+                                    for i in range(config.n_decoder_layer))
         self.norm = build_norm(config) if config.norm_first else nn.Identity()
+        self.hook_norm = HookPoint("decoder.norm")
 
-    def forward(self, x, tgt_mask=None, memory=None, src_mask=None,
-                cache: list[LayerCache] | None = None, need_weights=False):
-        maps = []
+    def forward(self, x, tgt_mask=None, memory=None, src_mask=None, cache: list[LayerCache] | None = None):
         for i, layer in enumerate(self.layers):
-            x, self_w, cross_w = layer(x, tgt_mask, memory, src_mask,
-                                       cache[i] if cache is not None else None, need_weights)
-            if need_weights:
-                maps.append(AttentionMap("decoder_self", i, self_w))
-                if cross_w is not None:
-                    maps.append(AttentionMap("cross", i, cross_w))
-        return self.norm(x), maps
+            x = layer(x, tgt_mask, memory, src_mask, cache[i] if cache is not None else None)
+        return self.hook_norm(self.norm(x))

@@ -18,6 +18,8 @@ from safetensors.torch import load_file, save_file
 
 from storage import CONFIG_NAME, WEIGHTS_NAME, atomic_write, atomic_write_text, resolve_checkpoint
 
+from .hooks import attach, names, owner
+
 MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedModel subclasses
 
 
@@ -74,6 +76,19 @@ class PreTrainedModel(torch.nn.Module):
                 for name, p in layers.named_parameters():
                     if name.endswith(("out_proj.weight", "w_2.weight")):
                         torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * len(layers)))
+
+    def hooks(self, read=(), patch=None):
+        """Read and replace named values for the passes run inside a `with` block (`model/hooks.py`):
+        `with model.hooks(read=["decoder.0.attn.weights"]) as seen: model(ids)`."""
+        return attach(self, read, patch)
+
+    def point_names(self) -> list[str]:
+        """Every named point of the model (`model/hooks.py` says what each holds)."""
+        return names(self)
+
+    def point_owner(self, name: str) -> torch.nn.Module:
+        """The layer whose parameters computed the value at point `name` (`model.hooks.owner`)."""
+        return owner(self, name)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

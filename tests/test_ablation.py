@@ -10,6 +10,7 @@ import torch
 from inspection.ablation import Head, HeadMask, ablate, all_heads, classifier_head_effects, lm_head_effects
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, MultiHeadAttention
 from model.config import TransformerConfig
+from model.hooks import attach, attached
 
 CANDIDATES = [[5, 6], [7]]
 
@@ -55,14 +56,11 @@ def test_a_knocked_out_head_changes_only_its_own_share(mode: str, causal: bool) 
         counts = torch.arange(1, 6, dtype=torch.float32)[:, None]
         knocked[:, 2] = heads[:, 2].cumsum(1) / counts if causal else heads[:, 2].mean(1, keepdim=True)
     expected = attn.out_proj(knocked.transpose(1, 2).reshape(2, 5, 16))
-    attn.head_ablation = HeadMask(torch.tensor([True, True, False, True]), mode, causal)
-    try:
-        out, _ = attn(x, is_causal=causal)
-    finally:
-        attn.head_ablation = None
+    with attach(attn, patch={"attn.heads": HeadMask(torch.tensor([True, True, False, True]), mode, causal)}):
+        out = attn(x, is_causal=causal)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     # the change is head 2's columns of the output projection times what it no longer writes
-    full, _ = attn(x, is_causal=causal)
+    full = attn(x, is_causal=causal)
     w_head = attn.out_proj.weight[:, 8:12]  # (C, d_k)
     torch.testing.assert_close(full - out, (heads[:, 2] - knocked[:, 2]) @ w_head.T, atol=1e-5, rtol=1e-5)
 
@@ -72,14 +70,11 @@ def test_no_head_ablated_changes_nothing_bit_for_bit(lm, classifier) -> None:
     with torch.inference_mode():
         before = lm(ids).logits
         with ablate(lm, [], "mean"):
-            assert all(layer.self_attn.head_ablation is None for layer in lm.decoder.layers)
+            assert not attached(lm)
             during = lm(ids).logits
-        attn = lm.decoder.layers[1].self_attn  # a mask that keeps every head: `torch.where` passes them through
-        attn.head_ablation = HeadMask(torch.ones(2, dtype=torch.bool), "mean", True)
-        try:
+        # a mask that keeps every head: `torch.where` passes them through
+        with lm.hooks(patch={"decoder.1.attn.heads": HeadMask(torch.ones(2, dtype=torch.bool), "mean", True)}):
             kept = lm(ids).logits
-        finally:
-            attn.head_ablation = None
         tgt = torch.tensor([[1, 5, 6]])
         enc_before = classifier(ids, tgt.repeat(2, 1)).logits
         with ablate(classifier, [], "zero"):
@@ -89,20 +84,16 @@ def test_no_head_ablated_changes_nothing_bit_for_bit(lm, classifier) -> None:
 
 def test_ablate_reaches_only_the_named_layer_and_undoes_itself(lm) -> None:
     ids = torch.randint(3, 40, (1, 8))
-    seen = []
-    hooks = [layer.register_forward_hook(lambda m, args, out: seen.append(out[0])) for layer in lm.decoder.layers]
-    try:
-        with torch.inference_mode():
+    layers_out = [f"decoder.{i}.ffn.resid" for i in range(3)]
+    with torch.inference_mode():
+        with lm.hooks(read=layers_out) as plain:
             lm(ids)
-            with ablate(lm, [Head("decoder_self", 1, 0)]):
-                lm(ids)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    plain, knocked = seen[:3], seen[3:]
+        with ablate(lm, [Head("decoder_self", 1, 0)]), lm.hooks(read=layers_out) as knocked:
+            lm(ids)
+    plain, knocked = [plain[n] for n in layers_out], [knocked[n] for n in layers_out]
     assert torch.equal(plain[0], knocked[0])  # below the head: untouched
     assert not torch.allclose(plain[1], knocked[1]) and not torch.allclose(plain[2], knocked[2])
-    assert all(layer.self_attn.head_ablation is None for layer in lm.decoder.layers)
+    assert not attached(lm)
 
 
 def test_mean_ablation_never_reads_the_future(lm) -> None:
@@ -153,4 +144,4 @@ def test_bad_heads_and_modes_are_refused(lm) -> None:
             pass
     with pytest.raises(ValueError, match="mode"), ablate(lm, [Head("decoder_self", 0, 0)], "noise"):
         pass
-    assert all(layer.self_attn.head_ablation is None for layer in lm.decoder.layers)
+    assert not attached(lm)

@@ -13,12 +13,14 @@ from model import (
     AttentionCache,
     MultiHeadAttention,
     causal_padding_mask,
+    fused_attention,
     padding_mask,
-    scaled_dot_product_attention,
     subsequent_mask,
 )
+from model.attention import attention, full_mask
 from model.config import TransformerConfig
 from model.fast import KVBuffer
+from model.hooks import attach
 
 B, H, D_K = 2, 3, 8
 
@@ -27,6 +29,24 @@ def qkv(t_q: int, t_k: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, 
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(B, H, t_q, D_K, generator=g), torch.randn(B, H, t_k, D_K, generator=g),
             torch.randn(B, H, t_k, D_K, generator=g))
+
+
+def sdpa(q, k, v, mask=None, is_causal=False, need_weights=False):
+    """The lesson's formula (`attention`, its weights read where they pass "weights") when the weights
+    are wanted, else the fused kernel (`fused_attention`): -> (out, weights or None)."""
+    if not need_weights:
+        return fused_attention(q, k, v, mask, is_causal), None
+    seen = {}
+    out = attention(q, k, v, full_mask(mask, is_causal, q.size(-2), k.size(-2), q.device),
+                    at=lambda name, x: seen.setdefault(name, x))
+    return out, seen["weights"]
+
+
+def with_weights(mha, *args, **kwargs):
+    """A multi-head attention layer's output and its weights, read at its named point `attn.weights`."""
+    with attach(mha, read=["attn.weights"]) as seen:
+        out = mha(*args, **kwargs)
+    return out, seen["attn.weights"]
 
 
 def numpy_attention(q, k, v, allowed) -> tuple[np.ndarray, np.ndarray]:
@@ -79,7 +99,7 @@ def test_seed_worked_example_causal_softmax():
     q, k = (2 * S)[None, None], torch.eye(4)[None, None]  # d_k = 4: Q Kᵀ / √4 = 2S / 2 = S exactly
     v = torch.arange(16.0).view(1, 1, 4, 4)
     for kwargs in ({"is_causal": True}, {"mask": subsequent_mask(4)}):
-        out, weights = scaled_dot_product_attention(q, k, v, need_weights=True, **kwargs)
+        out, weights = sdpa(q, k, v, need_weights=True, **kwargs)
         torch.testing.assert_close(weights[0, 0], W, atol=5e-4, rtol=0)
         assert (weights[0, 0].triu(1) == 0).all()
         torch.testing.assert_close(out, weights @ v)
@@ -91,7 +111,7 @@ def test_explicit_path_matches_numpy(t_q, t_k):
     random = torch.rand(B, 1, t_q, t_k, generator=torch.Generator().manual_seed(1)) > 0.3
     causal = np.tril(np.ones((t_q, t_k), dtype=bool), t_k - t_q)  # aligned to the end
     for kwargs, allowed in [({}, True), ({"mask": random}, random.numpy()), ({"is_causal": True}, causal)]:
-        out, weights = scaled_dot_product_attention(q, k, v, need_weights=True, **kwargs)
+        out, weights = sdpa(q, k, v, need_weights=True, **kwargs)
         ref_out, ref_w = numpy_attention(q, k, v, allowed)
         np.testing.assert_allclose(weights.numpy(), ref_w, atol=1e-6)
         np.testing.assert_allclose(out.numpy(), ref_out, atol=1e-5)
@@ -110,8 +130,8 @@ def mask_cases(t_q: int, t_k: int) -> list[tuple[torch.Tensor | None, bool]]:
 def test_fast_path_matches_explicit_path(t_q, t_k):
     q, k, v = qkv(t_q, t_k, seed=3)
     for mask, is_causal in mask_cases(t_q, t_k):
-        fast, none = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)
-        explicit, weights = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, need_weights=True)
+        fast, none = sdpa(q, k, v, mask=mask, is_causal=is_causal)
+        explicit, weights = sdpa(q, k, v, mask=mask, is_causal=is_causal, need_weights=True)
         assert none is None and weights.shape == (B, H, t_q, t_k)
         assert not fast.isnan().any() and not explicit.isnan().any()
         torch.testing.assert_close(fast, explicit, atol=1e-5, rtol=0)
@@ -121,16 +141,16 @@ def test_fast_path_matches_explicit_path(t_q, t_k):
 def test_is_causal_is_aligned_to_the_end(t_q, t_k):
     """Query i may see keys <= i + (t_k - t_q): a block of new queries after a KV cache."""
     q, k, v = qkv(t_q, t_k, seed=4)
-    _, weights = scaled_dot_product_attention(q, k, v, is_causal=True, need_weights=True)
+    _, weights = sdpa(q, k, v, is_causal=True, need_weights=True)
     allowed = torch.ones(t_q, t_k, dtype=torch.bool).tril(t_k - t_q)
     assert (weights[..., ~allowed] == 0).all()
     assert (weights[..., allowed] > 0).all()
     torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, t_q))
     # the same rows as the last t_q queries of a full causal pass over t_k queries
     q_full = torch.cat([torch.randn(B, H, t_k - t_q, D_K), q], dim=2)
-    full, _ = scaled_dot_product_attention(q_full, k, v, is_causal=True)
+    full, _ = sdpa(q_full, k, v, is_causal=True)
     for need_weights in (False, True):
-        out, _ = scaled_dot_product_attention(q, k, v, is_causal=True, need_weights=need_weights)
+        out, _ = sdpa(q, k, v, is_causal=True, need_weights=need_weights)
         torch.testing.assert_close(out, full[:, :, -t_q:], atol=1e-5, rtol=0)
 
 
@@ -139,7 +159,7 @@ def test_weights_rows_sum_to_one_and_masked_positions_are_zero():
     attention_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
     for mask, is_causal in [(padding_mask(attention_mask), False), (subsequent_mask(5), False),
                             (causal_padding_mask(attention_mask), False), (padding_mask(attention_mask), True)]:
-        _, weights = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, need_weights=True)
+        _, weights = sdpa(q, k, v, mask=mask, is_causal=is_causal, need_weights=True)
         allowed = torch.broadcast_to(mask, weights.shape)
         if is_causal:
             allowed = allowed & subsequent_mask(5)
@@ -154,15 +174,15 @@ def test_fully_masked_query_row_gives_zeros_not_nan():
     mask = torch.ones(B, 1, 4, 4, dtype=torch.bool)
     mask[0, :, 2] = False  # query 2 of batch 0 may see nothing
     for is_causal in (False, True):
-        fast, _ = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal)
-        explicit, weights = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, need_weights=True)
+        fast, _ = sdpa(q, k, v, mask=mask, is_causal=is_causal)
+        explicit, weights = sdpa(q, k, v, mask=mask, is_causal=is_causal, need_weights=True)
         for t in (fast, explicit, weights):
             assert not t.isnan().any()
             assert (t[0, :, 2] == 0).all()
         torch.testing.assert_close(weights[0, :, 3].sum(-1), torch.ones(H))
     # left padding under a causal mask: the pad query at position 0 has no visible key at all
     left_pad = causal_padding_mask(torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]]))
-    out, weights = scaled_dot_product_attention(q, k, v, mask=left_pad, need_weights=True)
+    out, weights = sdpa(q, k, v, mask=left_pad, need_weights=True)
     assert (weights[0, :, 0] == 0).all() and (out[0, :, 0] == 0).all() and not out.isnan().any()
 
 
@@ -170,7 +190,7 @@ def test_fully_masked_row_has_finite_gradients():
     q, k, v = (t.requires_grad_() for t in qkv(3, 3, seed=7))
     mask = causal_padding_mask(torch.tensor([[0, 1, 1], [1, 1, 1]]))
     for need_weights in (False, True):
-        out, _ = scaled_dot_product_attention(q, k, v, mask=mask, need_weights=need_weights)
+        out, _ = sdpa(q, k, v, mask=mask, need_weights=need_weights)
         grads = torch.autograd.grad(out.sum(), (q, k, v))
         assert all(g.isfinite().all() for g in grads)
 
@@ -199,9 +219,9 @@ def test_attention_dropout_alone_decides_whether_training_mode_draws_in_attentio
     for attention_dropout, same in ((0.0, True), (0.5, False)):
         torch.manual_seed(0)
         mha = MultiHeadAttention(replace(MHA_CONFIG, dropout=0.5, attention_dropout=attention_dropout))
-        expected = mha.eval()(x, memory)[0]
+        expected = mha.eval()(x, memory)
         mha.train()
-        first, second = mha(x, memory)[0], mha(x, memory)[0]
+        first, second = mha(x, memory), mha(x, memory)
         assert torch.allclose(first, expected, atol=1e-6) is same and torch.allclose(first, second) is same
 
 
@@ -224,16 +244,16 @@ def mha_pair(seed: int = 0) -> tuple[MultiHeadAttention, nn.MultiheadAttention]:
 def test_mha_shapes_self_cross_and_cache():
     mha = MultiHeadAttention(MHA_CONFIG).eval()
     x, memory = torch.randn(2, 5, C), torch.randn(2, 7, C)
-    out, weights = mha(x)
-    assert out.shape == (2, 5, C) and weights is None
-    out, weights = mha(x, need_weights=True)
+    out = mha(x)
+    assert out.shape == (2, 5, C)
+    out, weights = with_weights(mha, x)
     assert out.shape == (2, 5, C) and weights.shape == (2, N_HEAD, 5, 5)
-    out, weights = mha(x, memory, need_weights=True)
+    out, weights = with_weights(mha, x, memory)
     assert out.shape == (2, 5, C) and weights.shape == (2, N_HEAD, 5, 7)
 
     cache = AttentionCache()
     for t in range(1, 4):
-        out, weights = mha(x[:, t - 1 : t], is_causal=True, cache=cache, need_weights=True)
+        out, weights = with_weights(mha, x[:, t - 1 : t], is_causal=True, cache=cache)
         assert out.shape == (2, 1, C) and weights.shape == (2, N_HEAD, 1, t)
         assert cache.k.shape == cache.v.shape == (2, N_HEAD, t, C // N_HEAD)
 
@@ -241,10 +261,10 @@ def test_mha_shapes_self_cross_and_cache():
 def test_mha_self_attention_cache_matches_full_pass():
     mha = MultiHeadAttention(MHA_CONFIG).eval()
     x = torch.randn(2, 6, C)
-    full, _ = mha(x, is_causal=True)
+    full = mha(x, is_causal=True)
     cache = AttentionCache()
-    first, _ = mha(x[:, :4], is_causal=True, cache=cache)  # a 4-token prompt, then one token at a time
-    steps = [first] + [mha(x[:, t : t + 1], is_causal=True, cache=cache)[0] for t in (4, 5)]
+    first = mha(x[:, :4], is_causal=True, cache=cache)  # a 4-token prompt, then one token at a time
+    steps = [first] + [mha(x[:, t : t + 1], is_causal=True, cache=cache) for t in (4, 5)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-6, rtol=0)
 
 
@@ -279,12 +299,12 @@ def test_kv_buffer_writes_in_place_and_grows(capacity):
 def test_mha_cross_attention_cache_is_filled_once():
     mha = MultiHeadAttention(MHA_CONFIG).eval()
     x, memory = torch.randn(1, 3, C), torch.randn(1, 7, C)
-    full, _ = mha(x, memory)
+    full = mha(x, memory)
     cache = AttentionCache()
-    first, _ = mha(x[:, :1], memory, cache=cache)
+    first = mha(x[:, :1], memory, cache=cache)
     k = cache.k
     assert k.shape == (1, N_HEAD, 7, C // N_HEAD)
-    rest, _ = mha(x[:, 1:], memory, cache=cache)
+    rest = mha(x[:, 1:], memory, cache=cache)
     assert cache.k is k  # the memory's keys/values were not recomputed
     torch.testing.assert_close(torch.cat([first, rest], dim=1), full, atol=1e-6, rtol=0)
 
@@ -297,13 +317,13 @@ def test_mha_matches_torch_self_attention():
     cases = [({}, {}), ({"mask": padding_mask(key_keep)}, {"key_padding_mask": key_keep == 0}),
              ({"is_causal": True}, {"attn_mask": causal})]
     for our_kwargs, ref_kwargs in cases:
-        out, weights = ours(x, need_weights=True, **our_kwargs)
+        out, weights = with_weights(ours, x, **our_kwargs)
         ref_out, ref_w = ref(x, x, x, average_attn_weights=False, **ref_kwargs)
         torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
         torch.testing.assert_close(weights, ref_w, atol=1e-5, rtol=0)
         _, ref_avg = ref(x, x, x, **ref_kwargs)
         torch.testing.assert_close(weights.mean(1), ref_avg, atol=1e-5, rtol=0)
-        fast, _ = ours(x, **our_kwargs)
+        fast = ours(x, **our_kwargs)
         torch.testing.assert_close(fast, ref_out, atol=1e-5, rtol=0)
 
 
@@ -312,7 +332,7 @@ def test_mha_matches_torch_cross_attention():
     x, memory = torch.randn(2, 4, C), torch.randn(2, 6, C)
     src_keep = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
     for our_mask, key_padding_mask in [(None, None), (padding_mask(src_keep), src_keep == 0)]:
-        out, weights = ours(x, memory, mask=our_mask, need_weights=True)
+        out, weights = with_weights(ours, x, memory, mask=our_mask)
         ref_out, ref_w = ref(x, memory, memory, key_padding_mask=key_padding_mask, average_attn_weights=False)
         torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
         torch.testing.assert_close(weights, ref_w, atol=1e-5, rtol=0)

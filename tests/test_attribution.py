@@ -136,7 +136,7 @@ def test_grad_x_input_is_the_derivative_of_scaling_each_embedding(random_model):
         x = model.embed(ids)
 
         def f(scale: torch.Tensor) -> float:
-            memory, _ = model.encode(None, src_embeds=x * scale[None, :, None])
+            memory, _ = model.encode(None, inputs_embeds=x * scale[None, :, None])
             return float(model.candidate_scores(memory, CANDIDATES).log_softmax(-1)[0, 1])
 
         for i in range(6):
@@ -199,7 +199,7 @@ def test_integrated_gradients_ladder_reuses_the_gauss_nodes(marker_model, monkey
     expected = torch.zeros(row.numel())
     for a, w in zip(kronrod.nodes.tolist(), kronrod.weights.tolist(), strict=True):
         point = (x0 + a * (x - x0)).requires_grad_()
-        memory, _ = marker_model.encode(None, src_embeds=point)
+        memory, _ = marker_model.encode(None, inputs_embeds=point)
         f = marker_model.label_log_probs(memory, CANDIDATES)[0, first.label]
         (grad,) = torch.autograd.grad(f, point)
         expected += w * ((x - x0) * grad).sum(-1)[0]
@@ -244,7 +244,7 @@ def test_attribute_methods_equals_one_call_per_method_with_one_source_pass(rando
     monkeypatch.setattr(random_model, "encode", lambda *a, **kw: calls.append(kw) or encode(*a, **kw))
     together = attribute_methods(random_model, ids, CANDIDATES, ("attention", "rollout", "random"), label=1)
     assert list(together) == ["attention", "rollout", "random"]
-    assert len(calls) == 1 and calls[0]["need_weights"]  # one pass serves the label, attention and rollout
+    assert len(calls) == 1 and calls[0]["output_attentions"]  # one pass serves the label, attention and rollout
     both = attribute_methods(random_model, ids, CANDIDATES, METHODS, label=1)
     for m in METHODS:
         torch.testing.assert_close(both[m].scores, alone[m].scores, rtol=1e-5, atol=1e-6)
@@ -353,7 +353,7 @@ def test_one_scoring_pass_gives_the_probabilities_and_the_label_steps_attention(
     torch.testing.assert_close(log_probs, random_model.label_log_probs(memory, candidates), rtol=0, atol=1e-6)
     assert log_probs.shape == (1, 2) and [m.weights.shape for m in maps if m.kind == "cross"] == [(2, 2, 4, 6)]
     for label, cand in enumerate(candidates):
-        _, alone = random_model.decoder_states(torch.tensor([[BOS, *cand]]), memory, need_weights=True)
+        _, alone = random_model.decode(torch.tensor([[BOS, *cand]]), memory, output_attentions=True)
         expected = torch.stack([m.weights[0, :, 0, :] for m in alone if m.kind == "cross"]).mean((0, 1))  # (S,)
         torch.testing.assert_close(label_step_attention(maps, label), expected, rtol=0, atol=1e-6)
         assert label_step_attention(maps, label).shape == (6,)

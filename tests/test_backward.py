@@ -52,7 +52,7 @@ def test_a_backward_causal_encoder_reads_each_token_with_the_tokens_after_it():
     token i attends to i and the tokens after it, and a change at the end reaches every state."""
     model = classifier(True)
     src = torch.randint(3, 100, (1, 10))
-    _, maps = model.encode(src, need_weights=True)
+    _, maps = model.encode(src, output_attentions=True)
     lower = torch.ones(10, 10, dtype=torch.bool).tril(-1)
     for m in maps:
         assert (m.weights[..., lower] == 0).all() and (m.weights[..., ~lower] > 0).all()

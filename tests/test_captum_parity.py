@@ -33,7 +33,7 @@ def lm() -> DecoderOnlyLM:
 
 def classifier_f(model, label):
     """f(embeddings (B, S, C)) -> (B,): log P(label) among the candidates, as our methods explain."""
-    return lambda x: model.label_log_probs(model.encode(None, src_embeds=x)[0], CANDIDATES)[:, label]
+    return lambda x: model.label_log_probs(model.encode(None, inputs_embeds=x)[0], CANDIDATES)[:, label]
 
 
 def lm_f(lm, token):

@@ -40,7 +40,7 @@ def test_causal_encoder_attention_maps_are_lower_triangular_and_respect_padding(
     src = torch.randint(3, 100, (2, 9))
     mask = torch.ones(2, 9, dtype=torch.long)
     mask[1, 6:] = 0  # the second source is right-padded
-    _, maps = model.encode(src, mask, need_weights=True)
+    _, maps = model.encode(src, mask, output_attentions=True)
     for m in maps:  # (B, H, S, S)
         upper = torch.ones(9, 9, dtype=torch.bool).triu(1)
         assert (m.weights[..., upper] == 0).all()

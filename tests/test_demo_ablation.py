@@ -9,6 +9,7 @@ from demo.tabs import ablation_panel
 from demo.tiny import shared_tiny_checkpoints
 from demo.views.ablation import ablate_heads, head_names, parse_heads, rank_heads
 from inspection import Head, ablate
+from model.hooks import attached
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def test_knocking_out_matches_the_library_and_leaves_the_served_model_alone(serv
         probs = model(ids).logits[0, -1].softmax(-1)
         token = int(probs.argmax())
         assert result.before == pytest.approx(float(probs[token]), abs=1e-6)
-        assert all(layer.self_attn.head_ablation is None for layer in model.decoder.layers)
+        assert not attached(model)
         with ablate(model, [Head("decoder_self", 1, 0), Head("decoder_self", 0, 1)], "mean"):
             assert result.after == pytest.approx(float(model(ids).logits[0, -1].softmax(-1)[token]), abs=1e-6)
     assert result.heads == ["L2 H1", "L1 H2"] and result.mode == "mean"

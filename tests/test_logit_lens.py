@@ -25,7 +25,7 @@ def by_hand(model: DecoderOnlyLM, ids: torch.Tensor) -> list[torch.Tensor]:
     x = model.pos(model.embed(ids[None]))
     streams = [x]
     for layer in model.decoder.layers:
-        x = layer(x)[0]
+        x = layer(x)
         streams.append(x)
     return streams
 

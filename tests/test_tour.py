@@ -4,7 +4,6 @@ fails and shows its notice), the code ranges, the toy, and bad input."""
 
 import math
 import textwrap
-import threading
 from dataclasses import replace
 
 import numpy as np
@@ -29,9 +28,9 @@ SENTIMENT_KEYS = ["source_tokens", "source_embedding", "qkv", "scores", "scaling
 # what each step's source lines must hold: the computation the step names
 COMPUTATION = {
     "tokens": "def encode", "source_tokens": "cut_source(", "embedding": "self.lut(idx) * self.scale",
-    "position": "torch.sin", "source_embedding": "self.pos(", "norm": "self.norm(x)", "qkv": "self.in_proj(x)",
+    "position": "torch.sin", "source_embedding": "self.src_pos(", "norm": "self.norm(x)", "qkv": "self.in_proj(x)",
     "scores": "q @ k.transpose", "scaling": "/ math.sqrt", "mask": "masked_fill", "padding_mask": "attention_mask",
-    "softmax": "softmax", "weighted_sum": "@ v", "heads": "self.out_proj(out)", "residual": "return x +",
+    "softmax": "softmax", "weighted_sum": "@ v", "heads": "self.out_proj(out)", "residual": "(x + self.dropout",
     "ffn": "GELU", "stack": "layer(", "memory": "layer(", "logits": "lut.weight",
     "probabilities": "config.temperature", "sampling": "top_p", "decoder_input": "bos_token_id",
     "cross": "memory", "label": "log_softmax",
@@ -128,7 +127,7 @@ def test_a_corrupted_capture_fails_its_check_and_the_step_says_so(service: DemoS
     logits = p.values["logits"] + 0.01
     bad = by_key(tour.Tour(LM, False, "", 0, 0, 2, 2, tour.lm_steps(
         replace(p, values={**p.values, "weights": weights, "logits": logits}), 0), [], []))
-    assert [s.key for s in bad.values() if s.mismatches] == ["softmax", "heads", "logits"]  # and what reads them
+    assert [s.key for s in bad.values() if s.mismatches] == ["softmax", "heads", "stack", "logits"]  # and readers
     mismatch = bad["softmax"].mismatches[0]
     assert not mismatch.ok and mismatch.error > 0.01 and "attention weights" in mismatch.what
     t = tour.Tour(LM, False, "", 0, 0, 2, 2, list(bad.values()), [], [])
@@ -143,33 +142,6 @@ def test_check_compares_values_and_shapes() -> None:
     assert ok.ok and ok.error == pytest.approx(1e-6, rel=1e-6) and ok.sentence().startswith("✓")
     assert not tour.check("x", torch.tensor([1.0]), torch.tensor([1.1])).ok
     assert not tour.check("x", torch.zeros(2), torch.zeros(3)).ok
-
-
-def test_recording_sees_only_its_own_threads_calls(service: DemoService) -> None:
-    """The models are shared: another visitor's pass through the hooked module is not recorded."""
-    model = service.lm.model
-    x = torch.tensor([[1, 5, 6]])
-    with tour.recording(model, {"embedded": "embed"}) as calls:
-        other = threading.Thread(target=lambda: model(x))
-        other.start()
-        other.join()
-        assert calls["embedded"] == []
-        (hook,) = model.embed._forward_hooks.values()
-        errors = []
-
-        def called_late():  # as torch calls it once removed while another thread's pass was running
-            try:
-                hook(model.embed, (x,), torch.zeros(1))
-            except Exception as e:
-                errors.append(e)
-
-        late = threading.Thread(target=called_late)
-        late.start()
-        late.join()
-        assert calls["embedded"] == [] and errors == []
-        model(x)
-    assert len(calls["embedded"]) == 1 and calls["embedded"][0].output.shape == (1, 3, model.config.d_model)
-    assert not model.embed._forward_hooks  # removed on exit
 
 
 # -- the sentiment track --------------------------------------------------------------------------
@@ -200,7 +172,7 @@ def test_sentiment_track_pads_masks_and_cross_attends(service: DemoService) -> N
     with torch.inference_mode():  # the model's own cross-attention of the same review, unpadded
         memory, _ = model.encode(src)
         _, maps = model.decode(torch.tensor([model.config.decoder_input_ids(candidates[best])]), memory,
-                               need_weights=True)
+                               output_attentions=True)
     layer = min(1, model.config.n_decoder_layer - 1)
     expected = next(m for m in maps if m.kind == "cross" and m.layer == layer).weights[0, 1].numpy()
     np.testing.assert_allclose(cross.values[:, :-tour.PADDING], expected, atol=1e-5)
@@ -288,7 +260,7 @@ def test_the_displayed_code_is_the_files_lines(service: DemoService) -> None:
 
 
 def test_a_code_entry_that_no_longer_matches_is_reported(monkeypatch) -> None:
-    monkeypatch.setitem(tour.CODE, "scaling", tour.CodeRef("model.attention.scaled_dot_product_attention", "nope"))
+    monkeypatch.setitem(tour.CODE, "scaling", tour.CodeRef("model.attention.attention", "nope"))
     tour.code_range.cache_clear()
     try:
         with pytest.raises(LookupError, match="scaling"):

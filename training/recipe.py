@@ -156,7 +156,7 @@ def smoothed_loss(logits: torch.Tensor, targets: torch.Tensor, smoothing: float)
 
 
 def _loss_from_embeds(model: EncoderDecoder, batch: dict, embeds: torch.Tensor, smoothing: float) -> torch.Tensor:
-    memory, _ = model.encode(None, batch["src_mask"], src_embeds=embeds)
+    memory, _ = model.encode(None, batch["src_mask"], inputs_embeds=embeds)
     logits, _ = model.decode(batch["tgt_ids"], memory, batch["src_mask"])
     return smoothed_loss(logits, batch["targets"], smoothing)
 

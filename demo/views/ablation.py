@@ -182,10 +182,10 @@ def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, 
             rows = {m.layer: m.weights[0, :, -1] for m in maps}  # (H, T)
             return {Head("decoder_self", layer, h): (in_word(target.tokens, int(w.argmax())), float(w.max()))
                     for layer, ws in rows.items() for h, w in enumerate(ws)}
-        memory, enc_maps = model.encode(target.ids, need_weights=True)
+        memory, enc_maps = model.encode(target.ids, output_attentions=True)
         label_ids = labels_and_candidates(model, tok)[1][target.index]
         tgt = [model.config.bos_token_id, *label_ids]
-        _, dec_maps = model.decode(torch.tensor([tgt], device=target.ids.device), memory, need_weights=True)
+        _, dec_maps = model.decode(torch.tensor([tgt], device=target.ids.device), memory, output_attentions=True)
     looks = {}
     for m in enc_maps + dec_maps:
         keys = [token_label(tok, i) for i in tgt] if m.kind == "decoder_self" else target.tokens

@@ -100,10 +100,10 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
         raise DemoError(EMPTY_TEXT)
     notices += [n + " (heatmap limit)" if limit < model.config.max_src_len else n for n in source.notices]
     labels, candidates = labels_and_candidates(model, tok)
-    memory, enc_maps = model.encode(source.ids, need_weights=True)
+    memory, enc_maps = model.encode(source.ids, output_attentions=True)
     best = int(model.candidate_scores(memory, candidates).argmax(-1)[0])
     tgt_ids = model.config.decoder_input_ids(candidates[best])
-    _, dec_maps = model.decode(torch.tensor([tgt_ids], device=source.ids.device), memory, need_weights=True)
+    _, dec_maps = model.decode(torch.tensor([tgt_ids], device=source.ids.device), memory, output_attentions=True)
     return enc_maps + dec_maps, source.ids[0].tolist(), tgt_ids, labels[best]
 
 

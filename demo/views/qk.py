@@ -3,22 +3,20 @@ of bertviz). The weights are softmax(q·k / √d_k) over the keys the query may 
 scaled dot products before the softmax, and the softmax that turns them into the weights (no
 Gradio here; `demo.tabs.qk_panel` shows it).
 
-The query and key vectors are recomputed from the attention layer's own input, caught on its way
-in while `demo.views.attention` draws the maps, with the layer's own projection: the weights computed
-here are checked against the model's.
+The query and key vectors are read at the layer's named points (`….q`, `….k`, `model/hooks.py`)
+while `demo.views.attention` draws the maps; the weights computed here from them are checked
+against the model's.
 """
 
 import math
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from demo.serving import Checkpoint, DemoService, read_number
 from demo.views.attention import attention_kind, attention_maps, attention_shape, served
-from inspection import attention_layers
+from model import attention_point
 
 MISMATCH = 1e-3  # recomputed weights further than this from the model's get a notice
 
@@ -37,22 +35,13 @@ class QueryKeyView:
 
 
 def _inputs(ckpt: Checkpoint, text: object, kind: str, layer: int):
-    """The attention maps of `demo.views.attention`, and the (queries, memory) input of the chosen layer."""
+    """The attention maps of `demo.views.attention`, and the chosen layer's queries and keys (1, H, T, d_k)."""
     model, _ = ckpt.require()
     spec = attention_kind(kind)
-    attn = attention_layers(model)[(spec.map_kind, layer)]
-    caught, me = {}, threading.get_ident()
-
-    def catch(module, args, kwargs):  # the model is shared: other requests' passes go by too
-        if threading.get_ident() == me:
-            caught["x"], caught["memory"] = args[0], args[1] if len(args) > 1 else kwargs.get("memory")
-
-    hook = attn.register_forward_pre_hook(catch, with_kwargs=True)
-    try:
+    q, k = (attention_point(spec.map_kind, layer, part) for part in ("q", "k"))
+    with model.hooks(read=[q, k]) as seen:  # this request's pass only: the model is shared
         result = attention_maps(ckpt, text, kind, layer)
-    finally:
-        hook.remove()
-    return result, attn, caught["x"], caught["memory"]
+    return result, seen[q], seen[k]
 
 
 def query_key(service: DemoService, text: object, kind: str = "lm_self", layer: object = 0, head: object = 0,
@@ -71,7 +60,7 @@ def query_key(service: DemoService, text: object, kind: str = "lm_self", layer: 
                 i = min(max(i, 0), size - 1)
             values.append(i)
         layer_i, head_i = values
-        result, attn, x, memory = _inputs(ckpt, text, kind, layer_i)
+        result, q_all, k_all = _inputs(ckpt, text, kind, layer_i)
         notices += result.notices
         q_i = int(round(read_number(query, 0)))
         t_q = len(result.query_tokens)
@@ -80,13 +69,9 @@ def query_key(service: DemoService, text: object, kind: str = "lm_self", layer: 
             notices.append(f"Query token {q_i + 1} does not exist (1 to {t_q}): showing the nearest.")
             q_i = min(max(q_i, 0), t_q - 1)
 
-        C, d_k = attn.d_model, attn.d_model // attn.n_head
-        w, b = attn.in_proj.weight, attn.in_proj.bias
-        cols = slice(head_i * d_k, (head_i + 1) * d_k)
+        d_k = q_all.size(-1)
         with torch.inference_mode():
-            q = F.linear(x[0, q_i], w[:C][cols], b[:C][cols]).float()  # (d_k,)
-            keys = F.linear(x[0] if memory is None else memory[0], w[C:2 * C][cols],
-                            b[C:2 * C][cols]).float()  # (T_k, d_k)
+            q, keys = q_all[0, head_i, q_i].float(), k_all[0, head_i].float()  # (d_k,), (T_k, d_k)
             scores = (keys @ q / math.sqrt(d_k)).cpu().numpy()
         if result.causal:  # a query sees the keys up to its own position (aligned to the end)
             scores[q_i + 1 + len(result.key_tokens) - t_q:] = np.nan

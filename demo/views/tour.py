@@ -22,9 +22,7 @@ import importlib
 import inspect
 import math
 import re
-import threading
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +34,7 @@ from demo.text import TOY_NOTE
 from demo.views.sentiment import labels_and_candidates, read_source
 from demo.views.tokens import EMPTY_TEXT
 from demo.views.toy import toy_checkpoint
+from inspection.logit_lens import residual_stream_points
 from model.generation import GenerationConfig, sampling_distribution, select_token
 from tokenization import read_texts, token_label, visible
 
@@ -66,20 +65,23 @@ CODE = {
     "source_tokens": CodeRef("tokenization.review.read_review", r"text = clean_text", r"return Review"),
     "embedding": CodeRef("model.embeddings.Embeddings.forward"),
     "position": CodeRef("model.embeddings.sinusoidal_table"),
-    "source_embedding": CodeRef("model.encoder_decoder.EncoderDecoder.encode", r"x = self\.embed", r"self\.pos\("),
-    "norm": CodeRef("model.layers.SublayerConnection.forward", r"if self\.norm_first", r"sublayer\(self\.norm\(x\)\)"),
+    "source_embedding": CodeRef("model.encoder_decoder.EncoderDecoder.encode", r"x = self\.embed", r"self\.src_pos\("),
+    "norm": CodeRef("model.layers.SublayerConnection.forward", r"if self\.norm_first",
+                    r"sublayer\(self\.hook_in\(self\.norm\(x\)\)\)"),
     "qkv": CodeRef("model.attention.MultiHeadAttention.forward", r"q, k, v = self\.in_proj", r"_split_heads\(v\)"),
-    "scores": CodeRef("model.attention.attention", r"scores = q @ k\.transpose"),
+    "scores": CodeRef("model.attention.attention", r"scores = at\(\"scores\", q @ k\.transpose"),
     "scaling": CodeRef("model.attention.attention", r"/ math\.sqrt"),
     "mask": CodeRef("model.attention.attention", r"if mask is not None", r"masked_fill\(~mask"),
     "padding_mask": CodeRef("model.masks.padding_mask"),
     "softmax": CodeRef("model.attention.attention", r"weights = scores.*softmax"),
-    "weighted_sum": CodeRef("model.attention.attention", r"out = .*@ v"),
-    "heads": CodeRef("model.attention.MultiHeadAttention.forward", r"out = out\.transpose", r"self\.out_proj\(out\)"),
-    "residual": CodeRef("model.layers.SublayerConnection.forward", r"if self\.norm_first", r"return x \+"),
-    "ffn": CodeRef("model.layers.FeedForward", r"self\.w_1 = ", r"return self\.w_2"),
-    "stack": CodeRef("model.layers.Decoder.forward", r"for i, layer in enumerate", r"return self\.norm\(x\)"),
-    "memory": CodeRef("model.layers.Encoder.forward", r"for i, layer in enumerate", r"return self\.norm\(x\)"),
+    "weighted_sum": CodeRef("model.attention.attention", r"return F\.dropout\(weights.*@ v"),
+    "heads": CodeRef("model.attention.MultiHeadAttention.forward", r"out = self\.at\(\"heads\", out\)",
+                     r"self\.out_proj\(out\)"),
+    "residual": CodeRef("model.layers.SublayerConnection.forward", r"if self\.norm_first",
+                        r"return self\.hook_resid\(x \+"),
+    "ffn": CodeRef("model.layers.FeedForward", r"self\.w_1 = ", r"return self\.hook_out\(self\.w_2"),
+    "stack": CodeRef("model.layers.Decoder.forward", r"for i, layer in enumerate", r"return self\.hook_norm\("),
+    "memory": CodeRef("model.layers.Encoder.forward", r"for layer in self\.layers", r"return self\.hook_norm\("),
     "logits": CodeRef("model.embeddings.Embeddings.logits"),
     "probabilities": CodeRef("model.generation.sampling_distribution", r"return .*temperature"),
     "sampling": CodeRef("model.generation.filter_logits"),
@@ -88,23 +90,6 @@ CODE = {
     "label": CodeRef("model.encoder_decoder.EncoderDecoder._scored", r"logits, maps = self\.decode",
                      r"return \(log_probs"),
 }
-
-# what the tour reads off each model: a name -> the module's path ({layer}: the layer the visitor chose)
-LM_MODULES = {
-    "lookup": "embed.lut", "embedded": "embed", "positioned": "pos",
-    "norm_1": "decoder.layers.{layer}.sublayer.0.norm", "qkv": "decoder.layers.{layer}.self_attn.in_proj",
-    "attention": "decoder.layers.{layer}.self_attn", "heads": "decoder.layers.{layer}.self_attn.out_proj",
-    "norm_2": "decoder.layers.{layer}.sublayer.1.norm", "ffn_1": "decoder.layers.{layer}.feed_forward.w_1",
-    "ffn_2": "decoder.layers.{layer}.feed_forward.w_2", "ffn": "decoder.layers.{layer}.feed_forward",
-    "final_norm": "decoder.norm",
-}
-LM_BLOCKS = "decoder.layers"  # every block's input and output: the stack step
-SENTIMENT_MODULES = {
-    "lookup": "embed.lut", "positioned": "pos",  # called for the review, then for the decoder's input
-    "qkv": "encoder.layers.{layer}.self_attn.in_proj", "attention": "encoder.layers.{layer}.self_attn",
-    "encoder_norm": "encoder.norm", "cross": "decoder.layers.{cross_layer}.src_attn", "decoder": "decoder",
-}
-
 
 @dataclass(frozen=True)
 class CodeRange:
@@ -150,42 +135,7 @@ def code_range(key: str) -> CodeRange:
                      tuple(text[first + begin - 1: first + end]))
 
 
-# -- capture: the model's own pass, read off its modules ------------------------------------------
-
-
-@dataclass
-class Call:
-    """One call of a module: its positional and keyword inputs and its output, as the model passed them."""
-
-    args: tuple
-    kwargs: dict
-    output: object
-
-
-@contextmanager
-def recording(model: torch.nn.Module, paths: dict[str, str]):
-    """Forward hooks on `model.get_submodule(path)` for each name -> path; yields name -> [Call], in
-    call order. Only this thread's calls are recorded: the model is shared, and other visitors'
-    passes run through the same modules meanwhile. The hooks are removed on exit."""
-    owner = threading.get_ident()
-    calls: dict[str, list[Call]] = {name: [] for name in paths}
-
-    def hook_for(name: str):
-        # (module, args, kwargs, output) as registered; (module, args, output) when another thread's pass
-        # took the module's hooks before this one was removed and asks how to call it after (torch's
-        # `_call_impl`): it must not fail there, in another visitor's request
-        def hook(module, args, *kwargs_output):
-            if threading.get_ident() == owner:
-                calls[name].append(Call(args, *kwargs_output))
-        return hook
-
-    handles = [model.get_submodule(path).register_forward_hook(hook_for(name), with_kwargs=True)
-               for name, path in paths.items()]
-    try:
-        yield calls
-    finally:
-        for handle in handles:
-            handle.remove()
+# -- capture: the model's own pass, read at its named points ---------------------------------------
 
 
 def _f64(t: torch.Tensor) -> torch.Tensor:
@@ -212,9 +162,14 @@ def _label(tok, i: int) -> str:
     return visible(token_label(tok, i), show_spaces=True)
 
 
+def _heads_to_rows(x: torch.Tensor) -> torch.Tensor:
+    """(H, T, d_k), one head after another -> (T, H·d_k), the heads side by side as the layer concatenates them."""
+    return x.transpose(0, 1).flatten(1)
+
+
 def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
     """The LM's forward pass over `[bos] + encode(text)` (the chat's reading), its last
-    `MAX_TOUR_TOKENS` at most, with `layer`'s modules and every block recorded."""
+    `MAX_TOUR_TOKENS` at most, read at `layer`'s named points and along the residual stream."""
     model, tok = ckpt.require()
     c = model.config
     if not c.norm_first:
@@ -226,31 +181,33 @@ def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
         notices.append(f"Your text is {len(ids)} tokens: the tour reads its last {keep}, after the start token.")
         ids = ids[-keep:]
     ids = [tok.bos_id, *ids]
-    paths = {name: path.format(layer=layer) for name, path in LM_MODULES.items()}
-    paths |= {f"block_{i}": f"{LM_BLOCKS}.{i}" for i in range(c.n_layer)}
+    at = f"decoder.{layer}"
+    points = {"embedded": "decoder.embed", "positioned": "decoder.input", "norm_1": f"{at}.attn.in",
+              "q": f"{at}.attn.q", "k": f"{at}.attn.k", "v": f"{at}.attn.v", "weights": f"{at}.attn.weights",
+              "heads": f"{at}.attn.heads", "attention": f"{at}.attn.out", "norm_2_in": f"{at}.attn.resid",
+              "norm_2": f"{at}.ffn.in", "ffn_hidden": f"{at}.ffn.hidden", "ffn": f"{at}.ffn.out",
+              "final": "decoder.norm", "logits": "logits"}
+    streams = residual_stream_points(model)
     x = torch.tensor([ids], device=ckpt.device)
     with torch.inference_mode():
-        with recording(model, paths) as calls:
-            logits = model(x, output_attentions=True).logits
+        with model.hooks(read=[*points.values(), *streams]) as seen:  # this request's pass only
+            model(x)
         next_logits = model.next_token_logits(x, None)  # the generation path: what the chat samples from
-    one = {name: found[0] for name, found in calls.items()}
-    out, weights = one["attention"].output
-    values = {
-        "lookup": one["lookup"].output, "embedded": one["embedded"].output, "positioned": one["positioned"].output,
-        "norm_1_in": one["norm_1"].args[0], "norm_1": one["norm_1"].output, "qkv": one["qkv"].output,
-        "weights": weights, "heads_in": one["heads"].args[0], "attention": out,
-        "norm_2_in": one["norm_2"].args[0], "norm_2": one["norm_2"].output, "ffn_1": one["ffn_1"].output,
-        "ffn_2_in": one["ffn_2"].args[0], "ffn": one["ffn"].output, "final_in": one["final_norm"].args[0],
-        "final": one["final_norm"].output, "logits": logits, "next_logits": next_logits,
-    }
-    values = {name: _f64(v[0]) for name, v in values.items()}
-    values["stream"] = torch.stack([_f64(one["block_0"].args[0][0])]
-                                   + [_f64(one[f"block_{i}"].output[0][0]) for i in range(c.n_layer)])
-    values["block_in"] = torch.stack([_f64(one[f"block_{i}"].args[0][0]) for i in range(c.n_layer)])
-    modules = {name: model.get_submodule(path) for name, path in paths.items() if not name.startswith("block_")}
+    values = {key: _f64(seen[name][0]) for key, name in points.items()}
+    values["qkv"] = torch.cat([_heads_to_rows(values.pop(part)) for part in "qkv"], -1)  # (T, 3C), as in_proj writes
+    values["heads_in"] = _heads_to_rows(values.pop("heads"))  # (T, C): what the output projection reads
+    values["next_logits"] = _f64(next_logits[0])
+    values["stream"] = torch.stack([_f64(seen[name][0]) for name in streams])  # (L+1, T, C)
+    values["norm_1_in"] = values["stream"][layer]
+    values["final_in"] = values["stream"][-1]
+    owners = {"lookup": "logits", "norm_1": f"{at}.attn.in", "qkv": f"{at}.attn.q", "heads": f"{at}.attn.out",
+              "norm_2": f"{at}.ffn.in", "ffn": f"{at}.ffn.out", "final_norm": "decoder.norm"}
+    modules = {key: model.point_owner(name) for key, name in owners.items()}
+    modules = {"lookup": modules["lookup"].lut, "norm_1": modules["norm_1"].norm, "qkv": modules["qkv"].in_proj,
+               "heads": modules["heads"].out_proj, "norm_2": modules["norm_2"].norm, "ffn_1": modules["ffn"].w_1,
+               "ffn_2": modules["ffn"].w_2, "final_norm": modules["final_norm"].norm}
     p = Pass(LM, c, ids, [_label(tok, i) for i in ids], layer, values, modules,
-             {"is_causal": one["attention"].kwargs.get("is_causal", False), "mask": one["attention"].kwargs.get("mask"),
-              "tokenizer": tok})
+             {"is_causal": True, "mask": None, "tokenizer": tok})
     return p, notices
 
 
@@ -265,33 +222,38 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
     ids = source.ids[0].tolist() + [c.pad_token_id] * PADDING
     real = torch.tensor([[1] * source.ids.size(1) + [0] * PADDING], device=ckpt.device)
     cross_layer = min(layer, c.n_decoder_layer - 1)
-    paths = {name: path.format(layer=layer, cross_layer=cross_layer) for name, path in SENTIMENT_MODULES.items()}
+    at, cross = f"encoder.{layer}.attn", f"decoder.{cross_layer}.cross"
+    points = {"source_positioned": "encoder.input", "qkv_in": f"{at}.in", "q": f"{at}.q", "k": f"{at}.k",
+              "v": f"{at}.v", "weights": f"{at}.weights", "mask": f"{at}.mask",
+              "memory_in": f"encoder.{c.n_encoder_layer - 1}.ffn.resid",
+              "decoder_positioned": "decoder.input", "cross_query_in": f"{cross}.in",
+              "cross_weights": f"{cross}.weights", "decoder_out": "decoder.norm"}
     with torch.inference_mode():
-        with recording(model, paths) as calls:
-            memory, _ = model.encode(torch.tensor([ids], device=ckpt.device), real, need_weights=True)
-            log_probs, _ = model.label_log_probs_and_maps(memory, candidates, real)
+        with model.hooks(read=list(points.values())) as seen:  # this request's pass only
+            memory, _ = model.encode(torch.tensor([ids], device=ckpt.device), real)
+            log_probs = model.label_log_probs(memory, candidates, real)
         unpadded = model.label_log_probs(model.encode(source.ids)[0], candidates)
     best = int(log_probs[0].argmax())
-    attention, cross = calls["attention"][0], calls["cross"][0]
     decoder_ids = c.decoder_input_ids(candidates[best])
     t = len(decoder_ids)  # the decoder pass padded every candidate to the longest: the winner's own rows
     values = {
-        "source_positioned": _f64(calls["positioned"][0].output[0]), "qkv_in": _f64(calls["qkv"][0].args[0][0]),
-        "qkv": _f64(calls["qkv"][0].output[0]),
-        "weights": _f64(attention.output[1][0]), "memory_in": _f64(calls["encoder_norm"][0].args[0][0]),
-        "memory": _f64(memory[0]), "decoder_positioned": _f64(calls["positioned"][1].output[best][:t]),
-        "cross_query_in": _f64(cross.args[0][best][:t]), "cross_memory": _f64(cross.args[1][best]),
-        "cross_weights": _f64(cross.output[1][best][:, :t]), "decoder_out": _f64(calls["decoder"][0].output[0]),
+        "source_positioned": _f64(seen["encoder.input"][0]), "qkv_in": _f64(seen[f"{at}.in"][0]),
+        "qkv": torch.cat([_heads_to_rows(_f64(seen[f"{at}.{part}"][0])) for part in "qkv"], -1),
+        "weights": _f64(seen[f"{at}.weights"][0]), "memory": _f64(memory[0]),
+        "decoder_positioned": _f64(seen["decoder.input"][best][:t]),
+        "cross_query_in": _f64(seen[f"{cross}.in"][best][:t]), "cross_memory": _f64(memory[0]),
+        "cross_weights": _f64(seen[f"{cross}.weights"][best][:, :t]), "decoder_out": _f64(seen["decoder.norm"]),
         "label_log_probs": _f64(log_probs[0]), "unpadded": _f64(unpadded[0]),
     }
-    key_mask = attention.kwargs.get("mask")
-    modules = {name: model.get_submodule(path) for name, path in paths.items()}
+    values["memory_in"] = _f64(seen[points["memory_in"]][0])  # the last layer's output, before the final norm
+    n = len(ids)
+    mask = seen[f"{at}.mask"].expand(1, 1, n, n)  # (1, 1, T, T) True where a query may look (padding: one row)
+    modules = {"lookup": model.point_owner("logits").lut, "qkv": model.point_owner(f"{at}.q").in_proj,
+               "encoder_norm": model.point_owner("encoder.norm").norm, "cross": model.point_owner(f"{cross}.q")}
     p = Pass(SENTIMENT, c, ids, [_label(tok, i) for i in ids], layer, values, modules, {
-        "is_causal": attention.kwargs.get("is_causal", False),
-        "key_mask": None if key_mask is None else key_mask[0, 0, 0].cpu(),
-        "real": real[0].cpu().bool(), "labels": labels, "candidates": candidates, "best": best,
-        "cross_layer": cross_layer, "decoder_ids": decoder_ids, "decoder_tokens": [_label(tok, i) for i in decoder_ids],
-        "tokenizer": tok})
+        "is_causal": c.causal_encoder, "mask": mask[0, 0].cpu(), "real": real[0].cpu().bool(), "labels": labels,
+        "candidates": candidates, "best": best, "cross_layer": cross_layer, "decoder_ids": decoder_ids,
+        "decoder_tokens": [_label(tok, i) for i in decoder_ids], "tokenizer": tok})
     return p, source.notices
 
 
@@ -601,7 +563,7 @@ def lm_steps(p: Pass, head: int) -> list[Step]:
     normed_2 = layer_norm(mid, m["norm_2"])
     hidden = gelu(linear(v["norm_2"], m["ffn_1"].weight, m["ffn_1"].bias))  # each step from the model's previous values
     ffn = linear(hidden, m["ffn_2"].weight, m["ffn_2"].bias)
-    pre = float(v["ffn_1"][last, 0])
+    pre = float(linear(v["norm_2"], m["ffn_1"].weight, m["ffn_1"].bias)[last, 0])
     phi = 0.5 * (1 + math.erf(pre / math.sqrt(2)))  # Φ, the standard normal's distribution function
     stream = v["stream"]
     final = layer_norm(v["final_in"], m["final_norm"])
@@ -632,8 +594,7 @@ def lm_steps(p: Pass, head: int) -> list[Step]:
              "turns the final vectors back into scores for every token at the end.",
              r"X_{\text{emb}} = E[\text{ids}] \cdot \sqrt{d_{\text{model}}}", f"X_emb: ({n}, {d}): tokens × d_model",
              [_heat("token embeddings × √d_model", embedded, tokens)],
-             [check("the model's embeddings", embedded, v["embedded"]),
-              check("the model's table rows", lookup, v["lookup"])],
+             [check("the model's embeddings", embedded, v["embedded"])],
              worked=f"{at}, entry 0: {_n(float(lookup[last, 0]))} × √{d} = {_n(float(lookup[last, 0]))} × "
                     f"{_n(math.sqrt(d))} = **{_n(float(embedded[last, 0]))}**"),
         Step("position", "Positional encoding: where each token is",
@@ -694,7 +655,7 @@ def lm_steps(p: Pass, head: int) -> list[Step]:
              _lines(r"\mathrm{FFN}(h) = W_2\, \mathrm{GELU}(W_1 h + b_1) + b_2", r"x \leftarrow x + \mathrm{FFN}(h)"),
              f"GELU(W₁h + b₁): ({n}, {c.d_ff}); FFN(h): ({n}, {d})",
              [_heat("GELU activations", hidden, tokens), _heat("FFN(h)", ffn, tokens)],
-             [check("the model's GELU activations", hidden, v["ffn_2_in"]),
+             [check("the model's GELU activations", hidden, v["ffn_hidden"]),
               check("the model's feed-forward output", ffn, v["ffn"]),
               check(f"block {layer + 1}'s output", v["norm_2_in"] + ffn, stream[layer + 1])],
              worked=f"GELU({_n(pre)}) = {_n(pre)} × Φ({_n(pre)}) = {_n(pre)} × {_n(phi)} = "
@@ -709,7 +670,8 @@ def lm_steps(p: Pass, head: int) -> list[Step]:
              f"({c.n_layer + 1}, {d}): depth × d_model, last token",
              [_heat(f"{tokens[last]}'s vector through depth", stream[:, last],
                     [f"{name} → {_label(tok, i)}" for name, i in zip(depth, lens, strict=True)])],
-             [check("each block's input (the previous block's output)", v["block_in"], stream[:-1])],
+             [check("the model's logits for the last token (the last row)",
+                    layer_norm(stream[-1, last], m["final_norm"]) @ _f64(m["lookup"].weight).T, v["logits"][last])],
              worked="  ·  ".join(f"{name}: {_t(_label(tok, i))}" for name, i in zip(depth, lens, strict=True)),
              link="lens"),
         Step("logits", "Final LayerNorm and the tied output projection → logits",
@@ -774,7 +736,7 @@ def sentiment_steps(p: Pass, head: int) -> list[Step]:
             f"not the padding{causal}. Those scores become −∞ (blank cells), so the padding changes nothing.",
             r"S'_{ij} = -\infty \quad \text{where key } j \text{ is padding}", f"S' masked: ({n}, {n})",
             [_heat("QKᵀ / √d_k, masked", _masked(scaled, ok), tokens, tokens, masked=~ok)],
-            [check("the mask the model applied", ok.double(), allowed(n, n, x["key_mask"], x["is_causal"]).double()),
+            [check("the mask the model applied", ok.double(), x["mask"].double()),
              check("the model's weight 0 on every padding key", weights[:, :, ~real],
                    torch.zeros_like(weights[:, :, ~real]))],
             worked=f"columns {', '.join(_t(t) for t, r in zip(tokens, real.tolist(), strict=True) if not r)}: "

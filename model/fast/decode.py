@@ -15,7 +15,8 @@ activation is the feed-forward's `activation` (likewise `nn.GELU`), the
 residual order is each sublayer's `norm_first`, and each product is the `nn.Linear`'s weight and
 bias (zeros where it has none), as `torch.addmm` takes them in the layout `row_weight` gives a
 single row. What the step cannot follow it leaves to the layers (`can_decode`): dropout in training
-mode, autograd, autocast (its out= product would not autocast), and a knocked-out head.
+mode, autograd, autocast (its out= product would not autocast), and a point of the model that someone
+reads or patches (`model/hooks.py`: the step runs none of them).
 `tests/test_decode_step.py` holds the step against the layers for every option.
 """
 
@@ -25,17 +26,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..hooks import attached
 from .kv_buffer import KVBuffer
 from .row_layout import row_weight
 
 
 def can_decode(model: nn.Module) -> bool:
     """Whether `decode_step` computes what the layers of `model` (a DecoderOnlyLM) would: eval mode
-    (dropout is the identity), no autograd, no autocast (generation stays float32), and no head
-    knocked out (`inspection.ablate`)."""
+    (dropout is the identity), no autograd, no autocast (generation stays float32), and nothing
+    attached to its named points in this context (a head knocked out, a value read)."""
     return (not model.training and not torch.is_grad_enabled()
-            and not torch.is_autocast_enabled(model.pos.pe.device.type)
-            and all(layer.self_attn.head_ablation is None for layer in model.decoder.layers))
+            and not torch.is_autocast_enabled(model.pos.pe.device.type) and not attached(model))
 
 
 def decode_step(model: nn.Module, token: torch.Tensor, cache) -> torch.Tensor:
