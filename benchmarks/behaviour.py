@@ -44,7 +44,6 @@ from string import Formatter
 
 from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, read_classifier, write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
-from model import combine_readers, pair_temperature
 from tokenization import read_texts
 from training.heldout import add_held_out_arguments
 
@@ -272,9 +271,9 @@ def main(argv: list[str] | None = None) -> dict:
     train_texts, train_labels, _, _ = imdb_split(args.data_dir, args.val_size, args.seed, "validation")
     baseline = fit_baseline(train_texts, train_labels)
     positive = list(baseline.classes_).index(POSITIVE)
-    ours, configs = zip(*(read_classifier(c) for c in [args.checkpoint, *args.also]), strict=True)
-    t, positive_label = pair_temperature(configs), configs[0].labels.index("positive")  # the app's verdict
-    readers = {"ours": lambda texts: combine_readers([r(texts) for r in ours], t)[:, positive_label].exp().numpy(),
+    ours = read_classifier([args.checkpoint, *args.also])  # the app's verdict
+    positive_label = ours.labels.index("positive")
+    readers = {"ours": lambda texts: ours.read_texts(texts).log_probs[:, positive_label].exp().numpy(),
                "tfidf": lambda texts: baseline.predict_proba(read_texts(texts))[:, positive]}
     scored = {name: score(checks, reader) for name, reader in readers.items()}
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}),

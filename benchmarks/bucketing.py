@@ -22,7 +22,8 @@ from benchmarks.common import SEED, VAL_SIZE, add_checkpoint, benchmark_parser, 
 from benchmarks.sentiment_baseline import imdb_split
 from model import load_pretrained
 from tokenization import BPETokenizer, label_candidates
-from training.bucketing import BucketSampler, cut_by_budget, length_batches
+from tokenization.batches import cut_by_budget, length_batches
+from training.bucketing import BucketSampler
 from training.data import PairSet, step_generator
 from training.evaluate import classify
 from training.training_args import TrainConfig

@@ -11,7 +11,7 @@ measurement, not an assumption (the model card states what it found). Beside the
 confidence against the accuracy (over- or under-confident on the whole), and the share of texts
 that are wrong at a confidence of 0.9 or more ("confidently wrong").
 
-With `--also`, the figures are those of the readers' verdict (`model.combine_readers`), the
+With `--also`, the figures are those of the readers' verdict (`classifier.combine_readers`), the
 probabilities the app shows: each reader keeps the temperature its run fitted, the pair's own
 temperature is fitted on the selection rows, and `--store` writes it into the last reader's config
 (`pair_temperature`). It prints
@@ -26,12 +26,11 @@ import argparse
 import torch
 
 from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, write_json
-from model import EncoderDecoder, combine_readers
+from classifier import Reader, calibrated, combine_readers
 from storage import resolve_checkpoint
-from tokenization import BPETokenizer, read_texts
+from tokenization import read_texts
 from training.calibration import ECE_BINS, expected_calibration_error, fit_temperature, reliability
 from training.data import label_column, text_column
-from training.evaluate import calibrated_log_probs
 from training.heldout import add_held_out_arguments, held_out_rows, short_texts
 
 SURE = 0.9  # "confidently wrong": wrong at this confidence or more
@@ -74,19 +73,20 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv)
     torch.manual_seed(0)
     folders = [resolve_checkpoint(c) for c in [args.checkpoint, *args.also]]
-    models = [EncoderDecoder.from_pretrained(f).eval() for f in folders]
+    readers = [Reader.from_pretrained(f) for f in folders]
+    models = [r.model for r in readers]
     parts = {part: held_out_rows(args.data_dir, args.val_size, args.seed, part) for part in ("selection", "report")}
     if args.limit:
         parts = {part: rows.select(range(min(args.limit, len(rows)))) for part, rows in parts.items()}
     checks = {(part, kind): (texts, torch.tensor(truth)) for part, rows in parts.items()
               for kind, (texts, truth) in held_out_texts(rows, part, models[0].config.labels).items()}
-    scored = [{key: calibrated_log_probs(model, BPETokenizer.from_file(folder), texts, args.max_tokens, 1.0)
-               for key, (texts, _) in checks.items()} for model, folder in zip(models, folders, strict=True)]
+    scored = [{key: reader.score_texts(texts, args.max_tokens) for key, (texts, _) in checks.items()}
+              for reader in readers]  # (N, K) label scores, before any temperature
     if len(models) == 1:  # one model's own T, fitted at T = 1 on the selection rows (its stored T plays no part)
-        verdict = scored[0]  # (N, K) log-probabilities, at T = 1
+        verdict = {key: calibrated(s, 1.0) for key, s in scored[0].items()}
     else:  # each reader at its own stored T, and the pair's T fitted on the selection rows
-        verdict = {key: combine_readers([(s[key] / m.config.temperature).log_softmax(-1)
-                                         for s, m in zip(scored, models, strict=True)]) for key in checks}
+        verdict = {key: combine_readers([calibrated(s[key], r.temperature)
+                                         for s, r in zip(scored, readers, strict=True)]) for key in checks}
     fitted = fit_temperature(verdict["selection", "full_reviews"], checks["selection", "full_reviews"][1])
     labels = checks["report", "full_reviews"][1]
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}), "bins": ECE_BINS,

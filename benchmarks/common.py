@@ -37,11 +37,11 @@ from typing import TypeVar
 
 import torch
 
-from model import PRECISIONS, load_pretrained, resolve_precision
+from classifier import Classifier, Reader
+from model import PRECISIONS, resolve_precision
 from storage import resolve_checkpoint
-from tokenization import BPETokenizer, read_texts
+from tokenization import read_texts
 from training.data import validation_rows
-from training.evaluate import calibrated_log_probs
 from training.heldout import SEED, VAL_SIZE
 
 __all__ = ["RESULTS", "SEED", "VAL_SIZE", "WORDS", "add_also", "add_checkpoint", "add_device", "add_precision",
@@ -91,13 +91,12 @@ def add_also(parser: argparse.ArgumentParser) -> None:
                              "verdict averages its readers (e.g. checkpoints/sentiment-backward)")
 
 
-def read_classifier(checkpoint: str, device: str = "cpu", max_tokens: int = 16384):
-    """A sentiment checkpoint as the app reads a text (`training.evaluate.calibrated_log_probs`: the
-    clean-up and source cut of `tokenization.source_ids`, every label word scored, at the checkpoint's
-    temperature): (texts -> calibrated log P(label) (N, K), in the order of `config.labels`; its config)."""
-    folder = resolve_checkpoint(checkpoint)
-    model, tokenizer = load_pretrained(folder, device), BPETokenizer.from_file(folder)
-    return lambda texts: calibrated_log_probs(model, tokenizer, texts, max_tokens), model.config
+def read_classifier(checkpoints: list[str], device: str = "cpu") -> Classifier:
+    """Sentiment checkpoints as the app reads a text: one reader each, their verdict averaged
+    (`classifier.Classifier`: the clean-up and source cut of `tokenization.source_ids`, every label
+    word scored, each reader at its temperature, the pair at its own)."""
+    return Classifier([Reader.from_pretrained(resolve_checkpoint(c), device, name=f"{i}:{c}")
+                       for i, c in enumerate(checkpoints)])
 
 
 def add_device(parser: argparse.ArgumentParser, default: str = "cpu") -> None:

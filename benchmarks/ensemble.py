@@ -9,7 +9,7 @@ classifier fine-tuned from a forward LM and one from a backward LM (`--set rever
 the same direction with other seeds are the control that says how much of a gain is the second
 reading order and how much is averaging two models. Each model's probabilities are its calibrated
 ones (softmax of the label scores at its fitted temperature), as the app shows them; a group's are
-`model.combine_readers`' (the mean of the members' log-probabilities, renormalised), as the app's
+`classifier.combine_readers`' (the mean of the members' log-probabilities, renormalised), as the app's
 verdict is, before the pair's own temperature; the ECE of the plain mean of their probabilities
 stands beside it, the other way to average (the labels are the same with two readers).
 
@@ -31,9 +31,10 @@ import numpy as np
 import torch
 
 from benchmarks.bootstrap import accuracy_with_interval
-from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, read_classifier, write_json
+from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
-from model import combine_readers
+from classifier import Reader, combine_readers
+from storage import resolve_checkpoint
 from training.calibration import expected_calibration_error
 from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, short_texts
 
@@ -86,8 +87,8 @@ def main(argv: list[str] | None = None) -> dict:
     probs, seconds = {}, {}
     for checkpoint in checkpoints:
         start = time.perf_counter()
-        reader, _ = read_classifier(checkpoint, args.device, args.max_tokens)
-        probs[checkpoint] = {name: reader(texts) for name, (texts, _) in checks.items()}
+        reader = Reader.from_pretrained(resolve_checkpoint(checkpoint), args.device)
+        probs[checkpoint] = {name: reader.read_texts(texts, args.max_tokens) for name, (texts, _) in checks.items()}
         seconds[checkpoint] = round(time.perf_counter() - start, 1)
 
     positions = np.array([r.position for r in short])

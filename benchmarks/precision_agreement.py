@@ -20,6 +20,7 @@ import sys
 import torch
 
 from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
+from classifier import Reader
 from inspection import attribute, rank_correlation
 from model import autocast, bf16_native, load_pretrained
 from tokenization import BPETokenizer, label_candidates, read_review
@@ -29,8 +30,7 @@ from training.heldout import add_held_out_arguments, held_out_rows
 def probabilities(model, ids: torch.Tensor, candidates: list[list[int]], precision: str, device: str) -> torch.Tensor:
     """(n_labels,) float32 class probabilities of one review, the products in `precision`."""
     with torch.inference_mode(), autocast(device, precision):
-        memory, _ = model.encode(ids[None])
-        return model.label_log_probs(memory, candidates)[0].float().exp().cpu()
+        return Reader(model).read(ids[None], None, candidates)[0].float().exp().cpu()
 
 
 def arguments() -> argparse.ArgumentParser:

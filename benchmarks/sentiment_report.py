@@ -7,7 +7,7 @@ interval; the difference (ours - baseline, same rows) has a paired bootstrap int
         --json benchmarks/results/sentiment_report_shipped.json
 
 `--also DIR ...` scores an ensemble: the checkpoint and the other classifiers combined as the app's
-verdict combines its readers (`model.combine_readers`; `benchmarks.ensemble` chooses combinations
+verdict combines its readers (`classifier.Classifier`; `benchmarks.ensemble` chooses combinations
 on the selection rows).
 
 The baseline trains on the same 22,500 reviews as `training.run --task sentiment` and reads each
@@ -26,7 +26,6 @@ import numpy as np
 from benchmarks.bootstrap import accuracy_with_interval, bootstrap_interval
 from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, read_classifier, write_json
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
-from model import combine_readers
 from storage import METRICS_NAME, resolve_checkpoint
 from training.heldout import SELECTION_FRACTION, add_held_out_arguments, short_texts
 
@@ -63,15 +62,15 @@ def main(argv: list[str] | None = None) -> dict:
     baseline = fit_baseline(train_texts, train_labels)
     baseline_s = time.perf_counter() - start
     start = time.perf_counter()
-    readers = [read_classifier(c, args.device, args.max_tokens)[0] for c in [args.checkpoint, *args.also]]
+    ours = read_classifier([args.checkpoint, *args.also], args.device)
     model_s = time.perf_counter() - start
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}),
               "data_dir": args.data_dir, "split": "report",
               "held_out": {"val_size": args.val_size, "seed": args.seed, "selection_fraction": SELECTION_FRACTION,
                            "report_examples": len(texts)}}
     for name, (rows, truth) in checks.items():
-        ours = combine_readers([read(rows) for read in readers]).argmax(-1).numpy() == np.asarray(truth)
-        result[name] = compare(ours, np.asarray(baseline.predict(rows)) == np.asarray(truth))
+        right = ours.read_texts(rows, args.max_tokens).log_probs.argmax(-1).numpy() == np.asarray(truth)
+        result[name] = compare(right, np.asarray(baseline.predict(rows)) == np.asarray(truth))
     result["model_time_s"] = round(model_s, 1)
     result["baseline_fit_time_s"] = round(baseline_s, 1)
     metrics_path = Path(ckpt) / METRICS_NAME

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
+from classifier import Reader
 from model import DecoderOnlyLM, EncoderDecoder, MultiHeadAttention, attention_point
 
 MODES = ("zero", "mean")
@@ -158,12 +159,12 @@ def lm_head_effects(model: DecoderOnlyLM, input_ids: torch.Tensor, token: int, m
 @torch.inference_mode()
 def classifier_head_effects(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]], label: int,
                             mode: str = "zero") -> HeadEffects:
-    """P(label | source) among the candidate labels (as `label_log_probs` gives it), with every
-    head in place and with each one ablated. src_ids: (1, S), one unpadded source."""
-    encoder = model.encoder
+    """P(label | source) among the candidate labels (as the classifier gives it, `classifier.Reader`),
+    with every head in place and with each one ablated. src_ids: (1, S), one unpadded source."""
+    encoder, reader = model.encoder, Reader(model)
 
     def score(x):  # encoder output (B, S, C) -> (B,)
-        return model.label_log_probs(encoder.norm(x), candidates)[:, label].exp()
+        return reader.log_probs(encoder.norm(x), candidates)[:, label].exp()
 
     x = model.src_pos(model.embed(src_ids))
     effects, x = _stack_effects(model, encoder.layers, "encoder_self", encoder.is_causal,
@@ -172,5 +173,5 @@ def classifier_head_effects(model: EncoderDecoder, src_ids: torch.Tensor, candid
     for head in all_heads(model):
         if head.kind != "encoder_self":
             with ablate(model, [head], mode):
-                effects.ablated[head] = float(model.label_log_probs(memory, candidates)[0, label].exp())
+                effects.ablated[head] = float(reader.log_probs(memory, candidates)[0, label].exp())
     return effects

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 
 import torch
 
+from classifier import Reader
 from model import EncoderDecoder
 
 from .quadrature import Rule, gauss_7, gauss_kronrod_15, gauss_legendre
@@ -120,6 +121,7 @@ def attribute_methods(model: EncoderDecoder, src_ids: torch.Tensor, candidates: 
     method's. `word_ids` (S,): the word of each token, for occlusion of long reviews; `max_units`
     overrides occlusion's budget-derived number of units.
     """
+    model = explained(model)
     unknown = [m for m in methods if m not in ATTRIBUTIONS]
     if unknown:
         raise ValueError(f"unknown attribution method {unknown[0]!r}; choose one of {', '.join(METHODS)}")
@@ -140,9 +142,9 @@ def attribute_methods(model: EncoderDecoder, src_ids: torch.Tensor, candidates: 
         with torch.inference_mode():
             memory, enc_maps = model.encode(ids, output_attentions="rollout" in methods)
             if shading:  # one decoder pass gives the scores and the maps
-                log_probs, dec_maps = model.label_log_probs_and_maps(memory, candidates)
+                log_probs, dec_maps = model.log_probs_and_maps(memory, candidates)
             else:
-                log_probs = model.label_log_probs(memory, candidates)
+                log_probs = model.log_probs(memory, candidates)
             log_probs = log_probs[0]  # (K,)
         label = int(log_probs.argmax()) if label is None else label
         if not 0 <= label < len(candidates):
@@ -161,6 +163,13 @@ def attribute_methods(model: EncoderDecoder, src_ids: torch.Tensor, candidates: 
 
 
 @contextmanager
+def explained(model: torch.nn.Module) -> torch.nn.Module:
+    """What the methods explain: a sentiment checkpoint's `classifier.Reader` (an encoder-decoder is
+    wrapped in one), or anything with the same `embed`, `encode`, `log_probs` and `config`
+    (`inspection.token_attribution.NextToken`, the LM's next token)."""
+    return Reader(model) if isinstance(model, EncoderDecoder) else model
+
+
 def evaluating(model: torch.nn.Module) -> Iterator[None]:
     """Eval mode while scoring (dropout would make every score noise), each module's mode restored
     after. Only the modules in training mode are switched: `eval()` then `train(False)` walk and set
@@ -177,7 +186,7 @@ def evaluating(model: torch.nn.Module) -> Iterator[None]:
 
 def label_step_attention(maps: list, label: int) -> torch.Tensor:
     """The cross-attention of the step that writes candidate `label`'s first token, averaged over
-    heads and decoder layers -> (S,). `maps`: a scoring pass's (`label_log_probs_and_maps`, one
+    heads and decoder layers -> (S,). `maps`: a scoring pass's (`Reader.log_probs_and_maps`, one
     source), whose weights are (K, H, width, S); row `label` is that candidate, query 0 its first step."""
     return torch.stack([m.weights[label, :, 0, :] for m in maps if m.kind == "cross"]).float().mean((0, 1))
 
@@ -186,7 +195,7 @@ def label_step_attention(maps: list, label: int) -> torch.Tensor:
 class Request:
     """What every method gets: the unpadded source (1, S), the label to explain, f(source), and the
     encoder pass `attribute` already made (its self-attention maps only for rollout). The gradient,
-    occlusion and random methods read only `model.embed`, `.encode`, `.label_log_probs` and
+    occlusion and random methods read only `model.embed`, `.encode`, `.log_probs` and
     `.config`: `inspection/token_attribution.py` passes the LM's next token through that interface."""
 
     model: EncoderDecoder
@@ -227,7 +236,7 @@ def ig_rules(steps: int | None = None, max_steps: int | None = None) -> list[Rul
 def _target(model: EncoderDecoder, candidates, label: int, src_ids=None, src_mask=None, inputs_embeds=None):
     """f: log P(label | source) among the candidates -> (B,)."""
     memory, _ = model.encode(src_ids, src_mask, inputs_embeds=inputs_embeds)
-    return model.label_log_probs(memory, candidates, src_mask)[:, label]
+    return model.log_probs(memory, candidates, src_mask)[:, label]
 
 
 @torch.inference_mode()

@@ -13,7 +13,7 @@ import torch
 
 from model import EncoderDecoder
 
-from .attribution import Attribution, deletion_log_probs, special_mask
+from .attribution import Attribution, deletion_log_probs, explained, special_mask
 
 ERASER_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)  # the top-k% bins of ERASER's AOPC
 
@@ -36,6 +36,7 @@ def erase(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[in
     s = scores.reshape(-1).to(ids.device).float()
     if s.numel() != ids.numel():
         raise ValueError(f"{s.numel()} scores for {ids.numel()} tokens")
+    model = explained(model)
     deletable = ~special_mask(model, ids)  # (S,)
     eligible = deletable.nonzero().flatten()
     order = eligible[torch.sort(s[eligible], descending=True, stable=True).indices]  # best first

@@ -16,7 +16,7 @@ attributions, and integrated gradients does too at a fixed number of nodes.
 
 One implementation for both models: integrated gradients, gradient × input, occlusion and random
 are the registry's functions (`ATTRIBUTIONS`), run on `NextToken`, which shows the LM through the
-interface those functions read (`embed`, `encode`, `label_log_probs`, `config`): the "source" is
+interface those functions read (`embed`, `encode`, `log_probs`, `config`): the "source" is
 the context, the one "label" is f. Only the attention methods differ, since the LM has
 self-attention where the classifier has cross-attention: `attention` is the explained position's
 attention row (heads and layers averaged), `rollout` pushes that position back to the input tokens
@@ -40,7 +40,7 @@ from .faithfulness import ERASER_FRACTIONS, erase
 class NextToken(nn.Module):
     """f(context) = log p(token | context) [− log p(alternative | context)] of a `DecoderOnlyLM`,
     presented as the classifier's interface: `encode` gives the next-token log-probabilities after
-    each row's last real token, `label_log_probs` the one column f. Right-padded rows (occlusion's
+    each row's last real token, `log_probs` the one column f. Right-padded rows (occlusion's
     deletions) need no mask inside the LM: causality keeps pads from reaching earlier positions."""
 
     def __init__(self, lm: DecoderOnlyLM, token: int, alternative: int | None = None):
@@ -61,7 +61,7 @@ class NextToken(nn.Module):
             last = logits[torch.arange(logits.size(0)), src_mask.sum(1) - 1]
         return last.float().log_softmax(-1), out.attentions
 
-    def label_log_probs(self, memory, candidates=None, src_mask=None) -> torch.Tensor:
+    def log_probs(self, memory, candidates=None, src_mask=None) -> torch.Tensor:
         """memory: (B, vocab) log-probabilities -> f (B, 1)."""
         f = memory[:, self.token]
         return (f if self.alternative is None else f - memory[:, self.alternative])[:, None]
@@ -132,7 +132,7 @@ def attribute_token(lm: DecoderOnlyLM, ids: torch.Tensor | Sequence[int], positi
     with evaluating(lm):
         with torch.inference_mode():
             log_probs, _ = model.encode(context)  # (1, vocab)
-        target = float(model.label_log_probs(log_probs)[0, 0])
+        target = float(model.log_probs(log_probs)[0, 0])
         request = Request(model, context, [[token]], 0, target, None, [], steps, max_steps, seed, words, max_units)
         scores, baseline, quadrature = TOKEN_ATTRIBUTIONS[method](request)
     full = torch.zeros(position)

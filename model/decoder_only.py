@@ -12,7 +12,7 @@ from .generation import GenerationMixin, KVCache
 from .layers import Decoder, attention_maps
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
-from .pretrained import PreTrainedModel, require_same
+from .pretrained import PreTrainedModel
 
 
 @dataclass
@@ -40,7 +40,6 @@ class DecoderOnlyConfig(TransformerConfig):
 class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
     model_type = "decoder_only_lm"
     config_class = DecoderOnlyConfig
-    starts_from = "a language model"  # what `init_from` takes (said when --init-from cannot)
 
     def __init__(self, config: DecoderOnlyConfig):
         super().__init__()
@@ -49,27 +48,6 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         self.pos = PositionalEncoding(c, "decoder")  # the decoder's input: its points are decoder.embed, .pos, .input
         self.decoder = Decoder(c)
         self.post_init()
-
-    # what a run started from a trained LM takes from it: its whole shape (a continued pretraining)
-    SHAPE = ("n_layer", "n_head", "d_model", "d_ff", "block_size", "norm_first", "reverse")
-
-    @classmethod
-    def shape_from(cls, pretrained: PreTrainedModel, vocab_size: int) -> dict | None:
-        """The config fields an LM started by `init_from(pretrained)` takes from it; None when
-        `pretrained` is no LM of a `vocab_size`-token tokenizer. `training.run --task lm --init-from`
-        continues a trained LM's pretraining (more steps, or your own text) instead of starting over."""
-        if isinstance(pretrained, DecoderOnlyLM) and pretrained.config.vocab_size == vocab_size:
-            return {k: getattr(pretrained.config, k) for k in cls.SHAPE}
-        return None
-
-    @torch.no_grad()
-    def init_from(self, pretrained: PreTrainedModel) -> None:
-        """Start from a trained LM of the same shape: every weight is copied, so step 0 of the new
-        run predicts exactly what the trained model does."""
-        if not isinstance(pretrained, DecoderOnlyLM):
-            raise ValueError(f"cannot initialise a language model from a {pretrained.model_type!r} checkpoint")
-        require_same(self.config, pretrained.config, (*self.SHAPE, "vocab_size"), "the language model")
-        self.load_state_dict(pretrained.state_dict())
 
     def forward(
         self,

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 import torch
 
 from .config import MAX_LAYERS, MAX_POSITIONS, TransformerConfig, bounded
-from .decoder_only import DecoderOnlyLM
 from .embeddings import Embeddings, PositionalEncoding
 from .generation import GenerationMixin, KVCache
 from .layers import AttentionMap, Decoder, Encoder, attention_maps
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
-from .pretrained import PreTrainedModel, require_same
+from .pretrained import PreTrainedModel
 
 
 @dataclass
@@ -31,7 +30,7 @@ class EncoderDecoderConfig(TransformerConfig):
     src_keep_tail: int = bounded(0, 0)  # a source over max_src_len keeps this many of its last tokens (the cut:
     # `tokenization.review`, which training, evaluation, the benchmarks and the app all read a review with)
     # the encoder keeps a decoder-only LM's causal mask: position t reads tokens <= t only. An encoder
-    # started from the LM (`init_encoder_from`) then begins exactly where the LM stands, instead of
+    # started from the LM (`training.transfer`) then begins exactly where the LM stands, instead of
     # reading with a bidirectional mask its weights never saw; the decoder's cross-attention still
     # reads every position of the memory.
     causal_encoder: bool = False
@@ -65,10 +64,6 @@ class EncoderDecoderConfig(TransformerConfig):
         return [self.bos_token_id, *target]
 
 
-def _direction(reverse: bool) -> str:
-    return "backwards" if reverse else "forwards"
-
-
 def reading_order(src_mask: torch.Tensor) -> torch.Tensor:
     """(B, S) 1/0 real/pad -> (B, S) indices that put each row's real tokens last to first in the
     slots the real tokens hold, and leave the padding where it is. `reorder(x, order)` then reads
@@ -97,7 +92,6 @@ def reorder_map(weights: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
 class EncoderDecoder(PreTrainedModel, GenerationMixin):
     model_type = "encoder_decoder"
     config_class = EncoderDecoderConfig
-    starts_from = "a language model or encoder-decoder"  # what `init_from` takes (said when --init-from cannot)
 
     def __init__(self, config: EncoderDecoderConfig):
         super().__init__()
@@ -108,63 +102,6 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
         self.post_init()
-
-    @staticmethod
-    def shape_from(pretrained: PreTrainedModel, vocab_size: int) -> dict | None:
-        """The config fields a model started by `init_from(pretrained)` takes from it (its encoder's
-        shape, and a span model's decoder depth); None when `pretrained` cannot start a model of
-        `vocab_size` tokens (an LM of another tokenizer, a span model with fewer rows)."""
-        c, shape = pretrained.config, ("d_model", "n_head", "d_ff", "norm_first")
-        if isinstance(pretrained, DecoderOnlyLM) and c.vocab_size == vocab_size:
-            return {k: getattr(c, k) for k in shape} | {"n_encoder_layer": c.n_layer, "reverse_source": c.reverse}
-        if isinstance(pretrained, EncoderDecoder) and c.vocab_size >= vocab_size:
-            return {k: getattr(c, k) for k in (*shape, "n_encoder_layer", "n_decoder_layer", "reverse_source")}
-        return None
-
-    @torch.no_grad()
-    def init_from(self, pretrained: PreTrainedModel) -> None:
-        """Start from a trained checkpoint. A DecoderOnlyLM gives the encoder (`init_encoder_from`:
-        and the first rows of the embedding matrix, so a span model's sentinel rows stay freshly
-        initialised); an EncoderDecoder (a span-pretrained one) gives everything: embeddings, encoder,
-        decoder and cross-attention, its first `config.vocab_size` embedding rows (a classifier needs
-        no sentinels)."""
-        if isinstance(pretrained, DecoderOnlyLM):
-            self.init_encoder_from(pretrained)
-            return
-        if not isinstance(pretrained, EncoderDecoder):
-            raise ValueError(f"cannot initialise an encoder-decoder from a {pretrained.model_type!r} checkpoint")
-        mine, theirs = self.config, pretrained.config
-        require_same(mine, theirs, ("d_model", "n_head", "d_ff", "norm_first", "n_encoder_layer", "n_decoder_layer",
-                                    "reverse_source"), "the encoder-decoder")
-        if mine.vocab_size > theirs.vocab_size:
-            raise ValueError(f"the checkpoint has {theirs.vocab_size} embedding rows, this model needs "
-                             f"{mine.vocab_size}")
-        state = pretrained.state_dict()
-        state["embed.lut.weight"] = state["embed.lut.weight"][: mine.vocab_size]
-        self.load_state_dict(state)
-
-    @torch.no_grad()
-    def init_encoder_from(self, lm: DecoderOnlyLM) -> None:
-        """Start the encoder from a trained decoder-only LM: its embeddings and its first
-        n_encoder_layer blocks (same shapes: self-attention + FFN). The weights carry what the LM
-        learned about the language; the mask changes from causal to bidirectional unless the config's
-        `causal_encoder` keeps it, and then the memory is the LM's final hidden states. This is
-        how the unlabeled reviews help the classifier. A larger vocabulary (a span-corruption model's
-        sentinel ids above the tokenizer's) takes the LM's rows as its first rows; the others keep
-        their fresh initialisation."""
-        c, lc = self.config, lm.config
-        require_same(c, lc, ("d_model", "n_head", "d_ff", "norm_first"), "the LM")
-        if c.vocab_size < lc.vocab_size:
-            raise ValueError(f"cannot initialise from the LM: vocab_size is {lc.vocab_size} there, {c.vocab_size} here")
-        if c.n_encoder_layer > lc.n_layer:
-            raise ValueError(f"the LM has {lc.n_layer} layers, the encoder wants {c.n_encoder_layer}")
-        if c.reverse_source != lc.reverse:  # its weights learned one reading order: the encoder must keep it
-            raise ValueError(f"cannot initialise from the LM: it reads text {_direction(lc.reverse)}, the encoder "
-                             f"{_direction(c.reverse_source)}")
-        self.embed.lut.weight[: lc.vocab_size] = lm.embed.lut.weight
-        for mine, theirs in zip(self.encoder.layers, lm.decoder.layers, strict=False):
-            mine.load_state_dict(theirs.state_dict())
-        self.encoder.norm.load_state_dict(lm.decoder.norm.state_dict())
 
     def encode(self, src_ids: torch.Tensor | None, src_mask: torch.Tensor | None = None,
                output_attentions: bool = False, inputs_embeds: torch.Tensor | None = None):
@@ -222,9 +159,9 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
 
     def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
         """`score_candidates` from an encoded source (B, S, C) -> (B, K); differentiable, for attributions."""
-        return self._scored(memory, candidates, src_mask)[0]
+        return self.scored_candidates(memory, candidates, src_mask)[0]
 
-    def _scored(self, memory, candidates: list[list[int]], src_mask=None, output_attentions=False):
+    def scored_candidates(self, memory, candidates: list[list[int]], src_mask=None, output_attentions=False):
         """-> candidate scores (B, K), and with `output_attentions` the decoder's attention maps, weights
         (B·K, H, width, ·): row b·K + k is candidate k of source b, query 0 its first step.
 
@@ -243,23 +180,6 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
                                    output_attentions=output_attentions)
         log_probs = logits.float().log_softmax(-1).gather(-1, tgt_out.clamp(min=0)[..., None]).squeeze(-1)
         return (log_probs * (tgt_out >= 0)).sum(-1).view(B, K), maps
-
-    def label_log_probs(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
-        """log P(label | source) over the candidate labels -> (B, K): the candidates' scores
-        (`candidate_scores`) softmaxed at the config's fitted temperature, so that a reader of the
-        probabilities gets calibrated ones (the argmax, the label, is the same at any temperature)."""
-        return self._calibrated(self.candidate_scores(memory, candidates, src_mask))
-
-    def label_log_probs_and_maps(self, memory, candidates: list[list[int]], src_mask=None):
-        """`label_log_probs` (B, K) and the attention maps of the same decoder pass (`_scored`), from
-        which the attention attribution reads the label step's cross-attention without decoding
-        again. Its attention is computed unfused, so the log-probabilities can differ from
-        `label_log_probs`'s in the last float bits."""
-        scores, maps = self._scored(memory, candidates, src_mask, output_attentions=True)
-        return self._calibrated(scores), maps
-
-    def _calibrated(self, scores: torch.Tensor) -> torch.Tensor:
-        return (scores.float() / self.config.temperature).log_softmax(-1)
 
     def new_cache(self) -> KVCache:
         return KVCache.empty(self.config.n_decoder_layer)

@@ -36,15 +36,6 @@ def read_config(directory: str | os.PathLike) -> dict:
     return raw
 
 
-def require_same(mine, theirs, names: tuple[str, ...], source: str) -> None:
-    """Raise unless two configs agree on `names`: a model starts from a trained one (`init_from`)
-    only where their weights have the same shapes, and the message says which field differs."""
-    for name in names:
-        if getattr(mine, name) != getattr(theirs, name):
-            raise ValueError(f"cannot initialise from {source}: {name} is {getattr(theirs, name)} there, "
-                             f"{getattr(mine, name)} here")
-
-
 class PreTrainedModel(torch.nn.Module):
     """Base class giving a model its weight init and `save_pretrained` / `from_pretrained`.
 

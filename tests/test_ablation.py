@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from classifier import Reader
 from inspection.ablation import Head, HeadMask, ablate, all_heads, classifier_head_effects, lm_head_effects
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, MultiHeadAttention
 from model.config import TransformerConfig
@@ -128,7 +129,7 @@ def test_classifier_ranking_equals_one_ablated_pass_per_head(classifier, mode: s
 
     def p_label():
         memory, _ = classifier.encode(src)
-        return float(classifier.label_log_probs(memory, CANDIDATES)[0, 1].exp())
+        return float(Reader(classifier).log_probs(memory, CANDIDATES)[0, 1].exp())
 
     with torch.inference_mode():
         assert effects.base == pytest.approx(p_label(), abs=1e-6)

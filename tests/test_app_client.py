@@ -16,6 +16,7 @@ import torch
 
 gradio_client = pytest.importorskip("gradio_client")
 
+from classifier import Reader  # noqa: E402
 from demo.app import build_app, launch  # noqa: E402
 from demo.serving import DemoService  # noqa: E402
 from demo.serving.queue import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUEUE_SIZE  # noqa: E402
@@ -149,7 +150,7 @@ def test_tour_walks_the_lm_and_the_sentiment_model(client, service: DemoService)
     labels, candidates = labels_and_candidates(model, tok)
     with torch.inference_mode():  # the classifier's probabilities in float32 (the Sentiment tab may run bf16)
         memory = model.encode(torch.tensor(source_ids(["A fine film, well acted."], tok, model.config)))[0]
-        expected = model.label_log_probs(memory, candidates)[0].exp().tolist()
+        expected = Reader(model).log_probs(memory, candidates)[0].exp().tolist()
     assert sentiment["label_probabilities"] == pytest.approx(dict(zip(labels, expected, strict=True)), abs=1e-5)
     toy = tour_json(client.predict("This movie was", "lm", 0, 0, True, api_name="/tour"))
     assert toy["toy"] and "(4, 8)" in toy["steps"][1]["shape"]  # d_model 8

@@ -7,6 +7,7 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
+from classifier import Reader
 from inspection import (
     ATTRIBUTIONS,
     DESCRIPTIONS,
@@ -200,7 +201,7 @@ def test_integrated_gradients_ladder_reuses_the_gauss_nodes(marker_model, monkey
     for a, w in zip(kronrod.nodes.tolist(), kronrod.weights.tolist(), strict=True):
         point = (x0 + a * (x - x0)).requires_grad_()
         memory, _ = marker_model.encode(None, inputs_embeds=point)
-        f = marker_model.label_log_probs(memory, CANDIDATES)[0, first.label]
+        f = Reader(marker_model).log_probs(memory, CANDIDATES)[0, first.label]
         (grad,) = torch.autograd.grad(f, point)
         expected += w * ((x - x0) * grad).sum(-1)[0]
     monkeypatch.setattr(attribution, "ig_rules", lambda steps, max_steps: [kronrod])
@@ -349,8 +350,8 @@ def test_one_scoring_pass_gives_the_probabilities_and_the_label_steps_attention(
     candidates = [[NEG, 7, 8], [POS]]  # width 4: the second candidate is padded
     ids = torch.tensor([[7, 9, 11, 6, 13, EOS]])
     memory, _ = random_model.encode(ids)
-    log_probs, maps = random_model.label_log_probs_and_maps(memory, candidates)
-    torch.testing.assert_close(log_probs, random_model.label_log_probs(memory, candidates), rtol=0, atol=1e-6)
+    log_probs, maps = Reader(random_model).log_probs_and_maps(memory, candidates)
+    torch.testing.assert_close(log_probs, Reader(random_model).log_probs(memory, candidates), rtol=0, atol=1e-6)
     assert log_probs.shape == (1, 2) and [m.weights.shape for m in maps if m.kind == "cross"] == [(2, 2, 4, 6)]
     for label, cand in enumerate(candidates):
         _, alone = random_model.decode(torch.tensor([[BOS, *cand]]), memory, output_attentions=True)

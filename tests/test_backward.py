@@ -14,6 +14,7 @@ from model.encoder_decoder import reading_order
 from tokenization import BPETokenizer, read_texts
 from training import evaluate, run
 from training.data import TokenStream
+from training.transfer import init_encoder_from, shape_from
 
 SHAPE = dict(n_head=2, d_model=32, d_ff=64, dropout=0.0, norm_first=True)
 
@@ -80,14 +81,14 @@ def test_backward_label_scores_do_not_depend_on_padding():
 def test_a_backward_lm_starts_only_a_backward_encoder():
     torch.manual_seed(1)
     lm = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=100, n_layer=2, block_size=32, reverse=True, **SHAPE)).eval()
-    assert EncoderDecoder.shape_from(lm, 100)["reverse_source"] is True
+    assert shape_from(EncoderDecoder, lm, 100)["reverse_source"] is True
     model = classifier(True)
-    model.init_encoder_from(lm)
+    init_encoder_from(model, lm)
     src = torch.randint(3, 100, (1, 12))
     memory, _ = model.encode(src)  # the LM's states over the reversed review, in the review's order
     torch.testing.assert_close(model.embed.logits(memory).flip(1), lm(src.flip(1)).logits, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="reads text backwards, the encoder forwards"):
-        classifier(False).init_encoder_from(lm)
+        init_encoder_from(classifier(False), lm)
 
 
 def test_a_reversed_stream_is_every_document_backwards_with_the_same_bytes():
@@ -141,7 +142,7 @@ def test_sampling_a_backward_lm_is_a_one_line_refusal(tmp_path, capsys):
 
 
 def test_readers_combine_as_the_renormalised_mean_of_their_log_probabilities():
-    from model import combine_readers
+    from classifier import combine_readers
 
     forward, backward = torch.tensor([[0.8, 0.2]]).log(), torch.tensor([[0.6, 0.4]]).log()
     expected = torch.tensor([[0.48 ** 0.5, 0.08 ** 0.5]])
@@ -170,7 +171,7 @@ def test_a_cuda_device_keeps_fused_attention_off_cudnn(monkeypatch):
 
 
 def test_the_pair_has_its_own_temperature_kept_by_its_last_reader():
-    from model import combine_readers, pair_temperature
+    from classifier import combine_readers, pair_temperature
 
     forward, backward = torch.tensor([[0.8, 0.2]]).log(), torch.tensor([[0.6, 0.4]]).log()
     sharpened = torch.tensor([[0.48 ** (0.5 / 0.5), 0.08 ** (0.5 / 0.5)]])  # mean of logs / T, T = 0.5

@@ -119,7 +119,7 @@ def test_the_classifier_is_read_as_the_app_reads_it():
     checkpoints = shared_tiny_checkpoints()
     service = DemoService(checkpoints, device="cpu", precision="fp32")
     texts = ["Not bad.", "I used to love it, now I hate it.", "The acting was superb. www.moviechat.net/t/20931"]
-    read = read_classifier(str(checkpoints / "sentiment"))[0](texts)  # the benchmarks' reading
+    read = read_classifier([str(checkpoints / "sentiment")]).readers[0].read_texts(texts)  # the benchmarks' reading
     shown = [classify(service, t).probabilities for t in texts]
     assert read.exp().flatten().tolist() == pytest.approx([p[k] for p in shown for k in ("negative", "positive")],
                                                           abs=1e-5)

@@ -4,7 +4,8 @@ import random
 
 import pytest
 
-from training.bucketing import BucketSampler, cut_by_budget, length_batches
+from tokenization.batches import cut_by_budget, length_batches
+from training.bucketing import BucketSampler
 
 LENGTHS = [random.Random(0).randint(5, 300) for _ in range(1000)]
 

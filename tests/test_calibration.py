@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from classifier import Reader
 from model import EncoderDecoder, EncoderDecoderConfig
 from training.calibration import expected_calibration_error, fit_temperature, reliability
 
@@ -47,6 +48,6 @@ def test_label_log_probs_apply_the_config_temperature():
     memory, _ = model.encode(torch.randint(3, 50, (2, 6)))
     candidates = [[7], [8, 9]]
     scores = model.candidate_scores(memory, candidates)
-    torch.testing.assert_close(model.label_log_probs(memory, candidates), (scores / 2.0).log_softmax(-1))
+    torch.testing.assert_close(Reader(model).log_probs(memory, candidates), (scores / 2.0).log_softmax(-1))
     with pytest.raises(ValueError, match="temperature"):
         EncoderDecoderConfig(temperature=0.0)

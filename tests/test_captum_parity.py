@@ -7,6 +7,7 @@ import pytest
 import torch
 from captum.attr import FeatureAblation, InputXGradient, IntegratedGradients
 
+from classifier import Reader
 from inspection import attribute, attribute_token
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 
@@ -33,7 +34,7 @@ def lm() -> DecoderOnlyLM:
 
 def classifier_f(model, label):
     """f(embeddings (B, S, C)) -> (B,): log P(label) among the candidates, as our methods explain."""
-    return lambda x: model.label_log_probs(model.encode(None, inputs_embeds=x)[0], CANDIDATES)[:, label]
+    return lambda x: Reader(model).log_probs(model.encode(None, inputs_embeds=x)[0], CANDIDATES)[:, label]
 
 
 def lm_f(lm, token):

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from model import IGNORE_INDEX, DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 from training.errors import UsageError
 from training.recipe import Recipe, source_lm_loss, training_loss
+from training.transfer import init_encoder_from
 
 SHAPE = dict(n_head=2, d_model=32, d_ff=64, dropout=0.0, norm_first=True)
 
@@ -54,12 +55,12 @@ def test_the_causal_encoder_started_from_the_lm_is_the_lm():
     torch.manual_seed(1)
     lm = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=100, n_layer=2, block_size=32, **SHAPE)).eval()
     model = classifier(True)
-    model.init_encoder_from(lm)
+    init_encoder_from(model, lm)
     src = torch.randint(3, 100, (2, 15))
     memory, _ = model.encode(src)
     torch.testing.assert_close(model.embed.logits(memory), lm(src).logits, atol=1e-5, rtol=1e-5)
     bidirectional = classifier(False)
-    bidirectional.init_encoder_from(lm)
+    init_encoder_from(bidirectional, lm)
     assert not torch.allclose(bidirectional.embed.logits(bidirectional.encode(src)[0]), lm(src).logits, atol=1e-3)
 
 

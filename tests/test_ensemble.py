@@ -98,7 +98,7 @@ def test_calibration_measures_the_fitted_temperature_on_the_report_rows_short_te
     _, _, texts, labels = imdb_split(str(data), 30, 1337, "report")
     short = short_texts(texts, labels)
     truth = np.array([r.label for r in short])
-    log_p = [read_classifier(f)[0]([r.text for r in short]).double().numpy() for f in folders]
+    log_p = [read_classifier([f]).readers[0].read_texts([r.text for r in short]).double().numpy() for f in folders]
     mean = (log_p[0] + log_p[1]) / 2
     figures = result["short_text"]
     assert figures["measured_on"] == f"the report rows' first and last sentences ({len(short)})"

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, resolve_device
+from training.transfer import init_from, shape_from
 
 VOCAB, PAD = 50, 0
 
@@ -172,21 +173,21 @@ def test_an_lm_started_from_a_trained_lm_predicts_what_it_does_and_refuses_anoth
     trained = tiny_lm()
     with torch.no_grad():
         trained.decoder.layers[0].feed_forward.w_1.weight.add_(1.0)  # not what a fresh init of seed 0 gives
-    assert DecoderOnlyLM.shape_from(trained, VOCAB) == dict(n_layer=2, n_head=2, d_model=16, d_ff=32, block_size=16,
+    assert shape_from(DecoderOnlyLM, trained, VOCAB) == dict(n_layer=2, n_head=2, d_model=16, d_ff=32, block_size=16,
                                                             norm_first=True, reverse=False)
-    assert DecoderOnlyLM.shape_from(trained, VOCAB + 1) is None  # another tokenizer's LM
-    assert DecoderOnlyLM.shape_from(tiny_seq2seq(), VOCAB) is None  # no LM at all
+    assert shape_from(DecoderOnlyLM, trained, VOCAB + 1) is None  # another tokenizer's LM
+    assert shape_from(DecoderOnlyLM, tiny_seq2seq(), VOCAB) is None  # no LM at all
     torch.manual_seed(1)
     fresh = DecoderOnlyLM(DecoderOnlyConfig(**{**vars(trained.config), "dropout": 0.1})).eval()
     x = ids(2, 9)
     assert not torch.equal(fresh(x).logits, trained(x).logits)
-    fresh.init_from(trained)
+    init_from(fresh, trained)
     assert torch.equal(fresh(x).logits, trained(x).logits)
     deeper = DecoderOnlyLM(DecoderOnlyConfig(**{**vars(trained.config), "n_layer": 3}))
     with pytest.raises(ValueError, match="n_layer is 2 there, 3 here"):
-        deeper.init_from(trained)
+        init_from(deeper, trained)
     with pytest.raises(ValueError, match="from a 'encoder_decoder' checkpoint"):
-        fresh.init_from(tiny_seq2seq())
+        init_from(fresh, tiny_seq2seq())
 
 
 def test_eval_mode_is_deterministic_with_dropout():

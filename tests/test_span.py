@@ -20,6 +20,7 @@ from training.span import (
     restore,
     span_counts,
 )
+from training.transfer import init_from, shape_from
 
 BASE = 1000  # sentinel ids start here: above every token id below
 
@@ -95,13 +96,13 @@ def tiny_ed(vocab: int, **kw) -> EncoderDecoder:
 def test_init_from_a_span_model_takes_everything_and_the_first_embedding_rows():
     torch.manual_seed(0)
     span_model, classifier = tiny_ed(50 + N_SENTINELS), tiny_ed(50, labels=["negative", "positive"])
-    classifier.init_from(span_model)
+    init_from(classifier, span_model)
     theirs = span_model.state_dict()
     for name, value in classifier.state_dict().items():
         expected = theirs[name][:50] if name == "embed.lut.weight" else theirs[name]
         assert torch.equal(value, expected), name
     with pytest.raises(ValueError, match="n_decoder_layer"):
-        classifier.init_from(EncoderDecoder(EncoderDecoderConfig(
+        init_from(classifier, EncoderDecoder(EncoderDecoderConfig(
             vocab_size=150, n_encoder_layer=2, n_decoder_layer=2, n_head=2, d_model=16, d_ff=32, max_src_len=32,
             norm_first=True)))
 
@@ -111,10 +112,10 @@ def test_init_from_the_lm_fills_the_first_rows_of_a_larger_vocabulary():
     lm = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, n_layer=2, n_head=2, d_model=16, d_ff=32, block_size=32))
     span_model = tiny_ed(50 + N_SENTINELS)
     sentinel_rows = span_model.embed.lut.weight[50:].clone()
-    assert EncoderDecoder.shape_from(lm, 50) == dict(d_model=16, n_head=2, d_ff=32, norm_first=True, n_encoder_layer=2,
+    assert shape_from(EncoderDecoder, lm, 50) == dict(d_model=16, n_head=2, d_ff=32, norm_first=True, n_encoder_layer=2,
                                                      reverse_source=False)
-    assert EncoderDecoder.shape_from(lm, 51) is None  # another tokenizer's LM
-    span_model.init_from(lm)
+    assert shape_from(EncoderDecoder, lm, 51) is None  # another tokenizer's LM
+    init_from(span_model, lm)
     assert torch.equal(span_model.embed.lut.weight[:50], lm.embed.lut.weight)
     assert torch.equal(span_model.embed.lut.weight[50:], sentinel_rows)
     for mine, theirs in zip(span_model.encoder.layers, lm.decoder.layers, strict=True):

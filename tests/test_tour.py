@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from classifier import Reader
 from demo.serving import LM, SENTIMENT, Checkpoint, DemoError, DemoService
 from demo.tabs import tour as tour_tab
 from demo.text import TOY_NOTE
@@ -156,7 +157,7 @@ def test_sentiment_track_pads_masks_and_cross_attends(service: DemoService) -> N
     labels, candidates = labels_and_candidates(model, tok)
     with torch.inference_mode():  # the classifier's own reading in float32 (the Sentiment tab may run bf16)
         memory = model.encode(torch.tensor(source_ids([text], tok, model.config)))[0]
-        expected = model.label_log_probs(memory, candidates)[0].exp().tolist()
+        expected = Reader(model).log_probs(memory, candidates)[0].exp().tolist()
     classified = dict(zip(labels, expected, strict=True))
     assert t.label_probabilities == pytest.approx(classified, abs=1e-5)
     assert sum(t.label_probabilities.values()) == pytest.approx(1)

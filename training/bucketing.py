@@ -10,40 +10,15 @@ each pool sorted by length and cut into budget-sized batches, and the batches sh
 example is in exactly one batch of each epoch, and the batches of step `s` are a pure function of
 (seed, s), so a resumed run sees exactly the batches an uninterrupted run would have seen.
 
-Evaluation (`length_batches`): one pass in length order, cut by the same budget.
+Evaluation (`tokenization.batches.length_batches`): one pass in length order, cut by the same
+budget (`cut_by_budget`, which a classifier reading reviews uses too).
 """
 
 from collections.abc import Sequence
 
 import numpy as np
 
-
-def cut_by_budget(order: Sequence[int], lengths: Sequence[int], max_tokens: int,
-                  max_rows: int | None = None) -> list[list[int]]:
-    """Cut `order` (indices, in the order they should be batched) into consecutive batches whose
-    padded size len(batch) * max(lengths in batch) stays <= max_tokens (and <= max_rows rows)."""
-    batches: list[list[int]] = []
-    current: list[int] = []
-    longest = 0
-    for i in order:
-        n = int(lengths[i])
-        if n > max_tokens:
-            raise ValueError(f"example {i} has {n} tokens: more than the token budget {max_tokens}")
-        grown = max(longest, n)
-        if current and (grown * (len(current) + 1) > max_tokens or (max_rows and len(current) == max_rows)):
-            batches.append(current)
-            current, grown = [], n
-        current.append(int(i))
-        longest = grown
-    if current:
-        batches.append(current)
-    return batches
-
-
-def length_batches(lengths: Sequence[int], max_tokens: int, max_rows: int | None = None) -> list[list[int]]:
-    """Evaluation batches: all indices in length order (ties by index), cut by the token budget."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    return cut_by_budget(order, lengths, max_tokens, max_rows)
+from tokenization.batches import cut_by_budget
 
 
 class BucketSampler:

@@ -25,11 +25,12 @@ from pathlib import Path
 
 import torch
 
+from classifier import calibrated
 from cli import Parser
 from model import DecoderOnlyLM, EncoderDecoder
 from tokenization import BPETokenizer, label_candidates, read_texts
+from tokenization.batches import length_batches
 
-from .bucketing import length_batches
 from .calibration import expected_calibration_error
 from .data import DataError, PairSet, TokenStream, label_column, load_table, require_columns, text_column
 from .heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, short_texts
@@ -83,16 +84,6 @@ def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max
     return scores
 
 
-def calibrated_log_probs(model: EncoderDecoder, tokenizer: BPETokenizer, texts: list[str], max_tokens: int,
-                         temperature: float | None = None) -> torch.Tensor:
-    """Plain texts -> log P(label) (N, K), in the order of `config.labels`, as the app reads them:
-    `classify`'s label scores (every label scored, none read as a target) softmaxed at
-    `temperature`, by default the checkpoint's fitted one (1.0: the raw scores' softmax)."""
-    unread = [model.config.labels[0]] * len(texts)  # PairSet's targets: `classify` reads none of them
-    scores = classify(model, PairSet.from_texts(texts, unread, tokenizer, model.config), tokenizer, max_tokens)
-    return (scores / (model.config.temperature if temperature is None else temperature)).log_softmax(-1)
-
-
 def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int], tokenizer: BPETokenizer,
                         batch_size: int = 32, limit: int | None = None, max_tokens: int | None = None,
                         progress: Callable[[int], object] | None = None) -> dict:
@@ -115,7 +106,7 @@ def classifier_metrics(model: EncoderDecoder, scores: torch.Tensor, labels: list
                                                                accumulate=True)  # rows: true, columns: predicted
     n_tokens = sum(len(candidates[y]) + 1 for y in labels[:n])  # label words + the end token
     nll = -scores.gather(1, truth[:, None]).sum().item()
-    probs = (scores / model.config.temperature).softmax(-1)  # what a reader is shown (label_log_probs)
+    probs = calibrated(scores, model.config.temperature).exp()  # what a reader is shown (`classifier.Reader`)
     return {"accuracy": (predicted == truth).float().mean().item(), "loss": nll / n_tokens, "examples": n,
             "ece": expected_calibration_error(probs, truth), "confusion": confusion.tolist()}
 

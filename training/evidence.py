@@ -79,6 +79,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from classifier import Reader
 from cli import Parser
 from inspection import attribute
 from model import PRECISIONS, autocast, load_pretrained, resolve_precision
@@ -226,7 +227,7 @@ def read_scores(model, tokenizer: BPETokenizer, candidates: list[list[int]], tex
 def teacher_label(model, tokenizer: BPETokenizer, candidates: list[list[int]], text: str) -> tuple[int, float]:
     """The teacher's label of a whole review and its calibrated probability."""
     ids = torch.tensor(source_ids([text], tokenizer, model.config))
-    probs = model.label_log_probs(model.encode(ids)[0], candidates)[0].exp()
+    probs = Reader(model).log_probs(model.encode(ids)[0], candidates)[0].exp()
     return int(probs.argmax()), float(probs.max())
 
 

@@ -8,7 +8,7 @@ a student trains on both with noise (the crops and dropout of the recipe), so th
 the teacher's reading of many more reviews rather than copying it on the same ones (Noisy Student,
 Xie et al. 2020; for text, Du et al. 2021, "Self-training Improves Pre-training for Natural Language
 Understanding", with in-domain unlabeled text as here). The teacher is
-the verdict the app shows, the readers averaged (`model.combine_readers`) at their pair
+the verdict the app shows, the readers averaged (`classifier.Classifier`) at their pair
 temperature, so a student of each reading order learns from both.
 
 Two steps, so that the scoring runs once and in stretches (two readers scored 3.5 reviews a second
@@ -42,22 +42,14 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from classifier import Classifier, Reader
 from cli import Parser
-from model import (
-    PRECISIONS,
-    autocast,
-    combine_readers,
-    load_pretrained,
-    pair_temperature,
-    resolve_device,
-    resolve_precision,
-)
+from model import PRECISIONS, autocast, resolve_device, resolve_precision
 from storage import WEIGHTS_NAME
-from tokenization import BPETokenizer, read_texts
+from tokenization import read_texts
 
 from .data import DataError, load_splits, text_column
 from .errors import UsageError, one_line_errors
-from .evaluate import calibrated_log_probs
 from .evidence import json_lines, read_cache, read_for_training, reviews_to_do, teacher_sha
 from .heldout import add_held_out_arguments
 
@@ -122,11 +114,10 @@ def build(args: argparse.Namespace) -> Path:
         return out
 
     device = resolve_device(args.device)
-    readers = [(load_pretrained(t, device).eval(), BPETokenizer.from_file(t)) for t in args.teacher]
-    labels = readers[0][0].config.labels
-    if not labels or any(m.config.labels != labels for m, _ in readers):
-        raise UsageError("--teacher: sentiment checkpoints with the same labels, please")
-    temperature = pair_temperature([m.config for m, _ in readers])
+    try:
+        teacher = Classifier([Reader.from_pretrained(t, device, name=f"{i}:{t}") for i, t in enumerate(args.teacher)])
+    except ValueError as e:
+        raise UsageError(f"--teacher: sentiment checkpoints with the same labels, please ({e})") from None
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with open(out, "a", encoding="utf-8") as f, autocast(device, resolve_precision(args.precision, device)):
@@ -136,8 +127,7 @@ def build(args: argparse.Namespace) -> Path:
         for at in range(0, len(todo), CHUNK):
             chunk = todo[at : at + CHUNK]
             texts = read_texts(text_column(splits[SPLIT], "text", SPLIT, chunk))
-            log_probs = [calibrated_log_probs(model, tokenizer, texts, args.max_tokens) for model, tokenizer in readers]
-            p, label = combine_readers(log_probs, temperature).exp().max(-1)
+            p, label = teacher.read_texts(texts, args.max_tokens).log_probs.exp().max(-1)
             f.writelines(json.dumps({"review": r, "label": int(y), "p": round(float(q), 5)}) + "\n"
                          for r, y, q in zip(chunk, label, p, strict=True))
             f.flush()

@@ -73,6 +73,7 @@ from .trainer import (
     weights_in_sync,
 )
 from .training_args import TrainConfig
+from .transfer import STARTS_FROM, init_from, shape_from
 
 
 def build_parser() -> Parser:
@@ -345,9 +346,9 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         lm = load_pretrained(args.init_from)
         started_from = lineage(args.init_from)  # now: `--out` may be the very folder it names
         model_class = TASKS[args.task].model_class
-        lm_shape = model_class.shape_from(lm, tokenizer.vocab_size)
+        lm_shape = shape_from(model_class, lm, tokenizer.vocab_size)
         if lm_shape is None:
-            raise UsageError(f"--init-from {args.init_from}: needs {model_class.starts_from} using {tokenizer_path}")
+            raise UsageError(f"--init-from {args.init_from}: needs {STARTS_FROM[model_class]} using {tokenizer_path}")
 
     data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
     if cfg.recipe.lm_weight and not getattr(data.config, "causal_encoder", False):
@@ -359,7 +360,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     model = task.build(data)
     if lm is not None:
         try:
-            model.init_from(lm)
+            init_from(model, lm)
         except ValueError as e:  # a --set that changes the shape the checkpoint gives
             raise UsageError(f"--init-from {args.init_from}: {e}") from None
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights

@@ -28,8 +28,9 @@ import numpy as np
 import torch
 
 from model import IGNORE_INDEX, EncoderDecoder
+from tokenization.batches import length_batches
 
-from .bucketing import BucketSampler, length_batches
+from .bucketing import BucketSampler
 from .data import PairSet
 
 N_SENTINELS = 100  # as T5; a 1,024-token chunk has about 51 spans

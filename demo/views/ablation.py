@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from classifier import Reader
 from demo.serving import LM, Checkpoint, DemoError, DemoService, visitor_text
 from demo.views.sentiment import labels_and_candidates, review_source
 from demo.views.tokens import EMPTY_TEXT
@@ -104,7 +105,7 @@ def _target(ckpt: Checkpoint, text: object, model) -> Target:
     source = review_source(ckpt, text)
     labels, candidates = labels_and_candidates(model, tok)
     with torch.inference_mode():
-        label = int(model.label_log_probs(model.encode(source.ids)[0], candidates)[0].argmax())
+        label = int(Reader(model).read(source.ids)[0].argmax())
     return Target(source.ids, [token_label(tok, i) for i in source.ids[0].tolist()], label, labels[label],
                   source.notices)
 
@@ -113,8 +114,7 @@ def _probability(ckpt: Checkpoint, model, target: Target) -> float:
     with torch.inference_mode():
         if ckpt.name == LM:
             return float(model(target.ids).logits[0, -1].float().softmax(-1)[target.index])
-        _, candidates = labels_and_candidates(model, ckpt.tokenizer)
-        return float(model.label_log_probs(model.encode(target.ids)[0], candidates)[0, target.index].exp())
+        return float(Reader(model, ckpt.tokenizer).read(target.ids)[0, target.index].exp())
 
 
 @dataclass

@@ -5,9 +5,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from classifier import Classifier, Reader, Verdict
 from demo.serving import SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoError, DemoService, visitor_text
 from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation, top_count
-from model import EncoderDecoder, EncoderDecoderConfig, combine_readers, pair_temperature
+from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, Piece, label_candidates, read_review
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
@@ -107,27 +108,14 @@ def shade(source: Source, scores: list[float]) -> list[tuple[str, float | None]]
     return [(segment, w if w is None or top == 0 else round(w / top, 4)) for segment, w in segments]
 
 
-def read_by_all(service: DemoService, source: Source, labels: list[str], candidates: list[list[int]],
-                forward: torch.Tensor) -> dict[str, dict[str, float]]:
-    """Every reader's probabilities for the review (`service.readers`): `forward`, the sentiment
-    model's (K,), already computed; the backward reader's, if one is served, from its own pass over
-    the same ids (it reverses them itself: `EncoderDecoderConfig.reverse_source`)."""
-    readers = {READER_NAMES[SENTIMENT]: dict(zip(labels, forward.tolist(), strict=True))}
-    for ckpt in service.readers[1:]:
-        model = ckpt.model
-        with torch.inference_mode():  # no gradient: the explanations are the forward reader's
-            probs = model.label_log_probs(model.encode(source.ids)[0], candidates)[0].exp()
-        readers[READER_NAMES[ckpt.name]] = dict(zip(labels, probs.tolist(), strict=True))
-    return readers
-
-
-def verdict(service: DemoService, readers: dict[str, dict[str, float]]) -> dict[str, float]:
-    """The label probabilities the app shows: every reader's combined by `model.combine_readers`, at
-    the pair's fitted temperature (ULMFiT's forward + backward ensemble; why so: its docstring)."""
-    labels = list(next(iter(readers.values())))
-    log_probs = [torch.tensor([r[label] for label in labels], dtype=torch.float64).log() for r in readers.values()]
-    temperature = pair_temperature([c.model.config for c in service.readers])
-    return dict(zip(labels, combine_readers(log_probs, temperature).exp().tolist(), strict=True))
+def read_by_all(service: DemoService, source: Source, forward: torch.Tensor) -> Verdict:
+    """The verdict of the served readers (`service.readers`) on the review, as a `classifier.Classifier`
+    gives it: `forward`, the sentiment model's P(label) (K,), is already computed (the attribution pass
+    gave it); the backward reader, if one is served, reads the same ids (it reverses them itself:
+    `EncoderDecoderConfig.reverse_source`)."""
+    served = Classifier([Reader(c.model, c.tokenizer, READER_NAMES[c.name]) for c in service.readers])
+    with torch.inference_mode():  # no gradient: the explanations are the forward reader's
+        return served.read(source.ids, known={READER_NAMES[SENTIMENT]: forward.log()[None]})
 
 
 def readers_notice(readers: dict[str, dict[str, float]], shown: dict[str, float]) -> list[str]:
@@ -157,8 +145,8 @@ def classify(service: DemoService, text: object) -> SentimentResult:
         source = review_source(ckpt, text)
         labels, candidates = labels_and_candidates(model, tok)
         result = attribute(model, source.ids, candidates, "attention")  # one pass each: scores and weights
-        readers = read_by_all(service, source, labels, candidates, result.probabilities)
-        probabilities = verdict(service, readers)
+        said = read_by_all(service, source, result.probabilities)
+        probabilities, readers = said.probabilities(), said.reader_probabilities()
         label = max(probabilities, key=probabilities.get)
         return SentimentResult(probabilities, label, shade(source, result.scores.tolist()),
                                source.notices + readers_notice(readers, probabilities), readers)
@@ -207,9 +195,8 @@ def explain(service: DemoService, text: object, method: object) -> Explanation:
                         for r in (result, results["random"]))
         n = len(source.pieces)
         deletion = [(f, top_count(f, n), p, q) for f, p, q in zip(DELETION_FRACTIONS, left, chance, strict=True)]
-        readers = read_by_all(service, source, labels, candidates, result.probabilities)
-        label = labels[result.label]
-        mean = verdict(service, readers)
+        said = read_by_all(service, source, result.probabilities)
+        label, mean, readers = labels[result.label], said.probabilities(), said.reader_probabilities()
         notices = source.notices + readers_notice(readers, mean) + explained_reader(readers, mean, label)
         return Explanation(method, readers[READER_NAMES[SENTIMENT]], label, shade(source, result.scores.tolist()),
                            deletion, n, notices, mean)

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from classifier import Reader
 from demo.serving import LM, SENTIMENT, Checkpoint, DemoError, DemoService, read_number, visitor_text
 from demo.text import TOY_NOTE
 from demo.views.sentiment import labels_and_candidates, read_source
@@ -231,8 +232,8 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
     with torch.inference_mode():
         with model.hooks(read=list(points.values())) as seen:  # this request's pass only
             memory, _ = model.encode(torch.tensor([ids], device=ckpt.device), real)
-            log_probs = model.label_log_probs(memory, candidates, real)
-        unpadded = model.label_log_probs(model.encode(source.ids)[0], candidates)
+            log_probs = Reader(model).log_probs(memory, candidates, real)
+        unpadded = Reader(model).read(source.ids, candidates=candidates)
     best = int(log_probs[0].argmax())
     decoder_ids = c.decoder_input_ids(candidates[best])
     t = len(decoder_ids)  # the decoder pass padded every candidate to the longest: the winner's own rows

@@ -1,0 +1,110 @@
+"""One sentiment checkpoint reading a review: label probabilities from an encoder-decoder.
+
+`model/` has the architecture: an encoder-decoder that scores a target sequence given a source
+(`EncoderDecoder.candidate_scores`, the summed log-likelihood of each label's words). A classifier
+is a use of it, and what makes it one lives here: the label words (`tokenization.label_candidates`),
+the temperature that turns scores into calibrated probabilities (temperature scaling, Guo et al.
+2017, fitted on held-out rows at the end of a sentiment run), and the batched reading of raw texts
+(`tokenization.source_ids`: the clean-up and the head + tail cut every reader of a review shares).
+
+    reader = Reader.from_pretrained("checkpoints/sentiment")
+    reader.read_texts(["A wonderful film."]).exp()   # (1, K): P(label), in `reader.labels` order
+
+A `Reader` is also what `inspection.attribute` explains: it has the `embed`, `encode` and
+`log_probs` that the attribution methods read, as `inspection.token_attribution.NextToken` has them
+for the language model's next token.
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from model import EncoderDecoder, load_pretrained
+from tokenization import BPETokenizer, label_candidates, source_ids
+from tokenization.batches import length_batches
+
+DEFAULT_MAX_TOKENS = 16384  # padded source tokens per batch of `read_texts`
+
+
+def calibrated(scores: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Label scores (..., K) -> log P(label) (..., K) at `temperature`: the one place a temperature
+    divides (the argmax, the label, is the same at any temperature; the probabilities are not)."""
+    return (scores.float() / temperature).log_softmax(-1)
+
+
+class Reader(nn.Module):
+    """A sentiment checkpoint (`model`, with its `tokenizer` when it reads raw text) as a classifier."""
+
+    def __init__(self, model: EncoderDecoder, tokenizer: BPETokenizer | None = None, name: str = ""):
+        super().__init__()
+        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.labels: list[str] = list(model.config.labels or [])
+        # each label's words: the candidates scored (a checkpoint without two labels: `ValueError`)
+        self.candidates = label_candidates(tokenizer, model.config) if tokenizer is not None else None
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path, device: str | torch.device = "cpu", name: str = "") -> "Reader":
+        model = load_pretrained(folder, device)
+        if not isinstance(model, EncoderDecoder):
+            raise ValueError(f"{folder}: a sentiment checkpoint is an encoder-decoder, this is a {model.model_type!r}")
+        return cls(model, BPETokenizer.from_file(folder), name or Path(folder).name)
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def temperature(self) -> float:
+        return self.model.config.temperature
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.embed(ids)
+
+    def encode(self, src_ids, src_mask=None, output_attentions=False, inputs_embeds=None):
+        """The source -> memory (B, S, C) and the encoder's attention maps (`EncoderDecoder.encode`)."""
+        return self.model.encode(src_ids, src_mask, output_attentions, inputs_embeds)
+
+    def log_probs(self, memory, candidates: list[list[int]] | None = None, src_mask=None) -> torch.Tensor:
+        """log P(label | source) (B, K) from an encoded source: the candidates' scores at the
+        checkpoint's temperature. Differentiable (the gradient attributions go through it)."""
+        return calibrated(self.model.candidate_scores(memory, candidates or self.candidates, src_mask),
+                          self.temperature)
+
+    def log_probs_and_maps(self, memory, candidates: list[list[int]] | None = None, src_mask=None):
+        """`log_probs` and the attention maps of the same decoder pass, from which the attention
+        attribution reads the label step's cross-attention without decoding again (computed by the
+        explicit formula: the log-probabilities can differ from `log_probs`' in the last float bits)."""
+        scores, maps = self.model.scored_candidates(memory, candidates or self.candidates, src_mask,
+                                                    output_attentions=True)
+        return calibrated(scores, self.temperature), maps
+
+    @torch.inference_mode()
+    def read(self, src_ids: torch.Tensor, src_mask: torch.Tensor | None = None,
+             candidates: list[list[int]] | None = None) -> torch.Tensor:
+        """Source ids (B, S) as `tokenization.read_review` gives them -> log P(label) (B, K)."""
+        return self.log_probs(self.encode(src_ids, src_mask)[0], candidates, src_mask)
+
+    def read_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
+        """Raw reviews -> log P(label) (N, K), in text order, each read as the app reads one."""
+        return calibrated(self.score_texts(texts, max_tokens), self.temperature)
+
+    @torch.inference_mode()
+    def score_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
+        """Raw reviews -> the label scores (N, K) before any temperature (what a temperature is fitted
+        on): each text cleaned, cut (head + tail) and ended as the app reads one, in length-sorted
+        batches of at most `max_tokens` padded tokens."""
+        self.model.eval()
+        device = next(self.model.parameters()).device
+        rows = source_ids(list(texts), self.tokenizer, self.model.config)
+        out = torch.empty(len(rows), len(self.candidates))
+        for idx in length_batches([len(r) for r in rows], max_tokens):
+            width = max(len(rows[i]) for i in idx)
+            ids = torch.full((len(idx), width), self.tokenizer.pad_id, dtype=torch.long)
+            mask = torch.zeros(len(idx), width, dtype=torch.long)
+            for j, i in enumerate(idx):
+                ids[j, : len(rows[i])], mask[j, : len(rows[i])] = torch.tensor(rows[i]), 1
+            ids, mask = ids.to(device), mask.to(device)
+            out[idx] = self.model.candidate_scores(self.encode(ids, mask)[0], self.candidates, mask).float().cpu()
+        return out

@@ -1,0 +1,35 @@
+"""Token-budget batches of token sequences of different lengths: a batch is padded to its longest
+row, so rows of similar length go together and the batch's padded size (rows x longest row) stays
+within a budget. Reading many reviews (`classifier.Reader.read_texts`, the evaluations) takes them
+in length order (`length_batches`); training draws its batches from shuffled pools
+(`training.bucketing.BucketSampler`), cut by the same `cut_by_budget`."""
+
+from collections.abc import Sequence
+
+
+def cut_by_budget(order: Sequence[int], lengths: Sequence[int], max_tokens: int,
+                  max_rows: int | None = None) -> list[list[int]]:
+    """Cut `order` (indices, in the order they should be batched) into consecutive batches whose
+    padded size len(batch) * max(lengths in batch) stays <= max_tokens (and <= max_rows rows)."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in order:
+        n = int(lengths[i])
+        if n > max_tokens:
+            raise ValueError(f"example {i} has {n} tokens: more than the token budget {max_tokens}")
+        grown = max(longest, n)
+        if current and (grown * (len(current) + 1) > max_tokens or (max_rows and len(current) == max_rows)):
+            batches.append(current)
+            current, grown = [], n
+        current.append(int(i))
+        longest = grown
+    if current:
+        batches.append(current)
+    return batches
+
+
+def length_batches(lengths: Sequence[int], max_tokens: int, max_rows: int | None = None) -> list[list[int]]:
+    """Evaluation batches: all indices in length order (ties by index), cut by the token budget."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    return cut_by_budget(order, lengths, max_tokens, max_rows)
