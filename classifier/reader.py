@@ -64,7 +64,7 @@ class Reader(nn.Module):
 
     def encode(self, src_ids, src_mask=None, output_attentions=False, inputs_embeds=None):
         """The source -> memory (B, S, C) and the encoder's attention maps (`EncoderDecoder.encode`)."""
-        return self.model.encode(src_ids, src_mask, output_attentions, inputs_embeds)
+        return self.model.encode(src_ids, src_mask, output_attentions=output_attentions, inputs_embeds=inputs_embeds)
 
     def log_probs(self, memory, candidates: list[list[int]] | None = None, src_mask=None) -> torch.Tensor:
         """log P(label | source) (B, K) from an encoded source: the candidates' scores at the

@@ -162,7 +162,6 @@ def attribute_methods(model: EncoderDecoder, src_ids: torch.Tensor, candidates: 
     return results
 
 
-@contextmanager
 def explained(model: torch.nn.Module) -> torch.nn.Module:
     """What the methods explain: a sentiment checkpoint's `classifier.Reader` (an encoder-decoder is
     wrapped in one), or anything with the same `embed`, `encode`, `log_probs` and `config`
@@ -170,6 +169,7 @@ def explained(model: torch.nn.Module) -> torch.nn.Module:
     return Reader(model) if isinstance(model, EncoderDecoder) else model
 
 
+@contextmanager
 def evaluating(model: torch.nn.Module) -> Iterator[None]:
     """Eval mode while scoring (dropout would make every score noise), each module's mode restored
     after. Only the modules in training mode are switched: `eval()` then `train(False)` walk and set

@@ -105,7 +105,7 @@ def _target(ckpt: Checkpoint, text: object, model) -> Target:
     source = review_source(ckpt, text)
     labels, candidates = labels_and_candidates(model, tok)
     with torch.inference_mode():
-        label = int(Reader(model).read(source.ids)[0].argmax())
+        label = int(Reader(model).read(source.ids, candidates=candidates)[0].argmax())
     return Target(source.ids, [token_label(tok, i) for i in source.ids[0].tolist()], label, labels[label],
                   source.notices)
 

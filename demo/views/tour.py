@@ -88,7 +88,7 @@ CODE = {
     "sampling": CodeRef("model.generation.filter_logits"),
     "decoder_input": CodeRef("model.encoder_decoder.EncoderDecoderConfig.decoder_input_ids"),
     "cross": CodeRef("model.attention.MultiHeadAttention.forward", r"else:  # cross-attention", r"k, v = F\.linear"),
-    "label": CodeRef("model.encoder_decoder.EncoderDecoder._scored", r"logits, maps = self\.decode",
+    "label": CodeRef("model.encoder_decoder.EncoderDecoder.scored_candidates", r"logits, maps = self\.decode",
                      r"return \(log_probs"),
 }
 

@@ -1,0 +1,492 @@
+"""Switch one part of a trained model off, or change it, for one forward pass, and see what breaks:
+why each step of the tour is there (seed 003: understand *why* each component exists).
+
+Every experiment is a patch of named points (`model.hooks(patch=...)`, `model/hooks.py`) on the
+visitor's own text, so the model, the text and the code are the tour's; the output before and
+after is the same view (the top next tokens for the LM, the label probabilities for the
+classifier) and the verdict is a sentence computed from the numbers, never a fixed claim:
+
+    outcome = lm_experiment("mask", lm, tokenizer, ids, layer=2, head=1)
+    outcome.change, outcome.before, outcome.after, outcome.verdict, outcome.measures
+
+`LM_EXPERIMENTS` and `CLASSIFIER_EXPERIMENTS` are registries keyed by the tour's step ids (a new
+experiment is one function and one entry).
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from classifier import Reader
+from model import DecoderOnlyLM, EncoderDecoder, attention_point, filter_logits
+from tokenization import BPETokenizer, token_label
+
+from .ablation import HeadMask
+
+TOP = 5  # next tokens shown before and after
+
+
+@dataclass
+class Outcome:
+    """One experiment on one text: what was changed, the output before and after, and what it says."""
+
+    change: str  # what the patch does, in words
+    before: list[tuple[str, float]] | dict[str, float]  # top next tokens, best first; or P(label)
+    after: list[tuple[str, float]] | dict[str, float]
+    verdict: str  # one sentence computed from the numbers: what the step is for
+    measures: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (before, after)
+
+
+@dataclass
+class Run:
+    """What an experiment gets: the model, the text's ids (1, T), the layer and head the tour shows."""
+
+    model: DecoderOnlyLM | EncoderDecoder
+    tokenizer: BPETokenizer
+    ids: torch.Tensor
+    layer: int
+    head: int
+    reader: Reader | None = None  # the classifier's reader (its label words and temperature)
+    backward: Reader | None = None  # the other reading order, when one is served
+
+    def label(self, token_id: int) -> str:
+        return token_label(self.tokenizer, token_id)
+
+
+# -- shared pieces ---------------------------------------------------------------------------------
+
+
+def entropy(weights: torch.Tensor) -> float:
+    """Mean entropy in nats of attention rows (…, T_k): 0 when every row looks at one key."""
+    w = weights.double()
+    return float(-(w * w.clamp_min(1e-30).log()).sum(-1).mean())
+
+
+def _lm_logits(r: Run, patch=None, read=()) -> tuple[torch.Tensor, dict]:
+    with torch.inference_mode(), r.model.hooks(read=read, patch=patch or {}) as seen:
+        return r.model(r.ids).logits[0].float(), seen
+
+
+def _top(r: Run, probs: torch.Tensor) -> list[tuple[str, float]]:
+    top = probs.topk(TOP)
+    return [(r.label(i), round(float(p), 4)) for i, p in zip(top.indices.tolist(), top.values, strict=True)]
+
+
+def _teacher_forced_loss(logits: torch.Tensor, ids: torch.Tensor) -> float:
+    """Mean −log p(actual next token) over the text (nats)."""
+    return float(torch.nn.functional.cross_entropy(logits[:-1].double(), ids[0, 1:]))
+
+
+def _guess(r: Run, probs: torch.Tensor) -> str:
+    i = int(probs.argmax())
+    return f"“{r.label(i)}” ({probs[i]:.0%})"
+
+
+def _lm_outcome(r: Run, change: str, patch: dict, why: str, read=(), measure=None) -> Outcome:
+    """The last position's next-token distribution with and without `patch`; `why(before, after)`
+    the verdict's second half from the two probability vectors."""
+    plain, seen_before = _lm_logits(r, read=read)
+    changed, seen_after = _lm_logits(r, patch, read=read)
+    before, after = plain[-1].softmax(-1), changed[-1].softmax(-1)
+    measures = {"loss": (_teacher_forced_loss(plain, r.ids), _teacher_forced_loss(changed, r.ids))}
+    if measure:
+        measures.update(measure(seen_before, seen_after))
+    if before.argmax() == after.argmax():
+        guess = f"The top guess stays “{r.label(int(before.argmax()))}” ({before.max():.0%} → {after.max():.0%})"
+    else:
+        guess = f"The top guess goes from {_guess(r, before)} to {_guess(r, after)}"
+    verdict = f"{guess}; {why(before, after, measures)}"
+    return Outcome(change, _top(r, before), _top(r, after), verdict, measures)
+
+
+def _loss_sentence(_b, _a, m) -> str:
+    was, now = m["loss"]
+    return (f"Over your text the loss (−log p of each actual next token) goes from {was:.2f} to {now:.2f} nats"
+            f"{': the model predicts worse without it' if now > was else ''}.")
+
+
+def _ffn_share(config) -> float:
+    """The feed-forward network's share of a layer's weights (attention: 4 d², FFN: 2 d d_ff)."""
+    ffn = 2 * config.d_model * config.d_ff
+    return ffn / (ffn + 4 * config.d_model ** 2)
+
+
+def _layers(model) -> int:
+    return model.config.n_decoder_layer if isinstance(model, DecoderOnlyLM) else model.config.n_encoder_layer
+
+
+def _recorder(store: dict, key: str):
+    def record(x):
+        store[key] = x
+        return x
+    return record
+
+
+# -- the language model -------------------------------------------------------------------------------
+
+
+def lm_embedding(r: Run) -> Outcome:
+    d = r.model.config.d_model
+
+    def sizes(seen_before, seen_after):
+        ratio = [float(s["decoder.embed"].norm(dim=-1).mean() / s["decoder.pos"].norm(dim=-1).mean())
+                 for s in (seen_before, seen_after)]
+        return {"token_to_position_size": (ratio[0], ratio[1])}
+
+    return _lm_outcome(
+        r, f"the token vectors are not multiplied by √d_model = {math.sqrt(d):.1f}",
+        {"decoder.embed": lambda x: x / math.sqrt(d)},
+        lambda b, a, m: (f"unscaled, a token vector is {m['token_to_position_size'][1]:.2f}× the size of the position "
+                         f"row added to it instead of {m['token_to_position_size'][0]:.1f}×: the scale keeps the "
+                         f"words from drowning in their positions. " + _loss_sentence(b, a, m)),
+        read=("decoder.embed", "decoder.pos"), measure=sizes)
+
+
+def lm_position(r: Run) -> Outcome:
+    return _lm_outcome(
+        r, "no positional encoding is added: the model gets the tokens without their places",
+        {"decoder.pos": torch.zeros_like},
+        lambda b, a, m: ("without positions it can tell the order only through the causal mask (what each token may "
+                         "see), not where a word is. " + _loss_sentence(b, a, m)))
+
+
+def lm_norm(r: Run) -> Outcome:
+    """Layer `r.layer`'s attention reads its input without the LayerNorm (pre-norm), or writes its
+    sum without it (post-norm)."""
+    i, store = r.layer, {}
+    below = "decoder.input" if i == 0 else f"decoder.{i - 1}.ffn.resid"
+    if r.model.config.norm_first:
+        patch = {below: _recorder(store, "x"), f"decoder.{i}.attn.in": lambda _: store["x"]}
+    else:
+        patch = {f"decoder.{i}.attn.in": _recorder(store, "x"), f"decoder.{i}.attn.out": _recorder(store, "out"),
+                 f"decoder.{i}.attn.resid": lambda _: store["x"] + store["out"]}
+
+    def spread(seen_before, seen_after):
+        return {"input_std": tuple(float(s[f"decoder.{i}.attn.in"].std()) for s in (seen_before, seen_after))}
+
+    return _lm_outcome(
+        r, f"layer {i + 1}'s attention reads the residual stream without its LayerNorm",
+        patch,
+        lambda b, a, m: (f"the numbers it reads spread {m['input_std'][1]:.2f} instead of {m['input_std'][0]:.2f} "
+                         "(LayerNorm keeps every layer's input at the scale its weights learned). "
+                         + _loss_sentence(b, a, m)),
+        read=(f"decoder.{i}.attn.in",), measure=spread)
+
+
+def _head_entropy(point: str, head: int | None):
+    def measure(seen_before, seen_after):
+        pick = (lambda w: w[:, head]) if head is not None else (lambda w: w)
+        return {"entropy": (entropy(pick(seen_before[point])), entropy(pick(seen_after[point])))}
+    return measure
+
+
+def lm_qkv(r: Run) -> Outcome:
+    i, h = r.layer, r.head
+    weights = attention_point("decoder_self", i, "weights")
+
+    def no_query(q):
+        q = q.clone()
+        q[:, h] = 0
+        return q
+
+    return _lm_outcome(
+        r, f"head {h + 1} of layer {i + 1} gets no query (q = 0): every score is 0",
+        {attention_point("decoder_self", i, "q"): no_query},
+        lambda b, a, m: (f"with nothing to ask, the head spreads its attention evenly over the earlier tokens "
+                         f"(entropy {m['entropy'][0]:.2f} → {m['entropy'][1]:.2f} nats): the query is how a token "
+                         f"chooses what to read. " + _loss_sentence(b, a, m)),
+        read=(weights,), measure=_head_entropy(weights, h))
+
+
+def lm_scaling(r: Run) -> Outcome:
+    i = r.layer
+    d_k = r.model.config.d_model // r.model.config.n_head
+    weights = attention_point("decoder_self", i, "weights")
+    return _lm_outcome(
+        r, f"layer {i + 1}'s scores are not divided by √d_k = {math.sqrt(d_k):.1f}",
+        {attention_point("decoder_self", i, "scores"): lambda s: s * math.sqrt(d_k)},
+        lambda b, a, m: (f"scores {math.sqrt(d_k):.1f}× larger push the softmax to one key per row: the attention "
+                         f"entropy falls from {m['entropy'][0]:.2f} to {m['entropy'][1]:.2f} nats (a saturated "
+                         f"softmax also passes almost no gradient in training). " + _loss_sentence(b, a, m)),
+        read=(weights,), measure=_head_entropy(weights, None))
+
+
+def lm_mask(r: Run) -> Outcome:
+    """Every layer's causal mask removed on the text read teacher-forced: each position sees the
+    token it is asked to predict."""
+    n, T = r.model.config.n_layer, r.ids.size(1)
+    patch = {attention_point("decoder_self", i, "mask"): torch.ones_like for i in range(n)}
+    plain, _ = _lm_logits(r)
+    changed, _ = _lm_logits(r, patch)
+    t = max(T - 2, 0)  # a position whose next token is in the text: what it now sees
+    before, after = plain[t].softmax(-1), changed[t].softmax(-1)
+    nxt = r.ids[0, 1:]
+    copies = [float((logits[:-1].argmax(-1) == nxt).float().mean()) for logits in (plain, changed)]
+    loss = (_teacher_forced_loss(plain, r.ids), _teacher_forced_loss(changed, r.ids))
+    said = (f"Allowed to look ahead, position {t + 1} gives the next token of your text, “{r.label(int(nxt[t]))}”, "
+            f"{float(after[nxt[t]]):.0%} instead of {float(before[nxt[t]]):.0%}; over the text the loss goes from "
+            f"{loss[0]:.2f} to {loss[1]:.2f} nats and {copies[1]:.0%} of the guesses are the next token (was "
+            f"{copies[0]:.0%}). ")
+    if loss[1] < loss[0]:
+        why = ("It reads the answer instead of predicting it: trained that way a model learns to copy, and has "
+               "nothing to copy from when it writes. The mask keeps training honest.")
+    else:
+        why = ("This model was trained with the mask, so it never learned to use later tokens: shown them, it is "
+               "thrown off rather than helped. Trained without the mask, it would learn to copy the next token, "
+               "which it cannot do when it writes: the mask keeps training honest.")
+    verdict = said + why
+    return Outcome("the causal mask is removed in every layer: each token may look at the tokens after it",
+                   _top(r, before), _top(r, after), verdict, {"loss": loss, "next_token_copied": tuple(copies)})
+
+
+def lm_softmax(r: Run) -> Outcome:
+    i = r.layer
+    weights = attention_point("decoder_self", i, "weights")
+
+    def hard(w):
+        return torch.nn.functional.one_hot(w.argmax(-1), w.size(-1)).to(w.dtype)
+
+    return _lm_outcome(
+        r, f"layer {i + 1}'s softmax becomes a hard choice: each row puts all its weight on its best key",
+        {weights: hard},
+        lambda b, a, m: ("a weighted average of several tokens carries more than the one best token alone (and "
+                         "only a smooth softmax can be trained by gradients). " + _loss_sentence(b, a, m)))
+
+
+def lm_weighted_sum(r: Run) -> Outcome:
+    i, h = r.layer, r.head
+    keep = torch.zeros(r.model.config.n_head, dtype=torch.bool)
+    keep[h] = True
+    return _lm_outcome(
+        r, f"in layer {i + 1} only head {h + 1} writes; the other heads' weighted sums are set to 0",
+        {attention_point("decoder_self", i, "heads"): HeadMask(keep, "zero", True)},
+        lambda b, a, m: ("one head alone carries part of what the layer's heads read together. "
+                         + _loss_sentence(b, a, m)))
+
+
+def lm_heads(r: Run) -> Outcome:
+    i, h = r.layer, r.head
+    keep = torch.ones(r.model.config.n_head, dtype=torch.bool)
+    keep[h] = False
+    return _lm_outcome(
+        r, f"head {h + 1} of layer {i + 1} is knocked out (its output set to 0)",
+        {attention_point("decoder_self", i, "heads"): HeadMask(keep, "zero", True)},
+        lambda b, a, m: (f"P(“{r.label(int(b.argmax()))}”) moves by {float(a[b.argmax()] - b[b.argmax()]):+.3f}: "
+                         f"how much this text's prediction leans on this one head. " + _loss_sentence(b, a, m)))
+
+
+def lm_residual(r: Run) -> Outcome:
+    i, store = r.layer, {}
+    patch = {f"decoder.{i}.attn.out": _recorder(store, "out"), f"decoder.{i}.attn.resid": lambda _: store["out"]}
+    if not r.model.config.norm_first:  # post-norm: the norm of the sublayer's output alone
+        sub = r.model.point_owner(f"decoder.{i}.attn.resid")
+        patch[f"decoder.{i}.attn.resid"] = lambda _: sub.norm(store["out"])
+    return _lm_outcome(
+        r, f"layer {i + 1}'s attention output replaces the residual stream instead of being added to it",
+        patch,
+        lambda b, a, m: ("without the skip connection, everything the layers below wrote (the token itself "
+                         "included) is lost at this layer. " + _loss_sentence(b, a, m)))
+
+
+def lm_ffn(r: Run) -> Outcome:
+    i = r.layer
+    plain, _ = _lm_logits(r)
+    changed, _ = _lm_logits(r, {f"decoder.{i}.ffn.out": torch.zeros_like})
+    outcome = _lm_outcome(r, f"layer {i + 1}'s feed-forward network is skipped (it writes 0)",
+                          {f"decoder.{i}.ffn.out": torch.zeros_like}, _loss_sentence)
+    changed_guesses = int((plain.argmax(-1) != changed.argmax(-1)).sum())
+    outcome.measures["guesses_changed"] = (0.0, float(changed_guesses))
+    outcome.verdict += (f" {changed_guesses} of the {plain.size(0)} next-token guesses over your text change. The "
+                        f"feed-forward network is {_ffn_share(r.model.config):.0%} of a layer's weights and works on "
+                        "each position alone: attention moves information between tokens, the FFN transforms it.")
+    return outcome
+
+
+def lm_stack(r: Run) -> Outcome:
+    k, n = r.layer, r.model.config.n_layer
+    patch = {f"decoder.{i}.{part}.out": torch.zeros_like for i in range(k + 1, n) for part in ("attn", "ffn")}
+    return _lm_outcome(
+        r, f"the model stops after layer {k + 1} of {n}: the layers above add nothing (the logit lens's view)",
+        patch,
+        lambda b, a, m: (f"what the stream holds after layer {k + 1}, read out by the final norm and the output "
+                         f"matrix, is a rougher guess: the upper layers refine it. " + _loss_sentence(b, a, m)))
+
+
+def _sampling_outcome(r: Run, change: str, after_fn: Callable[[torch.Tensor], torch.Tensor], what: str) -> Outcome:
+    logits, _ = _lm_logits(r)
+    before = logits[-1].softmax(-1)
+    after = after_fn(logits[-1])
+    entropies = tuple(float(-(p * p.clamp_min(1e-30).log()).sum()) for p in (before, after))
+    kept = int((after > 0).sum())
+    verdict = (f"The distribution's entropy goes from {entropies[0]:.2f} to {entropies[1]:.2f} nats and "
+               f"{kept:,} tokens can still be drawn: {what}")
+    return Outcome(change, _top(r, before), _top(r, after), verdict, {"entropy": entropies})
+
+
+def lm_probabilities(r: Run) -> Outcome:
+    return _sampling_outcome(r, "temperature 2 instead of 1 (the logits divided by 2 before the softmax)",
+                             lambda z: (z / 2).softmax(-1),
+                             "a higher temperature flattens the choice (more surprising text), a lower one "
+                             "sharpens it.")
+
+
+def lm_sampling(r: Run) -> Outcome:
+    return _sampling_outcome(r, f"top-k = {TOP}: only the {TOP} likeliest tokens may be drawn",
+                             lambda z: filter_logits(z, TOP, None).softmax(-1),
+                             "top-k cuts the long tail of unlikely tokens that would derail the text.")
+
+
+LM_EXPERIMENTS: dict[str, Callable[[Run], Outcome]] = {
+    "embedding": lm_embedding, "position": lm_position, "norm": lm_norm, "qkv": lm_qkv, "scaling": lm_scaling,
+    "mask": lm_mask, "softmax": lm_softmax, "weighted_sum": lm_weighted_sum, "heads": lm_heads,
+    "residual": lm_residual, "ffn": lm_ffn, "stack": lm_stack, "probabilities": lm_probabilities,
+    "sampling": lm_sampling,
+}
+
+
+# -- the classifier ----------------------------------------------------------------------------------
+
+
+def _labels(r: Run, patch=None, reader: Reader | None = None) -> dict[str, float]:
+    reader = reader or r.reader
+    with torch.inference_mode(), reader.model.hooks(patch=patch or {}):
+        probs = reader.read(r.ids)[0].exp()
+    return dict(zip(reader.labels, [round(float(p), 4) for p in probs], strict=True))
+
+
+def _label_outcome(r: Run, change: str, patch: dict, why: str | Callable[[float], str]) -> Outcome:
+    """P(label) with and without `patch`; `why` the verdict's end, or a function of the change of
+    the top label's probability that writes it."""
+    before, after = _labels(r), _labels(r, patch)
+    top = max(before, key=before.get)
+    shift = after[top] - before[top]
+    why = why(shift) if callable(why) else why
+    verdict = (f"P({top}) goes from {before[top]:.3f} to {after[top]:.3f} ({shift:+.3f})"
+               f"{'; the label flips to ' + max(after, key=after.get) if max(after, key=after.get) != top else ''}: "
+               f"{why}")
+    return Outcome(change, before, after, verdict, {f"p_{top}": (before[top], after[top])})
+
+
+def _cross_blocked(r: Run, blocked: torch.Tensor) -> dict:
+    """Patch every cross-attention mask so that no decoder step sees the source positions `blocked` (S,)."""
+    def block(mask):
+        return mask & ~blocked.to(mask.device)
+    return {attention_point("cross", i, "mask"): block for i in range(r.model.config.n_decoder_layer)}
+
+
+def cls_positions(r: Run) -> Outcome:
+    return _label_outcome(r, "the encoder gets no positional encoding", {"encoder.pos": torch.zeros_like},
+                          "the classifier reads word order too (\"not good\" is not \"good, not\").")
+
+
+def cls_scaling(r: Run) -> Outcome:
+    i = min(r.layer, _layers(r.model) - 1)
+    d_k = r.model.config.d_model // r.model.config.n_head
+    patch = {attention_point("encoder_self", i, "scores"): lambda s: s * math.sqrt(d_k)}
+    weights = attention_point("encoder_self", i, "weights")
+    spread = []
+    for p in ({}, patch):
+        with torch.inference_mode(), r.model.hooks(read=[weights], patch=p) as seen:
+            r.reader.read(r.ids)
+        spread.append(entropy(seen[weights]))
+    outcome = _label_outcome(r, f"the encoder's layer {i + 1} scores are not divided by √d_k = {math.sqrt(d_k):.1f}",
+                             patch, f"the attention entropy falls from {spread[0]:.2f} to {spread[1]:.2f} nats, "
+                                    "the softmax closer to one token per row.")
+    outcome.measures["entropy"] = tuple(spread)
+    return outcome
+
+
+def cls_heads(r: Run) -> Outcome:
+    i, h = min(r.layer, _layers(r.model) - 1), r.head
+    keep = torch.ones(r.model.config.n_head, dtype=torch.bool)
+    keep[h] = False
+    causal = bool(r.model.config.causal_encoder)
+    return _label_outcome(r, f"head {h + 1} of the encoder's layer {i + 1} is knocked out",
+                          {attention_point("encoder_self", i, "heads"): HeadMask(keep, "zero", causal)},
+                          "how much this review's verdict leans on this one head.")
+
+
+def cls_ffn(r: Run) -> Outcome:
+    i = min(r.layer, _layers(r.model) - 1)
+    return _label_outcome(r, f"the encoder's layer {i + 1} feed-forward network is skipped",
+                          {f"encoder.{i}.ffn.out": torch.zeros_like},
+                          f"the feed-forward network is {_ffn_share(r.model.config):.0%} of a layer's weights; it "
+                          "transforms each position's vector where attention moves information between positions.")
+
+
+def cls_cross(r: Run) -> Outcome:
+    """Cross-attention blocked from the source token the label step attends to most."""
+    with torch.inference_mode(), r.model.hooks(read=[attention_point("cross", i, "weights")
+                                                     for i in range(r.model.config.n_decoder_layer)]) as seen:
+        r.reader.read(r.ids)
+    first_step = torch.stack([w[:, :, 0, :] for w in seen.values()]).float().mean((0, 1, 2))  # (S,) over K candidates
+    top = int(first_step.argmax())
+    blocked = torch.zeros(r.ids.size(1), dtype=torch.bool)
+    blocked[top] = True
+    word = r.label(int(r.ids[0, top]))
+    return _label_outcome(r, f"the decoder may not look at “{word}” (position {top + 1}), the review token its "
+                             f"first step attends to most ({float(first_step[top]):.0%} of its attention)",
+                          _cross_blocked(r, blocked),
+                          "cross-attention is the decoder's only way to read the review: what it cannot see "
+                          "cannot move the label.")
+
+
+def cls_end_token(r: Run) -> Outcome:
+    last = r.ids.size(1) - 1
+    blocked = torch.zeros(r.ids.size(1), dtype=torch.bool)
+    blocked[last] = True
+    causal = bool(r.model.config.causal_encoder)
+    where = ("in this causal encoder `</s>` is the one position that has read the whole review"
+             if causal else "every position of this encoder has read the whole review, `</s>` included")
+
+    def why(shift: float) -> str:
+        if abs(shift) < 0.02:
+            return (f"{where}, yet the label barely moves: the decoder does not rely on one summary position, it "
+                    "reads the review's words themselves.")
+        return f"{where}, and the decoder leans on it for its summary."
+
+    return _label_outcome(r, "the decoder may not look at the end token `</s>`", _cross_blocked(r, blocked), why)
+
+
+def cls_reading_order(r: Run) -> Outcome:
+    if r.backward is None:
+        raise ValueError("no backward reader is served: nothing to compare the reading order with")
+    before, after = _labels(r), _labels(r, reader=r.backward)
+    top = max(before, key=before.get)
+    verdict = (f"Read right to left, P({top}) is {after[top]:.3f} instead of {before[top]:.3f}: two readers that see "
+               "the text in opposite orders make different mistakes, which is why the app averages them.")
+    return Outcome("the same review read by the backward reader (last token first)", before, after, verdict,
+                   {f"p_{top}": (before[top], after[top])})
+
+
+def cls_label(r: Run) -> Outcome:
+    t = r.reader.temperature
+    with torch.inference_mode():
+        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0].float()
+    raw = dict(zip(r.reader.labels, [round(float(p), 4) for p in scores.softmax(-1)], strict=True))
+    fitted = _labels(r)
+    top = max(fitted, key=fitted.get)
+    verdict = (f"At temperature 1 P({top}) would be {raw[top]:.3f}; at the fitted {t:.2f} it is {fitted[top]:.3f}: "
+               "the same label, with a confidence that matches how often the classifier is right on held-out reviews.")
+    return Outcome(f"the label scores softmaxed at temperature 1 instead of the fitted {t:.2f}", fitted, raw, verdict,
+                   {f"p_{top}": (fitted[top], raw[top])})
+
+
+CLASSIFIER_EXPERIMENTS: dict[str, Callable[[Run], Outcome]] = {
+    "source_embedding": cls_positions, "scaling": cls_scaling, "heads": cls_heads, "ffn": cls_ffn,
+    "cross": cls_cross, "memory": cls_end_token, "label": cls_label, "reading_order": cls_reading_order,
+}
+
+
+def lm_experiment(step: str, model: DecoderOnlyLM, tokenizer: BPETokenizer, ids: torch.Tensor, layer: int = 0,
+                  head: int = 0) -> Outcome:
+    """The experiment of the LM tour's `step` on `ids` (1, T), at the tour's layer and head."""
+    return LM_EXPERIMENTS[step](Run(model, tokenizer, ids, layer, head))
+
+
+def classifier_experiment(step: str, reader: Reader, ids: torch.Tensor, layer: int = 0, head: int = 0,
+                          backward: Reader | None = None) -> Outcome:
+    """The experiment of the sentiment tour's `step` on a review's ids (1, S)."""
+    return CLASSIFIER_EXPERIMENTS[step](Run(reader.model, reader.tokenizer, ids, layer, head, reader, backward))
