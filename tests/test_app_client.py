@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:.*no_silent_downcasting"),
 
 ENDPOINTS = {"/tour", "/chat", "/retry", "/clear", "/rate_reply", "/classify", "/explain", "/attention_options",
              "/attention", "/tokenize", "/ablate", "/rank_heads", "/query_key",
-             "/compare_reviews", "/explain_token", "/learning"}
+             "/compare_reviews", "/explain_token", "/learning", "/heads"}
 HOSTILE = ["👍🏽🎬🍿", "שלום עולם", "日本語の映画", "\x00", "nul\x00byte\x01\x1b[0m", "<script>alert(1)</script>",
            "$x^2$ {{ }} %s \\n"]
 

@@ -13,6 +13,7 @@ from demo.tabs import export_panel
 from demo.tabs.common import bind, lenient, notice_markdown
 from demo.text import code_span
 from demo.views.ablation import HeadRanking, ablate_heads, head_names, rank_heads
+from demo.views.heads import head_table
 
 ABLATION_INTRO = ("### Knock out a head\n"
                   "Attention shows where a head looks, not whether it matters. Knock heads out (**zero**: the head "
@@ -96,6 +97,36 @@ def rank(service: DemoService, text, model_name, mode):
     return ranking_figure(ranking), table, notice_markdown(ranking.notices) + "\n\n" + summary
 
 
+HEADS_INTRO = ("### Heads with names\n"
+               "Some heads do one recognisable thing. Each head of the language model is scored for four behaviours "
+               "with names in the literature: the share of its attention on the start token (**sink**), on the token "
+               "just before (**previous**), on what followed an earlier occurrence of the current token in a repeated "
+               "random sequence (**induction**, Olsson et al. 2022), and on a negation from the word after it, beyond "
+               "what it gives any previous token (**negation**). A head is *named* when its score reaches the kind's "
+               "threshold.")
+HEADS_HEADERS = ["layer", "head", "kind", "score", "named"]
+
+
+def heads(service: DemoService) -> list[dict]:
+    """/heads: every head of the served LM scored for each kind, layers and heads counted from 0 as in the
+    model: [{"layer", "head", "kind", "score", "named"}, …]."""
+    try:
+        return head_table(service).rows()
+    except Exception as e:
+        return [{"error": failure(e)}]
+
+
+def name_heads(service: DemoService):
+    """The page's table (layers and heads counted from 1, as the page names them) and its summary."""
+    try:
+        table = head_table(service)
+    except Exception as e:
+        return [], failure(e)
+    rows = [[s.layer + 1, s.head + 1, s.kind, round(s.score, 3), "yes" if s.named else ""]
+            for s in sorted(table.scores, key=lambda s: (s.kind, -s.score))]
+    return rows, table.summary()
+
+
 def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio | None = None) -> None:
     """The panel under `text`; `model` picks the model (the Attention tab's radio), else the sentiment
     model. Endpoints `/ablate` and `/rank_heads` take the model explicitly (the Attention tab's)."""
@@ -119,6 +150,16 @@ def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio
                              interactive=False, max_height=320)
         export_panel.html_button("Knocking out attention heads", name,
                                  [("markdown", result), ("figure", plot), ("table", table)])
+    if model is not None:  # the language model's heads, once on the page
+        with gr.Accordion("Heads with names", open=False):
+            gr.Markdown(HEADS_INTRO)
+            name_btn = gr.Button("Score every head of the language model")
+            head_rows = gr.Dataframe(headers=HEADS_HEADERS, label="Every head and kind (best first)", interactive=False,
+                                     max_height=320)
+            head_summary = gr.Markdown()
+        name_btn.click(bind(name_heads, service), None, [head_rows, head_summary], api_name="name_heads",
+                       api_visibility="private", **compute)
+        gr.api(bind(heads, service), api_name="heads", **compute)
     public = {"api_visibility": "public" if model is not None else "private"}
     suffix = "" if model is not None else "_sentiment"
     if model is not None:
