@@ -146,3 +146,34 @@ def test_the_cli_writes_the_folder(tmp_path: Path, capsys) -> None:
         p.name for p in (tmp_path / "out").iterdir()}
     with pytest.raises(SystemExit):  # a second time: the folder is not empty
         export_hf.main(["--checkpoint", str(SHIPPED_LM), "--out", str(tmp_path / "out")])
+
+
+def test_push_format_transformers_uploads_the_export(monkeypatch, capsys) -> None:
+    """Everything up to the Hub's own upload call, which is replaced: no network here."""
+    import huggingface_hub
+
+    from publishing import push
+
+    calls = {}
+
+    class FakeApi:
+        def create_repo(self, repo_id, private=False, exist_ok=False, **kwargs):
+            calls["create"] = (repo_id, private, exist_ok)
+
+        def upload_folder(self, repo_id, folder_path, commit_message, **kwargs):
+            folder = Path(folder_path)
+            calls["files"] = sorted(p.name for p in folder.iterdir())
+            calls["config"] = json.loads((folder / "config.json").read_text())
+            return type("Commit", (), {"commit_url": f"https://huggingface.co/{repo_id}/commit/0"})()
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    push.main(["--checkpoint", str(SHIPPED_LM), "--repo-id", "someone/tiny-lm-gpt2", "--format", "transformers"])
+    assert calls["create"] == ("someone/tiny-lm-gpt2", False, True)
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "README.md",
+            "generation_config.json"} <= set(calls["files"])
+    assert calls["config"]["model_type"] == "gpt2"
+    assert "pushed" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:  # the classifier has no GPT-2 layout: one line, status 2
+        push.main(["--checkpoint", str(ROOT / "checkpoints" / "sentiment"), "--repo-id", "a/b", "--format",
+                   "transformers"])
+    assert exit_.value.code == 2
