@@ -27,7 +27,6 @@ Why GPT-2's layout fits exactly (each line checked against `model/`):
 The weights are read by key from model.safetensors: `gpt2_state_dict` is the one place the two layouts meet.
 """
 
-import argparse
 import json
 import math
 import shutil
@@ -38,6 +37,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from cli import Parser
 from storage import (
     CARD_NAME,
     CONFIG_NAME,
@@ -260,8 +260,7 @@ Written by `python -m publishing.export_hf --checkpoint {checkpoint.as_posix()} 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m publishing.export_hf", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser("python -m publishing.export_hf", __doc__)
     parser.add_argument("--checkpoint", type=Path, default=Path("checkpoints/lm"),
                         help="a language model's checkpoint folder (default: checkpoints/lm)")
     parser.add_argument("--out", type=Path, required=True, help="the folder to write (must be empty or absent)")
