@@ -10,7 +10,9 @@ The tree (`space_files`):
   (the tour reads `model/`'s source, the app its static/ files), without caches;
 - the shipped checkpoints (`checkpoints/`, or `--checkpoints DIR`), without optimizer states;
 - the benchmark results the app quotes (`APP_DATA`), when they exist;
-- requirements.txt, LICENSE, and README.md as the Space's card, with the images it shows.
+- requirements.txt, LICENSE, and README.md as the Space's card, with the images it shows;
+- a .gitattributes storing its binary files (weights, images) as large files, for whoever pushes the tree
+  with git instead (README, "Host it on Spaces"); the upload leaves the Space's own .gitattributes alone.
 
 Nothing else: no tests/, runs/, docs/ beyond those images, benchmarks' code, experiments, caches or .git.
 `huggingface_hub.upload_folder` stores the large files (the weights) as the Hub wants them (LFS/Xet), which
@@ -44,6 +46,7 @@ NEVER = ("tests/", "runs/", "docs/experiments/", ".git/", "benchmarks/results/")
 NO_TOKEN = ("no Hugging Face token: run `hf auth login` (or set HF_TOKEN to a token with write access), "
             "or use --dry-run --out DIR")
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+GITATTRIBUTES = ".gitattributes"
 
 
 class Refused(Exception):
@@ -210,6 +213,18 @@ def space_files(root: Path = ROOT, checkpoints: Path | None = None, card: str = 
     return files
 
 
+def _starts_binary(path: Path) -> bool:
+    with path.open("rb") as f:
+        return b"\0" in f.read(8192)
+
+
+def gitattributes(files) -> str:
+    """Git LFS rules for every kind of binary file (a NUL byte in its first 8 KB) in `files`: the Hub
+    refuses a git push holding binary files stored as plain git objects, at any size."""
+    binary = sorted({f"*{p.suffix}" for p in files if p.suffix and _starts_binary(p)})
+    return "".join(f"{pattern} filter=lfs diff=lfs merge=lfs -text\n" for pattern in binary)
+
+
 def build(out: Path, root: Path = ROOT, checkpoints: Path | None = None,
           models: list[str] | None = None) -> tuple[int, int]:
     """Check everything, then write the Space's tree to `out` (absent or empty); (files, bytes).
@@ -229,6 +244,7 @@ def build(out: Path, root: Path = ROOT, checkpoints: Path | None = None,
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, tmp / name)
         (tmp / CARD).write_text(text, encoding="utf-8")
+        (tmp / GITATTRIBUTES).write_text(gitattributes(files.values()), encoding="utf-8")
         if out.exists():
             out.rmdir()
         tmp.rename(out)
@@ -253,6 +269,7 @@ def upload(repo_id: str, private: bool = False, root: Path = ROOT, checkpoints: 
         api = HfApi()
         api.create_repo(repo_id, repo_type="space", space_sdk="gradio", private=private, exist_ok=True)
         commit = api.upload_folder(repo_id=repo_id, repo_type="space", folder_path=tree, delete_patterns="*",
+                                   ignore_patterns=[GITATTRIBUTES],  # the Space's own stays
                                    commit_message=f"Deploy the app: {count} files, {size / 1e6:.1f} MB "
                                                   "(python -m publishing.space)")
     return commit.commit_url

@@ -52,12 +52,18 @@ def test_the_tree_holds_what_the_app_needs_and_nothing_else(tree: Path) -> None:
     assert any(f.startswith("checkpoints/lm-laptop/snapshots/step-") for f in files)
     tops = {f.split("/")[0] for f in files}
     assert tops == {"demo", "model", "tokenization", "storage", "inspection", "cli.py", "checkpoints", "benchmarks",
-                    "docs", "requirements.txt", "LICENSE", "README.md"}
+                    "docs", "requirements.txt", "LICENSE", "README.md", ".gitattributes"}
     assert {f for f in files if f.startswith("benchmarks/")} <= set(space.APP_DATA)
     assert all(f.startswith("docs/screenshot_") and f.endswith(".png") for f in files if f.startswith("docs/"))
     forbidden = ("tests/", "runs/", "docs/experiments/", ".git", "training/", "publishing/")
     assert not [f for f in files if f.startswith(forbidden) or "__pycache__" in f or f.endswith(".pyc")
                 or STATE_NAME in f or IN_PROGRESS_NAME in f]
+
+
+def test_the_trees_gitattributes_store_its_binary_files_as_large_files(tree: Path) -> None:
+    """For a git push of the tree: the Hub refuses binary files stored as plain git objects."""
+    rules = (tree / ".gitattributes").read_text().splitlines()
+    assert rules == ["*.png filter=lfs diff=lfs merge=lfs -text", "*.safetensors filter=lfs diff=lfs merge=lfs -text"]
 
 
 def test_the_card_parses_as_a_space_card(tree: Path) -> None:
@@ -249,6 +255,7 @@ def test_the_upload_is_one_commit_of_the_tree_to_a_space(tiny: Path, monkeypatch
     assert repo_id == "someone/tiny" and kwargs["repo_type"] == "space" and kwargs["space_sdk"] == "gradio"
     assert kwargs["private"] is True and kwargs["exist_ok"] is True
     assert calls["upload"]["repo_id"] == "someone/tiny" and calls["upload"]["repo_type"] == "space"
+    assert calls["upload"]["ignore_patterns"] == [".gitattributes"]  # the Space keeps its own
     needed = {"demo/app.py", "README.md", "requirements.txt", "LICENSE", "checkpoints/lm/model.safetensors"}
     assert needed <= calls["files"]
     assert not any(f.startswith(("tests/", "training/")) for f in calls["files"])
