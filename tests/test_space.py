@@ -55,7 +55,7 @@ def test_the_tree_holds_what_the_app_needs_and_nothing_else(tree: Path) -> None:
                     "docs", "requirements.txt", "LICENSE", "README.md", ".gitattributes"}
     assert {f for f in files if f.startswith("benchmarks/")} <= set(space.APP_DATA)
     assert all(f.startswith("docs/screenshot_") and f.endswith(".png") for f in files if f.startswith("docs/"))
-    forbidden = ("tests/", "runs/", "docs/experiments/", ".git", "training/", "publishing/")
+    forbidden = ("tests/", "runs/", "docs/experiments/", ".git/", "training/", "publishing/")
     assert not [f for f in files if f.startswith(forbidden) or "__pycache__" in f or f.endswith(".pyc")
                 or STATE_NAME in f or IN_PROGRESS_NAME in f]
 
