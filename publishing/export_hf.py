@@ -162,8 +162,9 @@ def check_checkpoint(checkpoint: Path) -> dict:
     return config
 
 
-def export(checkpoint: Path, out: Path) -> Path:
-    """Write the GPT-2 folder for `checkpoint` into `out` (created; must not hold files) and return it."""
+def export(checkpoint: Path, out: Path, repo_id: str | None = None) -> Path:
+    """Write the GPT-2 folder for `checkpoint` into `out` (created; must not hold files) and return it;
+    `repo_id`: the Hub repo it goes to, named in the card's example (else the folder)."""
     try:
         from transformers import GenerationConfig, GPT2LMHeadModel
     except ImportError:
@@ -188,7 +189,8 @@ def export(checkpoint: Path, out: Path) -> Path:
     try:
         model.eval().save_pretrained(tmp)
         hf_tokenizer(checkpoint / TOKENIZER_NAME, config["block_size"]).save_pretrained(tmp)
-        (tmp / CARD_NAME).write_text(model_card(checkpoint, config, metrics), encoding="utf-8")
+        card = model_card(checkpoint, config, metrics, repo_id or out.as_posix())
+        (tmp / CARD_NAME).write_text(card, encoding="utf-8")
         for path in tmp.iterdir():
             path.chmod(0o644)
         if out.exists():
@@ -199,13 +201,14 @@ def export(checkpoint: Path, out: Path) -> Path:
     return out
 
 
-def model_card(checkpoint: Path, config: dict, metrics: dict) -> str:
+def model_card(checkpoint: Path, config: dict, metrics: dict, where: str) -> str:
     from huggingface_hub import ModelCardData
 
     data = ModelCardData(license="mit", language="en", library_name="transformers", pipeline_tag="text-generation",
                          datasets=["stanfordnlp/imdb"], tags=["gpt2", "from-scratch", "imdb", "safetensors"],
                          model_name=f"tiny-transformers-{checkpoint.name}")
-    figure = (f"\n{metrics['val_bpb']:.3f} bits per byte on {metrics.get('data', {}).get('val_texts', 'the')} "
+    held_out = metrics.get("data", {}).get("val_texts")
+    figure = (f"\n{metrics['val_bpb']:.3f} bits per byte on {f'{held_out:,}' if held_out else 'the'} "
               "reviews held out of IMDB's train split, measured by the from-scratch code "
               f"(`python -m training.evaluate --checkpoint {checkpoint.as_posix()}`); the export computes the "
               "same logits.\n") if "val_bpb" in metrics else ""
@@ -228,8 +231,8 @@ generations).
 ```python
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-tokenizer = AutoTokenizer.from_pretrained("DIR_OR_REPO")
-model = AutoModelForCausalLM.from_pretrained("DIR_OR_REPO")
+tokenizer = AutoTokenizer.from_pretrained("{where}")
+model = AutoModelForCausalLM.from_pretrained("{where}")
 ids = tokenizer("This movie was", return_tensors="pt").input_ids   # starts with <s>, as training did
 out = model.generate(ids, max_new_tokens=30, do_sample=False)
 print(tokenizer.decode(out[0], skip_special_tokens=True))

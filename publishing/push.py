@@ -80,7 +80,7 @@ def push_transformers(directory: Path, repo_id: str, private: bool = False) -> s
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            folder = export(directory, Path(tmp) / "export")
+            folder = export(directory, Path(tmp) / "export", repo_id)
         except ValueError as e:
             raise UsageError(str(e)) from None
         api = HfApi()

@@ -164,6 +164,7 @@ def test_push_format_transformers_uploads_the_export(monkeypatch, capsys) -> Non
             folder = Path(folder_path)
             calls["files"] = sorted(p.name for p in folder.iterdir())
             calls["config"] = json.loads((folder / "config.json").read_text())
+            calls["card"] = (folder / "README.md").read_text()
             return type("Commit", (), {"commit_url": f"https://huggingface.co/{repo_id}/commit/0"})()
 
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
@@ -172,6 +173,7 @@ def test_push_format_transformers_uploads_the_export(monkeypatch, capsys) -> Non
     assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "README.md",
             "generation_config.json"} <= set(calls["files"])
     assert calls["config"]["model_type"] == "gpt2"
+    assert 'from_pretrained("someone/tiny-lm-gpt2")' in calls["card"]
     assert "pushed" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exit_:  # the classifier has no GPT-2 layout: one line, status 2
         push.main(["--checkpoint", str(ROOT / "checkpoints" / "sentiment"), "--repo-id", "a/b", "--format",
