@@ -51,8 +51,10 @@ def test_the_tree_holds_what_the_app_needs_and_nothing_else(tree: Path) -> None:
         assert f"checkpoints/{name}/{WEIGHTS_NAME}" in files and f"checkpoints/{name}/config.json" in files
     assert any(f.startswith("checkpoints/lm-laptop/snapshots/step-") for f in files)
     tops = {f.split("/")[0] for f in files}
-    assert tops == {"demo", "model", "tokenization", "storage", "inspection", "cli.py", "checkpoints", "benchmarks",
-                    "docs", "requirements.txt", "LICENSE", "README.md", ".gitattributes"}
+    code = set(space.local_packages(ROOT / "demo" / "app.py"))  # what the app imports, followed
+    assert {"demo", "model", "tokenization", "storage", "inspection", "cli.py"} <= code
+    assert tops == code | {"checkpoints", "benchmarks", "docs", "requirements.txt", "LICENSE", "README.md",
+                           ".gitattributes"}
     assert {f for f in files if f.startswith("benchmarks/")} <= set(space.APP_DATA)
     assert all(f.startswith("docs/screenshot_") and f.endswith(".png") for f in files if f.startswith("docs/"))
     forbidden = ("tests/", "runs/", "docs/experiments/", ".git/", "training/", "publishing/")
