@@ -12,8 +12,10 @@ GRADIO_SERVER_PORT set, as Spaces starts it, and reads:
 - the process's resident memory (VmRSS) then, and after a first chat, classification and tour (what the
   first visitor pays), and its peak (VmHWM).
 
-The medians are printed and written as JSON. A free CPU Space has 2 vCPUs and 16 GB of memory: run it on
-2 cores (`taskset -c 0,1`), nothing else running, to read the figures as a Space's.
+No `--precision`: a Space passes none, so the app picks its own (`auto`: bf16 where the CPU has it
+natively), and the record says which. The medians are printed and written as JSON. A free CPU Space
+has 2 vCPUs and 16 GB of memory: run it on 2 cores (`taskset -c 0,1`), nothing else running, to read
+the figures as a Space's.
 """
 
 import os
@@ -75,11 +77,15 @@ def measure(tree: Path) -> dict:
     return {"ready_s": ready, "rss_ready_mib": at_ready, "rss_after_first_requests_mib": after, "peak_mib": peak}
 
 
-def main(argv: list[str] | None = None) -> dict:
+def arguments():
     parser = benchmark_parser("space_startup", __doc__)
     parser.add_argument("--runs", type=int, default=3, help="fresh starts (default 3)")
     parser.add_argument("--tree", type=Path, help="a tree written by publishing.space --dry-run (default: build one)")
-    args = parse(parser, argv, precision=resolve_precision("auto", "cpu"))  # what the app picks on its own
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse(arguments(), argv, precision=resolve_precision("auto", "cpu"))  # what the app picks on its own
     with tempfile.TemporaryDirectory() as scratch:
         tree = args.tree
         if tree is None:
