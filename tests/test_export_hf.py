@@ -35,7 +35,7 @@ def ours() -> tuple[DecoderOnlyLM, BPETokenizer]:
 
 @pytest.fixture(scope="module")
 def theirs(exported):
-    model = transformers.AutoModelForCausalLM.from_pretrained(exported, dtype=torch.float32).eval()
+    model = transformers.AutoModelForCausalLM.from_pretrained(exported).eval()
     return model, transformers.AutoTokenizer.from_pretrained(exported)
 
 
