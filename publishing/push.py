@@ -1,6 +1,7 @@
 """Upload a checkpoint folder to the Hugging Face Hub, with its model card.
 
     python -m publishing.push --checkpoint checkpoints/sentiment --repo-id you/tiny-sentiment [--private]
+    python -m publishing.push --checkpoint checkpoints/lm --repo-id you/tiny-lm-gpt2 --format transformers
 
 Uploads what loading and reading the model need: config.json, model.safetensors, tokenizer.json,
 metrics.json, training_curve.png and README.md, the model card. A folder without a card gets one
@@ -8,12 +9,16 @@ first, written from its metrics.json (`publishing.report`). Never uploads traine
 optimizer state, only useful for --resume). Refuses a folder a run is still writing into
 (RUN_IN_PROGRESS), and one whose config.json and weights do not load.
 
+`--format transformers` (the language model only) uploads instead the folder `publishing.export_hf` writes:
+the same weights laid out as GPT-2, which `transformers`' `AutoModelForCausalLM` opens with no custom code.
+
 Needs a Hub token with write access: `hf auth login`, or the HF_TOKEN variable. Once pushed,
 `load_pretrained("you/tiny-sentiment")` and `BPETokenizer.from_file("you/tiny-sentiment")` load it.
 """
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
 from model import load_pretrained
@@ -67,15 +72,38 @@ def push(directory: Path, repo_id: str, private: bool = False) -> str:
     return commit.commit_url
 
 
+def push_transformers(directory: Path, repo_id: str, private: bool = False) -> str:
+    """Export the LM as GPT-2 (`publishing.export_hf`) into a temporary folder and upload that in one commit."""
+    from huggingface_hub import HfApi
+
+    from .export_hf import export
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            folder = export(directory, Path(tmp) / "export", repo_id)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        api = HfApi()
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        files = sorted(p.name for p in folder.iterdir())
+        message = f"Upload {directory.name} as GPT-2 for transformers ({', '.join(files)})"
+        commit = api.upload_folder(repo_id=repo_id, folder_path=folder, commit_message=message)
+    return commit.commit_url
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m publishing.push", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, type=Path, help="the checkpoint folder to upload")
     parser.add_argument("--repo-id", required=True, help="the Hub model repo, owner/name (created if missing)")
     parser.add_argument("--private", action="store_true", help="create the repo private")
+    parser.add_argument("--format", choices=["native", "transformers"], default="native",
+                        help="native: the checkpoint as this project's code reads it (default); transformers: the "
+                             "language model exported as GPT-2 (publishing.export_hf), for AutoModelForCausalLM")
     args = parser.parse_args(argv)
     try:
-        url = push(args.checkpoint, args.repo_id, args.private)
+        url = (push_transformers if args.format == "transformers" else push)(args.checkpoint, args.repo_id,
+                                                                              args.private)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
