@@ -97,3 +97,21 @@ def test_copy_loss_reads_each_copy(tiny):
         log_p = tiny(ids).logits[0].log_softmax(-1)
     nll = [-float(log_p[t, ids[0, t + 1]]) for t in range(20)]
     assert copy_loss(tiny, ids) == pytest.approx((sum(nll[1:10]) / 9, sum(nll[10:]) / 10), abs=1e-5)
+
+
+def test_the_heads_endpoint_serves_the_stored_table_or_scores_a_model_without_one():
+    from demo.serving import DemoService
+    from demo.tabs.ablation_panel import name_heads, named_heads
+    from demo.tiny import shared_tiny_checkpoints
+
+    shipped = DemoService(ROOT, device="cpu")
+    rows = named_heads(shipped)
+    stored = json.loads((ROOT / "lm" / HEADS_NAME).read_text())["heads"]
+    assert rows == stored and len(rows) == 6 * 5 * 4
+    assert {"layer", "head", "kind", "score", "named"} == set(rows[0])
+    table, summary = name_heads(shipped)
+    assert "L1 H2" in summary and "barely copies in context" in summary and "300 held-out report reviews" in summary
+    tiny = DemoService(shared_tiny_checkpoints(), device="cpu")
+    rows = named_heads(tiny)
+    c = tiny.lm.model.config
+    assert len(rows) == c.n_layer * c.n_head * 4 and "example texts" in name_heads(tiny)[1]

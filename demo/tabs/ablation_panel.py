@@ -107,7 +107,7 @@ HEADS_INTRO = ("### Heads with names\n"
 HEADS_HEADERS = ["layer", "head", "kind", "score", "named"]
 
 
-def heads(service: DemoService) -> list[dict]:
+def named_heads(service: DemoService) -> list[dict]:
     """/heads: every head of the served LM scored for each kind, layers and heads counted from 0 as in the
     model: [{"layer", "head", "kind", "score", "named"}, …]."""
     try:
@@ -159,7 +159,7 @@ def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio
             head_summary = gr.Markdown()
         name_btn.click(bind(name_heads, service), None, [head_rows, head_summary], api_name="name_heads",
                        api_visibility="private", **compute)
-        gr.api(bind(heads, service), api_name="heads", **compute)
+        gr.api(bind(named_heads, service), api_name="heads", **compute)
     public = {"api_visibility": "public" if model is not None else "private"}
     suffix = "" if model is not None else "_sentiment"
     if model is not None:
