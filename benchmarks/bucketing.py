@@ -44,7 +44,8 @@ def sorted_fixed_scores(model, pairs: PairSet, tokenizer, batch_size: int) -> to
     ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
     out = torch.empty(len(pairs), len(candidates))
     for idx, batch in pairs.batches(batch_size, **ids):
-        out[idx] = model.score_candidates(batch["src_ids"], candidates, batch["src_mask"])
+        memory = model.encode(batch["src_ids"], batch["src_mask"])[0]
+        out[idx] = model.candidate_scores(memory, candidates, batch["src_mask"])
     return out
 
 

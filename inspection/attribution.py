@@ -2,7 +2,7 @@
 methods, and the tests that say how faithful each one is.
 
 The classifier is text-to-text (`EncoderDecoder`): the decoder scores each label's words given the
-review, and a softmax over those scores gives the class probabilities (`score_candidates`). Every
+review, and a softmax over those scores gives the class probabilities (`EncoderDecoder.candidate_scores`). Every
 method explains the label the model writes (the argmax), unless another `label` is asked for.
 
     from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation   # erase: faithfulness.py

@@ -13,6 +13,7 @@ from .layers import AttentionMap, Decoder, Encoder, attention_maps
 from .masks import padding_mask
 from .outputs import ModelOutput, head_and_loss
 from .pretrained import PreTrainedModel
+from .reading_order import reading_order, reorder, reorder_map
 
 
 @dataclass
@@ -62,31 +63,6 @@ class EncoderDecoderConfig(TransformerConfig):
     def decoder_input_ids(self, target: Sequence[int]) -> list[int]:
         """What the decoder reads to write `target`: the target shifted right behind the start token."""
         return [self.bos_token_id, *target]
-
-
-def reading_order(src_mask: torch.Tensor) -> torch.Tensor:
-    """(B, S) 1/0 real/pad -> (B, S) indices that put each row's real tokens last to first in the
-    slots the real tokens hold, and leave the padding where it is. `reorder(x, order)` then reads
-    a review backwards; the permutation is its own inverse, so the same `order` puts it back."""
-    B, S = src_mask.shape
-    pos = torch.arange(S, device=src_mask.device).expand(B, S)
-    real = src_mask.bool()
-    slots = torch.where(real, pos, S + pos).argsort(1)  # the real slots in order, then the pads'
-    backwards = torch.where(real, -pos, S + pos).argsort(1)  # the real tokens last to first, then the pads
-    return torch.empty_like(slots).scatter_(1, slots, backwards)
-
-
-def reorder(x: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
-    """x (B, S, C) with position i taken from position order[b, i] -> (B, S, C)."""
-    return x.gather(1, order[..., None].expand_as(x))
-
-
-def reorder_map(weights: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
-    """Attention weights (B, H, S, S) computed in reading order -> the same weights between the
-    source's own positions (query and key axes both permuted back)."""
-    B, H, S, _ = weights.shape
-    rows = weights.gather(2, order[:, None, :, None].expand(B, H, S, S))
-    return rows.gather(3, order[:, None, None, :].expand(B, H, S, S))
 
 
 class EncoderDecoder(PreTrainedModel, GenerationMixin):
@@ -148,17 +124,12 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
             logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None, memory)
 
-    @torch.inference_mode()
-    def score_candidates(self, src_ids, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
-        """log P(candidate | source) for each candidate target sequence -> (B, K).
+    def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
+        """log P(candidate | source) for each candidate target sequence, from an encoded source
+        (B, S, C) -> (B, K); differentiable, for attributions.
 
         This is how a text-to-text model classifies: the label whose words the decoder finds most
-        likely wins, and a softmax over these scores gives the class probabilities.
-        """
-        return self.candidate_scores(self.encode(src_ids, src_mask)[0], candidates, src_mask)
-
-    def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
-        """`score_candidates` from an encoded source (B, S, C) -> (B, K); differentiable, for attributions."""
+        likely wins, and a softmax over these scores gives the class probabilities (`classifier/`)."""
         return self.scored_candidates(memory, candidates, src_mask)[0]
 
     def scored_candidates(self, memory, candidates: list[list[int]], src_mask=None, output_attentions=False):

@@ -30,9 +30,10 @@ FILLERS = (6, 16)  # the toy task's other tokens
 
 
 def log_p(model, ids: list[int], label: int) -> float:
-    """f, computed the plain way: log-softmax of `score_candidates` on an unpadded source."""
+    """f, computed the plain way: log-softmax of `candidate_scores` on an unpadded source."""
     with torch.no_grad():
-        return float(model.score_candidates(torch.tensor([ids]), CANDIDATES).log_softmax(-1)[0, label])
+        memory = model.encode(torch.tensor([ids]))[0]
+        return float(model.candidate_scores(memory, CANDIDATES).log_softmax(-1)[0, label])
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,7 @@ def test_every_method_scores_each_token_for_the_written_label(random_model, meth
     ids = [7, 9, 11, 6, 13, EOS]
     result = attribute(random_model, torch.tensor(ids), CANDIDATES, method)
     with torch.no_grad():
-        probs = random_model.score_candidates(torch.tensor([ids]), CANDIDATES).softmax(-1)[0]
+        probs = random_model.candidate_scores(random_model.encode(torch.tensor([ids]))[0], CANDIDATES).softmax(-1)[0]
     assert result.method == method
     assert result.scores.shape == (6,) and result.scores.dtype == torch.float32
     assert result.label == int(probs.argmax())

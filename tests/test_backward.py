@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
-from model.encoder_decoder import reading_order
+from model.reading_order import reading_order
 from tokenization import BPETokenizer, read_texts
 from training import evaluate, run
 from training.data import TokenStream
@@ -72,10 +72,11 @@ def test_backward_label_scores_do_not_depend_on_padding():
     model = classifier(True)
     src = torch.randint(3, 100, (1, 7))
     candidates = [[5], [6, 7]]
-    alone = model.score_candidates(src, candidates)
+    alone = model.candidate_scores(model.encode(src)[0], candidates)
     padded = torch.cat([src, torch.zeros(1, 4, dtype=torch.long)], 1)
     mask = torch.tensor([[1] * 7 + [0] * 4])
-    torch.testing.assert_close(model.score_candidates(padded, candidates, mask), alone, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model.candidate_scores(model.encode(padded, mask)[0], candidates, mask), alone,
+                               atol=1e-5, rtol=1e-5)
 
 
 def test_a_backward_lm_starts_only_a_backward_encoder():

@@ -334,12 +334,12 @@ def test_the_deletion_test_measures_the_method_against_as_many_random_tokens(ser
     assert all(p == q for *_, p, q in floor.deletion)
 
 
-def test_classify_matches_score_candidates(service: DemoService, served_atol) -> None:
+def test_classify_matches_candidate_scores(service: DemoService, served_atol) -> None:
     tok, model = service.sentiment.tokenizer, service.sentiment.model
     text = "Terrible, boring film."
     src = torch.tensor([tok.encode(text, add_eos=True)])
     with autocast(service.device, service.precision):  # like with like: the service's own precision
-        scores = model.score_candidates(src, [tok.encode(label) for label in model.config.labels])
+        scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in model.config.labels])
     expected = scores.softmax(-1)[0].tolist()
     assert list(classify(service, text).probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
@@ -365,7 +365,7 @@ def test_head_and_tail_truncation_reads_what_training_read(service: DemoService,
     assert src[-9:] == [*tok.encode(text)[-8:], tok.eos_id]
     candidates = [tok.encode(label) for label in model.config.labels]
     with autocast(service.device, service.precision):  # like with like: the service's own precision
-        expected = model.score_candidates(torch.tensor([src]), candidates).softmax(-1)[0].tolist()
+        expected = model.candidate_scores(model.encode(torch.tensor([src]))[0], candidates).softmax(-1)[0].tolist()
     assert list(result.probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
 

@@ -33,10 +33,10 @@ def with_backward(tmp_path: Path, **changes) -> Path:
 
 
 def own_probabilities(model: EncoderDecoder, service: DemoService, text: str) -> torch.Tensor:
-    """P(label) of one reader, by its own score_candidates, at its own temperature."""
+    """P(label) of one reader, by its own candidate_scores, at its own temperature."""
     tok = service.sentiment.tokenizer
     src = torch.tensor([tok.encode(text, add_eos=True)])
-    scores = model.score_candidates(src, [tok.encode(label) for label in model.config.labels])
+    scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in model.config.labels])
     return (scores / model.config.temperature).softmax(-1)[0]
 
 

@@ -67,7 +67,8 @@ def calibrated_log_probs(teacher: Path, text: str) -> np.ndarray:
     model, tokenizer = load_pretrained(teacher).eval(), BPETokenizer.from_file(teacher)
     ids = torch.tensor(source_ids([text], tokenizer, model.config))
     with torch.no_grad():
-        scores = model.score_candidates(ids, label_candidates(tokenizer, model.config), torch.ones_like(ids))[0]
+        mask = torch.ones_like(ids)
+        scores = model.candidate_scores(model.encode(ids, mask)[0], label_candidates(tokenizer, model.config), mask)[0]
     z = scores.double().numpy() / model.config.temperature
     return z - np.logaddexp.reduce(z)
 

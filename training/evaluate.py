@@ -77,8 +77,8 @@ def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max
     ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
     for idx in length_batches([len(s) for s in pairs.sources[:n]], max_tokens):
         batch = pairs.batch(idx, **ids)
-        scores[idx] = model.score_candidates(batch["src_ids"].to(device), candidates,
-                                             batch["src_mask"].to(device)).float().cpu()
+        src, mask = batch["src_ids"].to(device), batch["src_mask"].to(device)
+        scores[idx] = model.candidate_scores(model.encode(src, mask)[0], candidates, mask).float().cpu()
         if progress:
             progress(len(idx))
     return scores
