@@ -120,12 +120,12 @@ def test_sampling_step_is_the_samplers_distribution_and_its_draw(service: DemoSe
 
 def test_a_corrupted_capture_fails_its_check_and_the_step_says_so(service: DemoService) -> None:
     p, _ = tour.lm_pass(service.lm, "This movie was", 0)
-    good = tour.lm_steps(p, 0)
+    good = tour.steps(p, 0)
     assert not [s.key for s in good if s.mismatches]
     weights = p.values["weights"].clone()
     weights[0, -1] = torch.eye(weights.size(-1))[0]  # head 1's last row on the first token: sums to 1, not the model's
     logits = p.values["logits"] + 0.01
-    bad = by_key(tour.Tour(LM, False, "", 0, 0, 2, 2, tour.lm_steps(
+    bad = by_key(tour.Tour(LM, False, "", 0, 0, 2, 2, tour.steps(
         replace(p, values={**p.values, "weights": weights, "logits": logits}), 0), [], []))
     assert [s.key for s in bad.values() if s.mismatches] == ["softmax", "heads", "stack", "logits"]  # and readers
     mismatch = bad["softmax"].mismatches[0]
@@ -187,7 +187,7 @@ def test_label_words_of_different_lengths_are_toured_by_the_winners_own_rows(ser
     short, long = [tok.encode(" great")[0]], tok.encode(" not good at all")
     assert len(long) > 2
     # one token and its end cost far less log-probability than four and theirs: the short one wins
-    monkeypatch.setattr(tour, "labels_and_candidates", lambda m, t: (labels, [short, long]))
+    monkeypatch.setattr(tour.sentiment, "label_words", lambda m, t: (labels, [short, long]))
     t = tour.tour(service, "A fine film.", "sentiment", 0, 0)
     assert all(c.ok for s in t.steps for c in s.checks), [c for s in t.steps for c in s.checks if not c.ok]
     cross = by_key(t)["cross"].panels[0]
@@ -237,7 +237,7 @@ def test_toy_vocabulary_reads_words_and_unknowns() -> None:
 
 
 def test_every_step_shows_the_lines_of_its_computation_read_from_the_file() -> None:
-    assert set(tour.CODE) == set(LM_KEYS) | set(SENTIMENT_KEYS) == set(COMPUTATION)  # no entry unused
+    assert set(tour.REGISTRY) == set(LM_KEYS) | set(SENTIMENT_KEYS) == set(COMPUTATION)  # no step unused
     for key, needle in COMPUTATION.items():
         code = tour.code_range(key)
         assert code.path.startswith("tokenization/" if key in ("tokens", "source_tokens") else "model/"), key
@@ -260,15 +260,12 @@ def test_the_displayed_code_is_the_files_lines(service: DemoService) -> None:
 
 
 def test_a_code_entry_that_no_longer_matches_is_reported(monkeypatch) -> None:
-    monkeypatch.setitem(tour.CODE, "scaling", tour.CodeRef("model.attention.attention", "nope"))
-    tour.code_range.cache_clear()
-    try:
-        with pytest.raises(LookupError, match="scaling"):
-            tour.code_range("scaling")
-        step = tour.Step("scaling", "", "", "", "", [])
-        assert step.code() is None and "not found" in tour_tab.code_markdown(step)
-    finally:
-        tour.code_range.cache_clear()
+    spec = tour.REGISTRY["scaling"]
+    monkeypatch.setitem(tour.REGISTRY, "scaling", replace(spec, code=tour.CodeRef("model.attention.attention", "nope")))
+    with pytest.raises(LookupError, match="scaling"):
+        tour.code_range("scaling")
+    step = tour.Step("scaling", "", "", "", "", [])
+    assert step.code() is None and "not found" in tour_tab.code_markdown(step)
 
 
 # -- input and the JSON -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from demo.tabs.tokenizer import pieces_html
 from demo.text import TOUR_EXAMPLE, TOUR_INTRO
 from demo.views.tour import Step, Tour, tour, tour_checkpoint, tour_json, track_shape
 
-PARTS = 5  # boxes of the overview figure (`demo.views.tour.OVERVIEW`)
+PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
 PLOTS = 3  # the most pictures a step has (Q, K and V)
 VIEW = 7 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, code, two links, Back, Next, the overview
 MAX_SESSION_SECONDS = 3600  # a session's pass is dropped an hour after it was computed
@@ -73,8 +73,8 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
 def code_markdown(step: Step) -> str:
     code = step.code()
     if code is None:
-        return ("The source lines of this step were not found (the model's code moved: see `CODE` in "
-                "`demo/views/tour.py`).")
+        return ("The source lines of this step were not found (the model's code moved: re-point the step's `code=` in "
+                "`demo/views/tour/`, where it is registered).")
     shown = textwrap.dedent("\n".join(code.lines)).split("\n")  # the file's lines, less their common indent
     lines = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(shown, start=code.first_line))
     where = f"{code.path}:{code.first_line}" + (f"–{code.last_line}" if code.last_line > code.first_line else "")
