@@ -17,6 +17,7 @@ from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
 from demo.views import tour
 from demo.views.sentiment import labels_and_candidates
 from demo.views.tokens import EMPTY_TEXT
+from demo.views.tour import lesson_text
 from demo.views.toy import SHAPE, toy_checkpoint, toy_tokenizer
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import source_ids
@@ -80,6 +81,9 @@ def test_lm_steps_equal_an_independent_computation(service: DemoService, layer: 
     q, k = (p.values for p in steps["qkv"].panels[:2])
     np.testing.assert_allclose(steps["scaling"].panels[0].values, q @ k.T / math.sqrt(d_k), atol=1e-5)
     assert t.layer == layer and t.head == head and f"layer {layer + 1}, head {head + 1}" in steps["qkv"].title
+    c = model.config  # the feed-forward networks' share of the parameters, counted from the shapes
+    ffn, total = c.n_layer * (2 * c.d_model * c.d_ff + c.d_ff + c.d_model), sum(p.numel() for p in model.parameters())
+    assert f"hold {ffn / total:.0%} of the model's parameters ({ffn:,} of {total:,})" in steps["ffn"].explanation
 
 
 def test_positional_encoding_matches_the_seed_table() -> None:
@@ -207,6 +211,9 @@ def test_a_causal_encoder_masks_the_future_too() -> None:
     masked = steps["padding_mask"].panels[0].masked
     assert masked[np.triu_indices(len(masked), 1)].all() and "causal mask" in steps["padding_mask"].explanation
     assert (steps["softmax"].panels[0].values[np.triu_indices(len(masked), 1)] == 0).all()
+    # the memory: only the last token has read the whole review (a both-ways encoder: every token has)
+    assert "only the last one, `</s>`, has read the whole review" in steps["memory"].explanation
+    assert "causal" not in by_key(tour.tour_of(toy_checkpoint(SENTIMENT), "this film was great"))["memory"].explanation
 
 
 # -- the toy ------------------------------------------------------------------------------------
@@ -231,6 +238,63 @@ def test_toy_vocabulary_reads_words_and_unknowns() -> None:
     tok = toy_tokenizer()
     assert [p.text for p in tok.pieces("This movie, was great")] == ["this", "movie", "<unk>", "was", "great"]
     assert tok.vocab_size == 20
+
+
+# -- the lesson texts ----------------------------------------------------------------------------------
+
+
+def states(service: DemoService):
+    """(track, state) for passes that between them take every branch of every step's text."""
+    causal = EncoderDecoder(EncoderDecoderConfig(vocab_size=toy_tokenizer().vocab_size, max_src_len=8, max_tgt_len=4,
+                                                 n_encoder_layer=1, n_decoder_layer=1, causal_encoder=True,
+                                                 labels=["negative", "positive"], **SHAPE)).eval()
+    for ckpt, layer, head in [(service.lm, 0, 0), (service.lm, 1, 1), (service.sentiment, 1, 1),
+                              (toy_checkpoint(LM), 0, 1), (toy_checkpoint(SENTIMENT), 0, 0),
+                              (Checkpoint(SENTIMENT, "test", "ready", model=causal, tokenizer=toy_tokenizer()), 0, 0)]:
+        track = tour.TRACKS[ckpt.name]
+        p, _ = track.run(ckpt, "this film was not great", layer)
+        yield track, track.state(p, head)
+
+
+def test_every_step_has_its_text_and_fills_exactly_its_placeholders(service: DemoService) -> None:
+    lessons = lesson_text.load(list(tour.REGISTRY))  # every registered step's file, well formed
+    assert set(tour.REGISTRY) == {id for track in tour.TRACKS.values() for id in track.steps}
+    assert all(spec.tracks for spec in tour.REGISTRY.values())
+    parts_used = set()
+    for track, state in states(service):
+        for id in track.steps:
+            built = tour.REGISTRY[id].build(state)
+            assert lessons[id].placeholders() == set(built.fills), id  # each one filled, each fill used
+            lesson_text.render(lessons[id], built.fills)
+            parts_used |= {(id, v.name) for v in built.fills.values() if isinstance(v, lesson_text.Part)}
+    assert parts_used == {(id, part) for id, lesson in lessons.items() for part in lesson.parts}  # none left unused
+
+
+def test_the_lesson_loader_reports_every_problem_at_once(tmp_path) -> None:
+    for path in lesson_text.FOLDER.glob("*.md"):
+        (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "qkv.md").unlink()
+    (tmp_path / "qvk.md").write_text("# Typo\n\nA paragraph.\n\n## Formula\n\n$$x$$\n\n## Tensor\n\nx\n")
+    (tmp_path / "scores.md").write_text("# Scores\n\nA paragraph.\n\n## Tensor\n\n({{n}}, {{n}})\n")
+    (tmp_path / "mask.md").write_text("No title.\n")
+    text = (tmp_path / "softmax.md").read_text(encoding="utf-8")
+    (tmp_path / "softmax.md").write_text(text + "\n## Notes\n\nmore\n", encoding="utf-8")
+    with pytest.raises(lesson_text.LessonError) as error:
+        lesson_text.load(list(tour.REGISTRY), tmp_path)
+    message = str(error.value)
+    for expected in ["lessons/qkv.md: missing", "lessons/qvk.md: no step is called 'qvk'",
+                     "lessons/scores.md: no `## Formula` section", "lessons/mask.md: the first line must be the title",
+                     "lessons/softmax.md: unknown section '## Notes'"]:
+        assert expected in message, (expected, message)
+    lesson, problems = lesson_text.parse("x", "# At {{where}}\n\nRow {{row}}.\n\n## Formula\n\n$$y$$\n\n"
+                                              "## Tensor\n\n({{n}},)\n")
+    assert not problems and lesson.placeholders() == {"where", "row", "n"}
+    with pytest.raises(lesson_text.LessonError, match=r"fills no \{\{n\}\}, \{\{row\}\} \(it fills: where\)"):
+        lesson_text.render(lesson, {"where": "layer 1"})
+    with pytest.raises(lesson_text.LessonError, match="no `## Part: gone`"):
+        lesson_text.render(lesson, {"where": "", "row": lesson_text.Part("gone"), "n": 3})
+    shown = lesson_text.render(lesson, {"where": "", "row": 0, "n": 3})  # nothing filled: the space before goes too
+    assert (shown.title, shown.explanation, shown.shape) == ("At", "Row 0.", "(3,)")
 
 
 # -- the code each step shows -----------------------------------------------------------------------
