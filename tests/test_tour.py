@@ -1,6 +1,6 @@
-"""The "How it works" tour (`demo/views/tour.py`, `demo/tabs/tour.py`): every step's values against an
+"""The "How it works" tour (`demo/views/tour/`, `demo/tabs/tour.py`): every step's values against an
 independent computation, the hand recomputations (a case that passes and a corrupted capture that
-fails and shows its notice), the code ranges, the toy, and bad input."""
+fails and shows its notice), the lesson texts, the code ranges, the toy, and bad input."""
 
 import math
 import textwrap
