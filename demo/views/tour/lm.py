@@ -84,6 +84,7 @@ class LMState(State):
         super().__init__(p, head)
         self.tokenizer, self.last = p.extra["tokenizer"], self.n - 1
         self.at = tok(self.tokens[self.last])
+        self.vocab = f"{self.c.vocab_size:,}"
         self.where, self.focus = f"layer {p.layer + 1}", self.last
         self.ok = allowed(self.n, self.n, None, True)
         self.attention_in, self.projection = self.v["norm_1"], self.m["qkv"]
@@ -111,13 +112,10 @@ class LMState(State):
     def best(self) -> int:
         return int(self.probs.argmax())
 
-    def vocab(self) -> str:
-        return f"{self.c.vocab_size:,}"
-
 
 @step("tokens", CodeRef("tokenization.bpe.BPETokenizer.encode"))
 def tokens(s: LMState) -> Built:
-    return Built([pieces(s.p)], vocab=s.vocab(), n=s.n, ids=ids_worked(s.p))
+    return Built([pieces(s.p)], vocab=s.vocab, n=s.n, ids=ids_worked(s.p))
 
 
 @step("embedding", CodeRef("model.embeddings.Embeddings.forward"))
@@ -238,7 +236,7 @@ def logits(s: LMState) -> Built:
     return Built([bars(f"logits after {s.tokens[s.last]}", z, s.tokenizer, s.c.vocab_size)],
                  [check("the model's logits (every position)", s.logits, s.v["logits"]),
                   check("the model's final LayerNorm", final, s.v["final"])],
-                 vocab=s.vocab(), n=s.n, token=s.at, best=tok(label(s.tokenizer, s.best)),
+                 vocab=s.vocab, n=s.n, token=s.at, best=tok(label(s.tokenizer, s.best)),
                  logit=num(float(z[s.best])))
 
 
@@ -250,7 +248,7 @@ def probabilities(s: LMState) -> Built:
                   bars(f"T = {t:g}", tempered, s.tokenizer, s.c.vocab_size)],
                  [check("the model's next-token distribution (its generation path)", s.probs,
                         torch.softmax(s.v["next_logits"], -1))],
-                 vocab=s.vocab(), temperature=f"{t:g}", best=tok(label(s.tokenizer, s.best)),
+                 vocab=s.vocab, temperature=f"{t:g}", best=tok(label(s.tokenizer, s.best)),
                  logit=num(float(z[s.best])), p=num(float(s.probs[s.best])), tempered=num(float(tempered[s.best])))
 
 
@@ -262,7 +260,7 @@ def sampling(s: LMState) -> Built:
     return Built([bars("what the draw chooses from", drawn_from, s.tokenizer, s.c.vocab_size, mark=drawn)],
                  [check("the sampler's own distribution", drawn_from,
                         sampling_distribution(s.v["next_logits"].float(), SAMPLING).double())],
-                 vocab=s.vocab(), top_k=SAMPLING.top_k, top_p=f"{SAMPLING.top_p:g}", seed=SAMPLING.seed,
+                 vocab=s.vocab, top_k=SAMPLING.top_k, top_p=f"{SAMPLING.top_p:g}", seed=SAMPLING.seed,
                  kept=kept, drawn=tok(label(s.tokenizer, drawn)), p=num(float(drawn_from[drawn])))
 
 
