@@ -28,6 +28,10 @@ from .ablation import HeadMask
 TOP = 5  # next tokens shown before and after
 
 
+class Unavailable(ValueError):
+    """This experiment cannot run here (it needs a model that is not served)."""
+
+
 @dataclass
 class Outcome:
     """One experiment on one text: what was changed, the output before and after, and what it says."""
@@ -398,22 +402,54 @@ def cls_scaling(r: Run) -> Outcome:
     return outcome
 
 
-def cls_heads(r: Run) -> Outcome:
+def cls_qkv(r: Run) -> Outcome:
     i, h = min(r.layer, _layers(r.model) - 1), r.head
-    keep = torch.ones(r.model.config.n_head, dtype=torch.bool)
-    keep[h] = False
-    causal = bool(r.model.config.causal_encoder)
-    return _label_outcome(r, f"head {h + 1} of the encoder's layer {i + 1} is knocked out",
-                          {attention_point("encoder_self", i, "heads"): HeadMask(keep, "zero", causal)},
-                          "how much this review's verdict leans on this one head.")
+
+    def no_query(q):
+        q = q.clone()
+        q[:, h] = 0
+        return q
+
+    return _label_outcome(r, f"head {h + 1} of the encoder's layer {i + 1} gets no query (q = 0): it attends "
+                             "evenly to every token it may see",
+                          {attention_point("encoder_self", i, "q"): no_query},
+                          "the query is how each token chooses what to read; without it the head only averages.")
 
 
-def cls_ffn(r: Run) -> Outcome:
+def cls_softmax(r: Run) -> Outcome:
     i = min(r.layer, _layers(r.model) - 1)
-    return _label_outcome(r, f"the encoder's layer {i + 1} feed-forward network is skipped",
-                          {f"encoder.{i}.ffn.out": torch.zeros_like},
-                          f"the feed-forward network is {_ffn_share(r.model.config):.0%} of a layer's weights; it "
-                          "transforms each position's vector where attention moves information between positions.")
+
+    def hard(w):
+        return torch.nn.functional.one_hot(w.argmax(-1), w.size(-1)).to(w.dtype)
+
+    return _label_outcome(r, f"the encoder's layer {i + 1} softmax becomes a hard choice: all weight on each row's "
+                             "best key", {attention_point("encoder_self", i, "weights"): hard},
+                          "a smooth softmax mixes several tokens, and only a smooth one can be trained by gradients.")
+
+
+def cls_padding(r: Run) -> Outcome:
+    """The review with pad tokens after it, as a batch holds it: read with the padding mask, then with
+    the mask removed (every encoder and cross-attention may read the padding)."""
+    pad = r.model.config.pad_token_id
+    ids = torch.cat([r.ids, torch.full((1, 2), pad, device=r.ids.device)], 1)
+    mask = torch.ones_like(ids)
+    mask[0, -2:] = 0
+    c = r.model.config
+    patch = {attention_point(kind, i, "mask"): torch.ones_like
+             for kind, n in (("encoder_self", c.n_encoder_layer), ("cross", c.n_decoder_layer)) for i in range(n)}
+
+    def read(p):
+        with torch.inference_mode(), r.model.hooks(patch=p):
+            probs = r.reader.read(ids, mask)[0].exp()
+        return dict(zip(r.reader.labels, [round(float(x), 4) for x in probs], strict=True))
+
+    before, after = read({}), read(patch)
+    top = max(before, key=before.get)
+    verdict = (f"With the padding mask P({top}) is {before[top]:.3f}, as for the review alone ({_labels(r)[top]:.3f}); "
+               f"with the padding read it is {after[top]:.3f}: the mask is what keeps the pad tokens a batch adds "
+               "from changing a review's verdict.")
+    return Outcome("the padding mask is removed: attention may read the 2 pad tokens after the review", before, after,
+                   verdict, {f"p_{top}": (before[top], after[top])})
 
 
 def cls_cross(r: Run) -> Outcome:
@@ -452,7 +488,7 @@ def cls_end_token(r: Run) -> Outcome:
 
 def cls_reading_order(r: Run) -> Outcome:
     if r.backward is None:
-        raise ValueError("no backward reader is served: nothing to compare the reading order with")
+        raise Unavailable("no backward reader is served: nothing to compare the reading order with")
     before, after = _labels(r), _labels(r, reader=r.backward)
     top = max(before, key=before.get)
     verdict = (f"Read right to left, P({top}) is {after[top]:.3f} instead of {before[top]:.3f}: two readers that see "
@@ -475,8 +511,9 @@ def cls_label(r: Run) -> Outcome:
 
 
 CLASSIFIER_EXPERIMENTS: dict[str, Callable[[Run], Outcome]] = {
-    "source_embedding": cls_positions, "scaling": cls_scaling, "heads": cls_heads, "ffn": cls_ffn,
-    "cross": cls_cross, "memory": cls_end_token, "label": cls_label, "reading_order": cls_reading_order,
+    "source_tokens": cls_reading_order, "source_embedding": cls_positions, "qkv": cls_qkv, "scaling": cls_scaling,
+    "padding_mask": cls_padding, "softmax": cls_softmax, "memory": cls_end_token, "cross": cls_cross,
+    "label": cls_label,
 }
 
 

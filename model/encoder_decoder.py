@@ -45,7 +45,7 @@ class EncoderDecoderConfig(TransformerConfig):
     # fitted on the selection rows at the end of a sentiment run so that its probabilities are calibrated
     temperature: float = bounded(1.0, 1e-2, 100.0)
     # a second reader's (reverse_source): the temperature of the verdict it gives with the reader it
-    # was paired with (`model.combine_readers`), fitted on the selection rows as `temperature` is
+    # was paired with (`classifier.Classifier`), fitted on the selection rows as `temperature` is
     pair_temperature: float = bounded(1.0, 1e-2, 100.0)
 
     @property

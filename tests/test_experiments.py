@@ -13,6 +13,7 @@ from inspection import Head, layer_log_probs, lm_head_effects
 from inspection.experiments import (
     CLASSIFIER_EXPERIMENTS,
     LM_EXPERIMENTS,
+    Unavailable,
     classifier_experiment,
     entropy,
     lm_experiment,
@@ -192,8 +193,9 @@ def test_at_least_six_sentiment_steps_and_their_probabilities(verdicts, readers,
     moved = [step for step, o in verdicts.items() if o.before != o.after]
     assert len(moved) >= 6
     expected = readers[0].read(review)[0].exp()
-    for o in verdicts.values():
-        assert list(o.before.values()) == pytest.approx(expected.tolist(), abs=1e-4)
+    for step, o in verdicts.items():
+        if step != "padding_mask":  # its "before" reads the review padded, with the mask (to 1e-3 of alone)
+            assert list(o.before.values()) == pytest.approx(expected.tolist(), abs=1e-4)
         assert sum(o.after.values()) == pytest.approx(1, abs=1e-3)
 
 
@@ -216,7 +218,7 @@ def test_the_end_token_sentence_matches_its_measured_effect(verdicts):
 
 
 def test_reading_order_is_the_backward_readers_own_verdict(verdicts, readers, review):
-    assert list(verdicts["reading_order"].after.values()) == pytest.approx(readers[1].read(review)[0].exp().tolist(),
+    assert list(verdicts["source_tokens"].after.values()) == pytest.approx(readers[1].read(review)[0].exp().tolist(),
                                                                             abs=1e-4)
 
 
@@ -230,6 +232,17 @@ def test_the_label_step_compares_the_fitted_temperature_with_one(verdicts, reade
 def test_unscaled_encoder_scores_lower_the_entropy(verdicts):
     before, after = verdicts["scaling"].measures["entropy"]
     assert after < before
+
+
+def test_the_padding_mask_keeps_padding_out_of_the_verdict(verdicts, readers, review):
+    o = verdicts["padding_mask"]
+    alone = readers[0].read(review)[0].exp().tolist()
+    assert list(o.before.values()) == pytest.approx(alone, abs=1e-3) and o.before != o.after
+
+
+def test_without_a_backward_reader_the_reading_order_experiment_is_unavailable(readers, review):
+    with pytest.raises(Unavailable, match="backward"):
+        classifier_experiment("source_tokens", readers[0], review)
 
 
 def test_entropy_of_one_hot_and_uniform_rows():

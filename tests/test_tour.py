@@ -1,6 +1,6 @@
-"""The "How it works" tour (`demo/views/tour.py`, `demo/tabs/tour.py`): every step's values against an
+"""The "How it works" tour (`demo/views/tour/`, `demo/tabs/tour.py`): every step's values against an
 independent computation, the hand recomputations (a case that passes and a corrupted capture that
-fails and shows its notice), the code ranges, the toy, and bad input."""
+fails and shows its notice), the lesson texts, the code ranges, the toy, and bad input."""
 
 import math
 import textwrap
@@ -18,6 +18,7 @@ from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
 from demo.views import tour
 from demo.views.sentiment import labels_and_candidates
 from demo.views.tokens import EMPTY_TEXT
+from demo.views.tour import lesson_text
 from demo.views.toy import SHAPE, toy_checkpoint, toy_tokenizer
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import source_ids
@@ -81,6 +82,9 @@ def test_lm_steps_equal_an_independent_computation(service: DemoService, layer: 
     q, k = (p.values for p in steps["qkv"].panels[:2])
     np.testing.assert_allclose(steps["scaling"].panels[0].values, q @ k.T / math.sqrt(d_k), atol=1e-5)
     assert t.layer == layer and t.head == head and f"layer {layer + 1}, head {head + 1}" in steps["qkv"].title
+    c = model.config  # the feed-forward networks' share of the parameters, counted from the shapes
+    ffn, total = c.n_layer * (2 * c.d_model * c.d_ff + c.d_ff + c.d_model), sum(p.numel() for p in model.parameters())
+    assert f"hold {ffn / total:.0%} of the model's parameters ({ffn:,} of {total:,})" in steps["ffn"].explanation
 
 
 def test_positional_encoding_matches_the_seed_table() -> None:
@@ -121,12 +125,12 @@ def test_sampling_step_is_the_samplers_distribution_and_its_draw(service: DemoSe
 
 def test_a_corrupted_capture_fails_its_check_and_the_step_says_so(service: DemoService) -> None:
     p, _ = tour.lm_pass(service.lm, "This movie was", 0)
-    good = tour.lm_steps(p, 0)
+    good = tour.steps(p, 0)
     assert not [s.key for s in good if s.mismatches]
     weights = p.values["weights"].clone()
     weights[0, -1] = torch.eye(weights.size(-1))[0]  # head 1's last row on the first token: sums to 1, not the model's
     logits = p.values["logits"] + 0.01
-    bad = by_key(tour.Tour(LM, False, "", 0, 0, 2, 2, tour.lm_steps(
+    bad = by_key(tour.Tour(LM, False, "", 0, 0, 2, 2, tour.steps(
         replace(p, values={**p.values, "weights": weights, "logits": logits}), 0), [], []))
     assert [s.key for s in bad.values() if s.mismatches] == ["softmax", "heads", "stack", "logits"]  # and readers
     mismatch = bad["softmax"].mismatches[0]
@@ -188,7 +192,7 @@ def test_label_words_of_different_lengths_are_toured_by_the_winners_own_rows(ser
     short, long = [tok.encode(" great")[0]], tok.encode(" not good at all")
     assert len(long) > 2
     # one token and its end cost far less log-probability than four and theirs: the short one wins
-    monkeypatch.setattr(tour, "labels_and_candidates", lambda m, t: (labels, [short, long]))
+    monkeypatch.setattr(tour.sentiment, "label_words", lambda m, t: (labels, [short, long]))
     t = tour.tour(service, "A fine film.", "sentiment", 0, 0)
     assert all(c.ok for s in t.steps for c in s.checks), [c for s in t.steps for c in s.checks if not c.ok]
     cross = by_key(t)["cross"].panels[0]
@@ -208,6 +212,9 @@ def test_a_causal_encoder_masks_the_future_too() -> None:
     masked = steps["padding_mask"].panels[0].masked
     assert masked[np.triu_indices(len(masked), 1)].all() and "causal mask" in steps["padding_mask"].explanation
     assert (steps["softmax"].panels[0].values[np.triu_indices(len(masked), 1)] == 0).all()
+    # the memory: only the last token has read the whole review (a both-ways encoder: every token has)
+    assert "only the last one, `</s>`, has read the whole review" in steps["memory"].explanation
+    assert "causal" not in by_key(tour.tour_of(toy_checkpoint(SENTIMENT), "this film was great"))["memory"].explanation
 
 
 # -- the toy ------------------------------------------------------------------------------------
@@ -234,11 +241,68 @@ def test_toy_vocabulary_reads_words_and_unknowns() -> None:
     assert tok.vocab_size == 20
 
 
+# -- the lesson texts ----------------------------------------------------------------------------------
+
+
+def states(service: DemoService):
+    """(track, state) for passes that between them take every branch of every step's text."""
+    causal = EncoderDecoder(EncoderDecoderConfig(vocab_size=toy_tokenizer().vocab_size, max_src_len=8, max_tgt_len=4,
+                                                 n_encoder_layer=1, n_decoder_layer=1, causal_encoder=True,
+                                                 labels=["negative", "positive"], **SHAPE)).eval()
+    for ckpt, layer, head in [(service.lm, 0, 0), (service.lm, 1, 1), (service.sentiment, 1, 1),
+                              (toy_checkpoint(LM), 0, 1), (toy_checkpoint(SENTIMENT), 0, 0),
+                              (Checkpoint(SENTIMENT, "test", "ready", model=causal, tokenizer=toy_tokenizer()), 0, 0)]:
+        track = tour.TRACKS[ckpt.name]
+        p, _ = track.run(ckpt, "this film was not great", layer)
+        yield track, track.state(p, head)
+
+
+def test_every_step_has_its_text_and_fills_exactly_its_placeholders(service: DemoService) -> None:
+    lessons = lesson_text.load(list(tour.REGISTRY))  # every registered step's file, well formed
+    assert set(tour.REGISTRY) == {id for track in tour.TRACKS.values() for id in track.steps}
+    assert all(spec.tracks for spec in tour.REGISTRY.values())
+    parts_used = set()
+    for track, state in states(service):
+        for id in track.steps:
+            built = tour.REGISTRY[id].build(state)
+            assert lessons[id].placeholders() == set(built.fills), id  # each one filled, each fill used
+            lesson_text.render(lessons[id], built.fills)
+            parts_used |= {(id, v.name) for v in built.fills.values() if isinstance(v, lesson_text.Part)}
+    assert parts_used == {(id, part) for id, lesson in lessons.items() for part in lesson.parts}  # none left unused
+
+
+def test_the_lesson_loader_reports_every_problem_at_once(tmp_path) -> None:
+    for path in lesson_text.FOLDER.glob("*.md"):
+        (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "qkv.md").unlink()
+    (tmp_path / "qvk.md").write_text("# Typo\n\nA paragraph.\n\n## Formula\n\n$$x$$\n\n## Tensor\n\nx\n")
+    (tmp_path / "scores.md").write_text("# Scores\n\nA paragraph.\n\n## Tensor\n\n({{n}}, {{n}})\n")
+    (tmp_path / "mask.md").write_text("No title.\n")
+    text = (tmp_path / "softmax.md").read_text(encoding="utf-8")
+    (tmp_path / "softmax.md").write_text(text + "\n## Notes\n\nmore\n", encoding="utf-8")
+    with pytest.raises(lesson_text.LessonError) as error:
+        lesson_text.load(list(tour.REGISTRY), tmp_path)
+    message = str(error.value)
+    for expected in ["lessons/qkv.md: missing", "lessons/qvk.md: no step is called 'qvk'",
+                     "lessons/scores.md: no `## Formula` section", "lessons/mask.md: the first line must be the title",
+                     "lessons/softmax.md: unknown section '## Notes'"]:
+        assert expected in message, (expected, message)
+    lesson, problems = lesson_text.parse("x", "# At {{where}}\n\nRow {{row}}.\n\n## Formula\n\n$$y$$\n\n"
+                                              "## Tensor\n\n({{n}},)\n")
+    assert not problems and lesson.placeholders() == {"where", "row", "n"}
+    with pytest.raises(lesson_text.LessonError, match=r"fills no \{\{n\}\}, \{\{row\}\} \(it fills: where\)"):
+        lesson_text.render(lesson, {"where": "layer 1"})
+    with pytest.raises(lesson_text.LessonError, match="no `## Part: gone`"):
+        lesson_text.render(lesson, {"where": "", "row": lesson_text.Part("gone"), "n": 3})
+    shown = lesson_text.render(lesson, {"where": "", "row": 0, "n": 3})  # nothing filled: the space before goes too
+    assert (shown.title, shown.explanation, shown.shape) == ("At", "Row 0.", "(3,)")
+
+
 # -- the code each step shows -----------------------------------------------------------------------
 
 
 def test_every_step_shows_the_lines_of_its_computation_read_from_the_file() -> None:
-    assert set(tour.CODE) == set(LM_KEYS) | set(SENTIMENT_KEYS) == set(COMPUTATION)  # no entry unused
+    assert set(tour.REGISTRY) == set(LM_KEYS) | set(SENTIMENT_KEYS) == set(COMPUTATION)  # no step unused
     for key, needle in COMPUTATION.items():
         code = tour.code_range(key)
         assert code.path.startswith("tokenization/" if key in ("tokens", "source_tokens") else "model/"), key
@@ -261,15 +325,12 @@ def test_the_displayed_code_is_the_files_lines(service: DemoService) -> None:
 
 
 def test_a_code_entry_that_no_longer_matches_is_reported(monkeypatch) -> None:
-    monkeypatch.setitem(tour.CODE, "scaling", tour.CodeRef("model.attention.attention", "nope"))
-    tour.code_range.cache_clear()
-    try:
-        with pytest.raises(LookupError, match="scaling"):
-            tour.code_range("scaling")
-        step = tour.Step("scaling", "", "", "", "", [])
-        assert step.code() is None and "not found" in tour_tab.code_markdown(step)
-    finally:
-        tour.code_range.cache_clear()
+    spec = tour.REGISTRY["scaling"]
+    monkeypatch.setitem(tour.REGISTRY, "scaling", replace(spec, code=tour.CodeRef("model.attention.attention", "nope")))
+    with pytest.raises(LookupError, match="scaling"):
+        tour.code_range("scaling")
+    step = tour.Step("scaling", "", "", "", "", [])
+    assert step.code() is None and "not found" in tour_tab.code_markdown(step)
 
 
 # -- input and the JSON -------------------------------------------------------------------------------
@@ -328,3 +389,22 @@ def test_moving_between_steps_does_not_run_the_model_again(service: DemoService,
     assert other[2]["value"] == 0
     failed = tour_tab.run(service, "  ", "lm", 0, 0, False)
     assert failed[3] == f"ℹ️ {EMPTY_TEXT}" and "Traceback" not in str(failed)
+
+
+def test_the_shipped_models_tours_carry_an_experiment_at_most_steps() -> None:
+    """Issue 50: at least 12 LM steps and 6 sentiment steps carry an experiment whose output before and
+    after differ, in the /tour JSON (what each experiment does is checked in tests/test_experiments.py)."""
+    from demo.tabs.tour import experiment_markdown
+
+    shipped = DemoService(REPO_ROOT / "checkpoints", device="cpu")
+    for model, text, least in (("lm", "The film was not good at all, and the acting was", 12),
+                               ("sentiment", "A wonderful film, but far too long.", 6)):
+        t = tour.tour(shipped, text, model, 1, 0)
+        steps = tour.tour_json(t)["steps"]
+        tried = [s["experiment"] for s in steps if "experiment" in s]
+        assert len([e for e in tried if e["before"] != e["after"]]) >= least, model
+        assert all({"change", "before", "after", "verdict"} == set(e) for e in tried)
+        first = next(s for s in t.steps if s.experiment is not None)
+        assert first.experiment.verdict in experiment_markdown(first)
+    lm_step = tour.tour_json(tour.tour(shipped, "This movie was", "lm"))["steps"][1]["experiment"]
+    assert isinstance(lm_step["before"], list) and len(lm_step["before"][0]) == 2  # [[token, probability], …]

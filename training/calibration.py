@@ -7,7 +7,7 @@ weighted by their sizes. Temperature scaling (Guo et al. 2017, section 4.2) divi
 scores by one number T > 0, fitted by minimising the negative log-likelihood on held-out rows: the
 predicted labels do not change, only how sure the model says it is. A sentiment run fits T on its
 selection rows (`SentimentTask.finalize`) and stores it in the checkpoint's config, which the app,
-`training.evaluate` and `/classify` read (`EncoderDecoder.label_log_probs`).
+`training.evaluate` and `/classify` read (`classifier.Reader`).
 """
 
 import torch

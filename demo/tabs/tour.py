@@ -14,12 +14,12 @@ from demo.serving import LM, SENTIMENT, DemoService, failure
 from demo.tabs import browser
 from demo.tabs.common import bind, lenient, notice_markdown
 from demo.tabs.tokenizer import pieces_html
-from demo.text import TOUR_EXAMPLE, TOUR_INTRO
+from demo.text import TOUR_EXAMPLE, TOUR_INTRO, code_span
 from demo.views.tour import Step, Tour, tour, tour_checkpoint, tour_json, track_shape
 
-PARTS = 5  # boxes of the overview figure (`demo.views.tour.OVERVIEW`)
+PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
 PLOTS = 3  # the most pictures a step has (Q, K and V)
-VIEW = 7 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, code, two links, Back, Next, the overview
+VIEW = 8 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, experiment, code, two links, Back, Next, overview
 MAX_SESSION_SECONDS = 3600  # a session's pass is dropped an hour after it was computed
 LATEX = [{"left": "$$", "right": "$$", "display": True}]
 CSS = """
@@ -70,11 +70,29 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
     return "\n\n".join(parts)
 
 
+def experiment_markdown(step: Step) -> str:
+    """The step's experiment: what was changed, the output before and after side by side, and what it
+    shows."""
+    o = step.experiment
+    if o is None:
+        return "This step has no experiment yet."
+    if isinstance(o.before, dict):  # the classifier: P(label)
+        rows = [f"| {label} | {o.before[label]:.3f} | {o.after[label]:.3f} |" for label in o.before]
+        head = "| label | P before | P after |"
+    else:  # the LM: its five likeliest next tokens, each side its own
+        rows = [f"| {code_span(b)} {pb:.1%} | {code_span(a)} {pa:.1%} |"
+                for (b, pb), (a, pa) in zip(o.before, o.after, strict=True)]
+        head = "| next token before | next token after |"
+    table = "\n".join([head, "| --- | --- |" + (" --- |" if isinstance(o.before, dict) else ""), *rows])
+    return (f"**Switch it off and see what breaks.** This step changed for one pass of the same model on your "
+            f"text: {o.change}.\n\n{table}\n\n{o.verdict}")
+
+
 def code_markdown(step: Step) -> str:
     code = step.code()
     if code is None:
-        return ("The source lines of this step were not found (the model's code moved: see `CODE` in "
-                "`demo/views/tour.py`).")
+        return ("The source lines of this step were not found (the model's code moved: re-point the step's `code=` in "
+                "`demo/views/tour/`, where it is registered).")
     shown = textwrap.dedent("\n".join(code.lines)).split("\n")  # the file's lines, less their common indent
     lines = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(shown, start=code.first_line))
     where = f"{code.path}:{code.first_line}" + (f"–{code.last_line}" if code.last_line > code.first_line else "")
@@ -95,7 +113,8 @@ def show(t: Tour | None, index, show_all):
     figures += [gr.update(value=None, visible=False)] * (PLOTS - len(figures))
     html = pieces_html([(label, int(i)) for label, i in zip(pieces[0].rows, pieces[0].values, strict=True)]) \
         if pieces else ""
-    return (step_markdown(t, i, step), gr.update(value=html, visible=bool(pieces)), *figures, code_markdown(step),
+    return (step_markdown(t, i, step), gr.update(value=html, visible=bool(pieces)), *figures,
+            experiment_markdown(step), code_markdown(step),
             gr.update(visible=step.link == "lens"), gr.update(visible=step.link == "sampling"),
             gr.update(interactive=i > 0), gr.update(interactive=i < len(t.steps) - 1),
             *[gr.update(value=label, variant="primary" if n == here else "secondary")
@@ -165,6 +184,9 @@ def build(service: DemoService, compute: dict):
             pictures = [gr.Plot(show_label=False, visible=False, elem_id=f"tour-plot-{n}") for n in range(PLOTS)]
             show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 columns, "
                                    "the 15 largest bars)", elem_id="tour-all")
+            with gr.Accordion("What if this step were not there? (an experiment)", open=False,
+                              elem_id="tour-experiment-box"):
+                experiment = gr.Markdown(elem_id="tour-experiment")
             code = gr.Markdown(elem_id="tour-code")
             lens = gr.Button("Open the logit lens in the Chat tab (write a continuation, then “Look inside”)",
                              visible=False, size="sm", elem_id="tour-lens")
@@ -173,7 +195,7 @@ def build(service: DemoService, compute: dict):
     data = gr.JSON(visible=False)
     shown = gr.State(None, time_to_live=MAX_SESSION_SECONDS)
 
-    view = [words, pieces, *pictures, code, lens, sampling, back, forward, *parts]
+    view = [words, pieces, *pictures, experiment, code, lens, sampling, back, forward, *parts]
     outputs = [shown, data, steps, notice, *view]
     controls = [text, model, layer, head, toy]
     private = {"api_visibility": "private", "queue": False}

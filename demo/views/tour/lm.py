@@ -1,0 +1,282 @@
+"""The language model's track: from the visitor's text to the drawn next token, through one layer
+and one head the visitor picks (the attention steps themselves: `demo.views.tour.attention`)."""
+
+import math
+from functools import cached_property
+
+import torch
+
+from demo.serving import LM, Checkpoint, DemoError
+from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass, capture, heads_to_rows, label, parameter_counts
+from demo.views.tour.code import CodeRef
+from demo.views.tour.recompute import (
+    allowed,
+    check,
+    f64,
+    gelu,
+    head_attention,
+    head_qkv,
+    layer_norm,
+    linear,
+    masked,
+    sampled_by_hand,
+    sinusoids,
+    softmax,
+)
+from demo.views.tour.registry import Built, State, Track, add_track, step
+from demo.views.tour.show import bars, dot, heat, ids_worked, num, pieces, tok
+from inspection.logit_lens import residual_stream_points
+from model.generation import GenerationConfig, sampling_distribution, select_token
+
+SAMPLING = GenerationConfig(temperature=0.8, top_k=40, top_p=0.95, seed=0)  # the chat's default settings
+TOP_TOKENS = 10  # the JSON's top_tokens
+
+
+def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
+    """The LM's forward pass over `[bos] + encode(text)` (the chat's reading), its last
+    `MAX_TOUR_TOKENS` at most, read at `layer`'s named points and along the residual stream."""
+    model, tokenizer = ckpt.require()
+    c = model.config
+    if not c.norm_first:
+        raise DemoError("The tour follows pre-norm models (LayerNorm before each sublayer), as the shipped ones are.")
+    notices = []
+    ids = tokenizer.encode(text)
+    keep = min(MAX_TOUR_TOKENS, c.block_size) - 1
+    if len(ids) > keep:
+        notices.append(f"Your text is {len(ids)} tokens: the tour reads its last {keep}, after the start token.")
+        ids = ids[-keep:]
+    ids = [tokenizer.bos_id, *ids]
+    at = f"decoder.{layer}"
+    points = {"embedded": "decoder.embed", "positioned": "decoder.input", "norm_1": f"{at}.attn.in",
+              "q": f"{at}.attn.q", "k": f"{at}.attn.k", "v": f"{at}.attn.v", "weights": f"{at}.attn.weights",
+              "heads": f"{at}.attn.heads", "attention": f"{at}.attn.out", "norm_2_in": f"{at}.attn.resid",
+              "norm_2": f"{at}.ffn.in", "ffn_hidden": f"{at}.ffn.hidden", "ffn": f"{at}.ffn.out",
+              "final": "decoder.norm", "logits": "logits"}
+    streams = residual_stream_points(model)
+    x = torch.tensor([ids], device=ckpt.device)
+    seen, _ = capture(model, {**points, **{name: name for name in streams}}, lambda: model(x))
+    with torch.inference_mode():
+        next_logits = model.next_token_logits(x, None)  # the generation path: what the chat samples from
+    values = {key: f64(seen[key][0]) for key in points}
+    values["qkv"] = torch.cat([heads_to_rows(values.pop(part)) for part in "qkv"], -1)  # (T, 3C), as in_proj writes
+    values["heads_in"] = heads_to_rows(values.pop("heads"))  # (T, C): what the output projection reads
+    values["next_logits"] = f64(next_logits[0])
+    values["stream"] = torch.stack([f64(seen[name][0]) for name in streams])  # (L+1, T, C)
+    values["norm_1_in"] = values["stream"][layer]
+    values["final_in"] = values["stream"][-1]
+    owner = model.point_owner
+    ffn = owner(f"{at}.ffn.out")
+    modules = {"lookup": owner("logits").lut, "norm_1": owner(f"{at}.attn.in").norm,
+               "qkv": owner(f"{at}.attn.q").in_proj, "heads": owner(f"{at}.attn.out").out_proj,
+               "norm_2": owner(f"{at}.ffn.in").norm, "ffn_1": ffn.w_1, "ffn_2": ffn.w_2,
+               "final_norm": owner("decoder.norm").norm}
+    counts = parameter_counts(model, [owner(f"decoder.{i}.ffn.out") for i in range(c.n_layer)])
+    p = Pass(LM, c, ids, [label(tokenizer, i) for i in ids], layer, values, modules,
+             {"tokenizer": tokenizer, "ffn_parameters": counts[0], "parameters": counts[1]})
+    return p, notices
+
+
+class LMState(State):
+    """What the LM's steps read: the pass, the head, and the values several steps share. The worked
+    examples follow the last token, the one whose next token is predicted."""
+
+    def __init__(self, p: Pass, head: int):
+        super().__init__(p, head)
+        self.tokenizer, self.last = p.extra["tokenizer"], self.n - 1
+        self.at = tok(self.tokens[self.last])
+        self.vocab = f"{self.c.vocab_size:,}"
+        self.where, self.focus = f"layer {p.layer + 1}", self.last
+        self.ok = allowed(self.n, self.n, None, True)
+        self.attention_in, self.projection = self.v["norm_1"], self.m["qkv"]
+        self.qkv_captured, self.weights = self.v["qkv"], self.v["weights"]
+        self.attention = head_attention(self.attention_in, self.projection, head, self.c.n_head, self.ok)
+
+    @cached_property
+    def lookup(self) -> torch.Tensor:
+        return f64(self.m["lookup"].weight)[torch.tensor(self.p.ids)]
+
+    @cached_property
+    def embedded(self) -> torch.Tensor:
+        return self.lookup * math.sqrt(self.d)
+
+    @cached_property
+    def logits(self) -> torch.Tensor:
+        """The final vectors through the tied projection: every position's logits."""
+        return self.v["final"] @ f64(self.m["lookup"].weight).T
+
+    @cached_property
+    def probs(self) -> torch.Tensor:
+        return softmax(self.logits[self.last])
+
+    @cached_property
+    def best(self) -> int:
+        return int(self.probs.argmax())
+
+
+@step("tokens", CodeRef("tokenization.bpe.BPETokenizer.encode"))
+def tokens(s: LMState) -> Built:
+    return Built([pieces(s.p)], vocab=s.vocab, n=s.n, ids=ids_worked(s.p))
+
+
+@step("embedding", CodeRef("model.embeddings.Embeddings.forward"))
+def embedding(s: LMState) -> Built:
+    row = s.lookup[s.last, 0]
+    return Built([heat("token embeddings × √d_model", s.embedded, s.tokens)],
+                 [check("the model's embeddings", s.embedded, s.v["embedded"])],
+                 d=s.d, n=s.n, token=s.at, row=num(float(row)), sqrt_d=num(math.sqrt(s.d)),
+                 embedded=num(float(s.embedded[s.last, 0])))
+
+
+@step("position", CodeRef("model.embeddings.sinusoidal_table"))
+def position(s: LMState) -> Built:
+    pe = sinusoids(s.n, s.d)
+    positioned = s.embedded + pe
+    return Built([heat("PE: the sinusoids that are added", pe, [f"{i}: {t}" for i, t in enumerate(s.tokens)]),
+                  heat("X = embeddings + PE", positioned, s.tokens)],
+                 [check("the model's input to block 1", positioned, s.v["positioned"])],
+                 n=s.n, d=s.d, position=s.last, token=s.at, pe=num(float(pe[s.last, 0])),
+                 embedded=num(float(s.embedded[s.last, 0])), x=num(float(positioned[s.last, 0])))
+
+
+@step("norm", CodeRef("model.layers.SublayerConnection.forward", r"if self\.norm_first",
+                      r"sublayer\(self\.hook_in\(self\.norm\(x\)\)\)"))
+def norm(s: LMState) -> Built:
+    x, norm_1, last, layer = s.v["norm_1_in"], s.m["norm_1"], s.last, s.p.layer
+    normed = layer_norm(x, norm_1)
+    mu, sd = float(x[last].mean()), float(x[last].var(unbiased=False).add(norm_1.eps).sqrt())
+    before = check("the embeddings + PE of the previous step", x, s.v["positioned"]) if layer == 0 else \
+        check(f"block {layer}'s output", x, s.v["stream"][layer])
+    return Built([heat("normalised vectors", normed, s.tokens)],
+                 [check(f"the model's LayerNorm ({s.where})", normed, s.v["norm_1"]), before],
+                 where=s.where, n_layer=s.c.n_layer, layer=layer + 1, n=s.n, d=s.d, token=s.at,
+                 mean=num(mu), sd=num(sd), x=num(float(x[last, 0])), gamma=num(float(f64(norm_1.weight)[0])),
+                 beta=num(float(f64(norm_1.bias)[0])), normed=num(float(normed[last, 0])))
+
+
+@step("mask", CodeRef("model.attention.attention", r"if mask is not None", r"masked_fill\(~mask"))
+def mask(s: LMState) -> Built:
+    weights, ok = s.weights, s.ok
+    return Built([heat("QKᵀ / √d_k, masked", masked(s.attention.scaled, ok), s.tokens, s.tokens, masked=~ok)],
+                 [check("the model's weight 0 on every masked cell", weights[:, ~ok],
+                        torch.zeros_like(weights[:, ~ok]))],
+                 n=s.n, first=tok(s.tokens[0]), token=s.at)
+
+
+@step("weighted_sum", CodeRef("model.attention.attention", r"return F\.dropout\(weights.*@ v"))
+def weighted_sum(s: LMState) -> Built:
+    a, h, d_k = s.attention, s.head, s.d_k
+    out = a.weights @ a.v
+    return Built([heat(f"head {h + 1}'s output", out, s.tokens)],
+                 [check(f"the model's head {h + 1} output", out, s.v["heads_in"][:, h * d_k:(h + 1) * d_k])],
+                 head=h + 1, n=s.n, d_k=d_k, token=s.at, dot=dot(a.weights[s.last], a.v[:, 0]),
+                 out=num(float(out[s.last, 0])))
+
+
+@step("heads", CodeRef("model.attention.MultiHeadAttention.forward", r"out = self\.at\(\"heads\", out\)",
+                       r"self\.out_proj\(out\)"))
+def heads(s: LMState) -> Built:
+    n_head = s.c.n_head
+    all_heads = torch.cat([w @ head_qkv(s.qkv_captured, h, n_head)[2] for h, w in enumerate(s.weights)], dim=-1)
+    projected = linear(all_heads, s.m["heads"].weight, s.m["heads"].bias)
+    return Built([heat("attention output", projected, s.tokens)],
+                 [check(f"the model's attention output ({s.where})", projected, s.v["attention"]),
+                  check("the model's concatenated heads", all_heads, s.v["heads_in"])],
+                 n_head=n_head, d_k=s.d_k, d=s.d, n=s.n)
+
+
+@step("residual", CodeRef("model.layers.SublayerConnection.forward", r"if self\.norm_first",
+                          r"return self\.hook_resid\(x \+"))
+def residual(s: LMState) -> Built:
+    x, attention, last = s.v["norm_1_in"], s.v["attention"], s.last
+    mid = x + attention
+    normed = layer_norm(mid, s.m["norm_2"])
+    return Built([heat("x + attention", mid, s.tokens), heat("LN₂(x)", normed, s.tokens)],
+                 [check("the model's residual stream after attention", mid, s.v["norm_2_in"]),
+                  check("the model's LayerNorm", normed, s.v["norm_2"])],
+                 n=s.n, d=s.d, token=s.at, x=num(float(x[last, 0])),
+                 attention=num(float(attention[last, 0])), sum=num(float(mid[last, 0])))
+
+
+@step("ffn", CodeRef("model.layers.FeedForward", r"self\.w_1 = ", r"return self\.hook_out\(self\.w_2"))
+def ffn(s: LMState) -> Built:
+    c, m, layer = s.c, s.m, s.p.layer
+    pre_gelu = linear(s.v["norm_2"], m["ffn_1"].weight, m["ffn_1"].bias)
+    hidden = gelu(pre_gelu)  # each step from the model's previous values
+    out = linear(hidden, m["ffn_2"].weight, m["ffn_2"].bias)
+    pre = float(pre_gelu[s.last, 0])
+    phi = 0.5 * (1 + math.erf(pre / math.sqrt(2)))  # Φ, the standard normal's distribution function
+    ffn_parameters, parameters = s.p.extra["ffn_parameters"], s.p.extra["parameters"]
+    return Built([heat("GELU activations", hidden, s.tokens), heat("FFN(h)", out, s.tokens)],
+                 [check("the model's GELU activations", hidden, s.v["ffn_hidden"]),
+                  check("the model's feed-forward output", out, s.v["ffn"]),
+                  check(f"block {layer + 1}'s output", s.v["norm_2_in"] + out, s.v["stream"][layer + 1])],
+                 d=s.d, d_ff=c.d_ff, n=s.n, n_layer=c.n_layer, share=f"{ffn_parameters / parameters:.0%}",
+                 ffn_parameters=f"{ffn_parameters:,}", parameters=f"{parameters:,}", pre=num(pre), phi=num(phi),
+                 hidden=num(float(hidden[s.last, 0])))
+
+
+@step("stack", CodeRef("model.layers.Decoder.forward", r"for i, layer in enumerate", r"return self\.hook_norm\("),
+      link="lens")
+def stack(s: LMState) -> Built:
+    stream, final_norm, table = s.v["stream"], s.m["final_norm"], f64(s.m["lookup"].weight)
+    lens = [label(s.tokenizer, int(t)) for t in (layer_norm(stream[:, s.last], final_norm) @ table.T).argmax(-1)]
+    depth = ["embeddings"] + [f"block {i + 1}" for i in range(s.c.n_layer)]
+    return Built([heat(f"{s.tokens[s.last]}'s vector through depth", stream[:, s.last],
+                       [f"{name} → {t}" for name, t in zip(depth, lens, strict=True)])],
+                 [check("the model's logits for the last token (the last row)",
+                        layer_norm(stream[-1, s.last], final_norm) @ table.T, s.v["logits"][s.last])],
+                 n_layer=s.c.n_layer, n_rows=s.c.n_layer + 1, d=s.d, token=s.at,
+                 lens="  ·  ".join(f"{name}: {tok(t)}" for name, t in zip(depth, lens, strict=True)))
+
+
+@step("logits", CodeRef("model.embeddings.Embeddings.logits"))
+def logits(s: LMState) -> Built:
+    final = layer_norm(s.v["final_in"], s.m["final_norm"])
+    z = s.logits[s.last]
+    return Built([bars(f"logits after {s.tokens[s.last]}", z, s.tokenizer, s.c.vocab_size)],
+                 [check("the model's logits (every position)", s.logits, s.v["logits"]),
+                  check("the model's final LayerNorm", final, s.v["final"])],
+                 vocab=s.vocab, n=s.n, token=s.at, best=tok(label(s.tokenizer, s.best)),
+                 logit=num(float(z[s.best])))
+
+
+@step("probabilities", CodeRef("model.generation.sampling_distribution", r"return .*temperature"))
+def probabilities(s: LMState) -> Built:
+    z, t = s.logits[s.last], SAMPLING.temperature
+    tempered = softmax(z / t)
+    return Built([bars("T = 1: the model's own probabilities", s.probs, s.tokenizer, s.c.vocab_size),
+                  bars(f"T = {t:g}", tempered, s.tokenizer, s.c.vocab_size)],
+                 [check("the model's next-token distribution (its generation path)", s.probs,
+                        torch.softmax(s.v["next_logits"], -1))],
+                 vocab=s.vocab, temperature=f"{t:g}", best=tok(label(s.tokenizer, s.best)),
+                 logit=num(float(z[s.best])), p=num(float(s.probs[s.best])), tempered=num(float(tempered[s.best])))
+
+
+@step("sampling", CodeRef("model.generation.filter_logits"), link="sampling")
+def sampling(s: LMState) -> Built:
+    drawn_from = sampled_by_hand(s.v["next_logits"], SAMPLING)  # from the model's logits: the same cut at top-p
+    drawn = select_token(s.v["next_logits"].float(), SAMPLING, torch.Generator().manual_seed(SAMPLING.seed))
+    kept = int((drawn_from > 0).sum())
+    return Built([bars("what the draw chooses from", drawn_from, s.tokenizer, s.c.vocab_size, mark=drawn)],
+                 [check("the sampler's own distribution", drawn_from,
+                        sampling_distribution(s.v["next_logits"].float(), SAMPLING).double())],
+                 vocab=s.vocab, top_k=SAMPLING.top_k, top_p=f"{SAMPLING.top_p:g}", seed=SAMPLING.seed,
+                 kept=kept, drawn=tok(label(s.tokenizer, drawn)), p=num(float(drawn_from[drawn])))
+
+
+def outcome(p: Pass) -> dict:
+    """The model's likeliest next tokens (its own distribution, before the sampler's cut)."""
+    top = torch.softmax(p.values["next_logits"], -1).topk(TOP_TOKENS)
+    return {"top_tokens": [(p.extra["tokenizer"].decode_token(int(i)), float(q))
+                           for q, i in zip(top.values, top.indices, strict=True)]}
+
+
+add_track(Track(
+    LM, lm_pass, LMState,
+    steps=("tokens", "embedding", "position", "norm", "qkv", "scores", "scaling", "mask", "softmax", "weighted_sum",
+           "heads", "residual", "ffn", "stack", "logits", "probabilities", "sampling"),
+    layers="n_layer",
+    overview=(("Text → tokens", "tokens"), ("Embeddings + positions", "embedding"),
+              ("{n} blocks: attention + feed-forward", "norm"), ("Output: logits → probabilities", "logits"),
+              ("Next token", "sampling")),
+    outcome=outcome))
