@@ -25,6 +25,7 @@ from tokenization import source_ids
 
 LM_KEYS = ["tokens", "embedding", "position", "norm", "qkv", "scores", "scaling", "mask", "softmax", "weighted_sum",
            "heads", "residual", "ffn", "stack", "logits", "probabilities", "sampling"]
+LEARN_KEYS = ["loss", "gradient", "update"]
 SENTIMENT_KEYS = ["source_tokens", "source_embedding", "qkv", "scores", "scaling", "padding_mask", "softmax", "memory",
                   "decoder_input", "cross", "label"]
 # what each step's source lines must hold: the computation the step names
@@ -35,7 +36,8 @@ COMPUTATION = {
     "softmax": "softmax", "weighted_sum": "@ v", "heads": "self.out_proj(out)", "residual": "(x + self.dropout",
     "ffn": "GELU", "stack": "layer(", "memory": "layer(", "logits": "lut.weight",
     "probabilities": "config.temperature", "sampling": "top_p", "decoder_input": "bos_token_id",
-    "cross": "memory", "label": "log_softmax",
+    "cross": "memory", "label": "log_softmax", "loss": "loss.backward()", "gradient": ".norm()",
+    "update": "optimizer.step()",
 }
 
 
@@ -302,10 +304,12 @@ def test_the_lesson_loader_reports_every_problem_at_once(tmp_path) -> None:
 
 
 def test_every_step_shows_the_lines_of_its_computation_read_from_the_file() -> None:
-    assert set(tour.REGISTRY) == set(LM_KEYS) | set(SENTIMENT_KEYS) == set(COMPUTATION)  # no step unused
+    assert set(tour.REGISTRY) == set(LM_KEYS) | set(SENTIMENT_KEYS) | set(LEARN_KEYS) == set(COMPUTATION)
     for key, needle in COMPUTATION.items():
         code = tour.code_range(key)
-        assert code.path.startswith("tokenization/" if key in ("tokens", "source_tokens") else "model/"), key
+        where = "tokenization/" if key in ("tokens", "source_tokens") else "inspection/" if key in LEARN_KEYS \
+            else "model/"
+        assert code.path.startswith(where), key
         text = (REPO_ROOT / code.path).read_text(encoding="utf-8").splitlines()
         assert list(code.lines) == text[code.first_line - 1:code.last_line], key
         assert 1 <= code.first_line <= code.last_line and code.last_line - code.first_line < 20, key
@@ -408,3 +412,26 @@ def test_the_shipped_models_tours_carry_an_experiment_at_most_steps() -> None:
         assert first.experiment.verdict in experiment_markdown(first)
     lm_step = tour.tour_json(tour.tour(shipped, "This movie was", "lm"))["steps"][1]["experiment"]
     assert isinstance(lm_step["before"], list) and len(lm_step["before"][0]) == 2  # [[token, probability], …]
+
+
+def test_the_learning_chapter_is_one_optimiser_step_on_the_visitors_last_token(service: DemoService) -> None:
+    """`/tour(text, "learn")`: the loss, the gradient per part, one AdamW step on a copy; the probability
+    after equals `inspection.learning_step` on the same ids (itself checked against Adam's first step
+    by hand in tests/test_learning_step.py) and is higher than before; the served model is untouched."""
+    from inspection.learning_step import learning_step
+
+    model, tok = service.lm.require()
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    text = "The acting was wooden and the plot was boring"
+    t = tour.tour(service, text, tour.LEARN)
+    out = tour.tour_json(t)
+    assert [s.key for s in t.steps] == ["loss", "gradient", "update"] and out["model"] == tour.LEARN
+    expected = learning_step(model, torch.tensor([lm_ids(service, text)]))
+    assert out["target"] == tok.decode_token(expected.target)
+    assert out["probability_before"] == pytest.approx(expected.probability_before, rel=1e-5)
+    assert out["probability_after"] == pytest.approx(expected.probability_after, rel=1e-4)
+    assert out["probability_after"] > out["probability_before"]
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in weights.items())
+    assert f"{expected.loss_before:.3f}" in t.steps[0].worked
+    with pytest.raises(DemoError, match=EMPTY_TEXT):
+        tour.tour(service, "   ", tour.LEARN)

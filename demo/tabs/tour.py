@@ -15,7 +15,7 @@ from demo.tabs import browser
 from demo.tabs.common import bind, lenient, notice_markdown
 from demo.tabs.tokenizer import pieces_html
 from demo.text import TOUR_EXAMPLE, TOUR_INTRO, code_span
-from demo.views.tour import Step, Tour, tour, tour_checkpoint, tour_json, track_shape
+from demo.views.tour import LEARN, Step, Tour, tour, tour_checkpoint, tour_json, track_shape
 
 PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
 PLOTS = 3  # the most pictures a step has (Q, K and V)
@@ -158,7 +158,8 @@ def build(service: DemoService, compute: dict):
         text = gr.Textbox(TOUR_EXAMPLE, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
                           elem_id="tour-input")
         # lenient: an API caller's unknown model gets the view's one-line answer, not Gradio's refusal
-        model = lenient(gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first,
+        model = lenient(gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT),
+                                  ("How the language model learns", LEARN)], value=first,
                                  label="Model", elem_id="tour-model", scale=2))
     layer_choices, head_choices = options(service, first, False)
     with gr.Row():

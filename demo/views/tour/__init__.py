@@ -20,17 +20,19 @@ The parts, and why:
   (pictures and numbers in words), and `api` (`tour`, `tour_of`, `tour_json`).
 """
 
-from demo.views.tour import attention, lm, sentiment  # noqa: F401  (registers the steps and tracks)
+from demo.views.tour import attention, learn, lm, sentiment  # noqa: F401  (registers the steps and tracks)
 from demo.views.tour.api import make_step, steps, tour, tour_checkpoint, tour_json, tour_of, track_shape
 from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass
 from demo.views.tour.code import CodeRange, CodeRef
+from demo.views.tour.learn import LEARN
 from demo.views.tour.lesson_text import LessonError
 from demo.views.tour.lm import SAMPLING, TOP_TOKENS, lm_pass
 from demo.views.tour.recompute import Check, allowed, check, sinusoids, softmax
 from demo.views.tour.registry import REGISTRY, TRACKS, Built, Panel, Step, StepSpec, Tour, code_range, step
 from demo.views.tour.sentiment import PADDING, sentiment_pass
 
-__all__ = ["MAX_TOUR_TOKENS", "PADDING", "REGISTRY", "SAMPLING", "TOP_TOKENS", "TRACKS", "Built", "Check", "CodeRange",
+__all__ = ["LEARN", "MAX_TOUR_TOKENS", "PADDING", "REGISTRY", "SAMPLING", "TOP_TOKENS", "TRACKS", "Built", "Check",
+           "CodeRange",
            "CodeRef", "LessonError", "Panel", "Pass", "Step", "StepSpec", "Tour", "allowed", "check",
            "code_range", "lm_pass", "make_step", "sentiment_pass", "sinusoids", "softmax", "step", "steps", "tour",
            "tour_checkpoint", "tour_json", "tour_of", "track_shape"]

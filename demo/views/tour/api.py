@@ -8,6 +8,7 @@ from demo.views.tokens import EMPTY_TEXT
 from demo.views.tour import lesson_text
 from demo.views.tour.capture import Pass
 from demo.views.tour.experiments import experiment_json, run_experiments
+from demo.views.tour.learn import LEARN
 from demo.views.tour.registry import REGISTRY, TRACKS, State, Step, Tour
 from demo.views.toy import toy_checkpoint
 from tokenization import read_texts
@@ -44,8 +45,9 @@ def track_shape(ckpt: Checkpoint) -> tuple[int, int]:
 
 
 def tour_checkpoint(service: DemoService, model_name: object, toy: bool = False) -> Checkpoint:
-    """The model the tour follows: a served one, or its toy (`demo.views.toy`)."""
-    ckpt = service.checkpoint(model_name)
+    """The model the tour follows: a served one, or its toy (`demo.views.toy`); the learning chapter
+    (`LEARN`) follows the language model."""
+    ckpt = service.checkpoint(LM if model_name == LEARN else model_name)
     return toy_checkpoint(ckpt.name) if toy else ckpt
 
 
@@ -56,19 +58,20 @@ def tour(service: DemoService, text: object, model_name: object = LM, layer: obj
     ckpt = tour_checkpoint(service, model_name, toy)
     backward = service.sentiment_backward if ckpt.name == SENTIMENT and not toy and len(service.readers) > 1 else None
     with service.compute():
-        return tour_of(ckpt, text, layer, head, toy, backward)
+        return tour_of(ckpt, text, layer, head, toy, backward, LEARN if model_name == LEARN else None)
 
 
 def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0, toy: bool = False,
-            backward: Checkpoint | None = None) -> Tour:
+            backward: Checkpoint | None = None, track: str | None = None) -> Tour:
     """One forward pass of `ckpt`'s model over `text`, as steps (`layer`, `head`: 0-based, clamped), each
-    step with its experiment where it has one (`backward`: the reader the reading-order one compares)."""
+    step with its experiment where it has one (`backward`: the reader the reading-order one compares);
+    `track`: another track of the same model than its own (`LEARN`)."""
     n_layers, n_heads = track_shape(ckpt)
     text, notices = visitor_text(text)
     (text,) = read_texts([text])  # as the models read it (both tracks and the result show it)
     if not text:
         raise DemoError(EMPTY_TEXT)
-    track = TRACKS[ckpt.name]
+    track = TRACKS[track or ckpt.name]
     layer_i, head_i = _index(layer, n_layers, "layer", notices), _index(head, n_heads, "head", notices)
     p, more = track.run(ckpt, text, layer_i)
     shown = steps(p, head_i)
@@ -80,7 +83,7 @@ def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0,
     overview = [(label.format(n=n_layers), ids.index(id)) for label, id in track.overview]
     if toy:
         more.append(TOY_NOTE)
-    return Tour(ckpt.name, toy, text, layer_i, head_i, n_layers, n_heads, shown, overview, notices + more,
+    return Tour(track.name, toy, text, layer_i, head_i, n_layers, n_heads, shown, overview, notices + more,
                 **track.outcome(p))
 
 
@@ -99,6 +102,9 @@ def tour_json(t: Tour) -> dict:
     out = {"model": t.model, "toy": t.toy, "layer": t.layer, "head": t.head, "steps": steps, "notices": t.notices}
     if t.model == LM:
         out["top_tokens"] = [[token, p] for token, p in t.top_tokens]
+    elif t.model == LEARN:
+        out |= {"target": t.target, "probability_before": t.probability_before,
+                "probability_after": t.probability_after}
     else:
         out["label_probabilities"] = t.label_probabilities
     return out

@@ -166,3 +166,6 @@ class Tour:
     notices: list[str]
     top_tokens: list[tuple[str, float]] = field(default_factory=list)  # LM: the model's likeliest next tokens
     label_probabilities: dict[str, float] = field(default_factory=dict)  # sentiment
+    target: str = ""  # the learning chapter: the token learned, its probability before and after one step
+    probability_before: float | None = None
+    probability_after: float | None = None
