@@ -259,26 +259,28 @@ def lm_softmax(r: Run) -> Outcome:
                          "only a smooth softmax can be trained by gradients). " + _loss_sentence(b, a, m)))
 
 
+def _heads_kept(r: Run, keep: torch.Tensor, change: str, why) -> Outcome:
+    """Layer `r.layer`'s heads where `keep` (H,) is False write 0 (their weighted sums, before W_O)."""
+    return _lm_outcome(r, change, {attention_point("decoder_self", r.layer, "heads"): HeadMask(keep, "zero", True)},
+                       why)
+
+
 def lm_weighted_sum(r: Run) -> Outcome:
-    i, h = r.layer, r.head
     keep = torch.zeros(r.model.config.n_head, dtype=torch.bool)
-    keep[h] = True
-    return _lm_outcome(
-        r, f"in layer {i + 1} only head {h + 1} writes; the other heads' weighted sums are set to 0",
-        {attention_point("decoder_self", i, "heads"): HeadMask(keep, "zero", True)},
-        lambda b, a, m: ("one head alone carries part of what the layer's heads read together. "
-                         + _loss_sentence(b, a, m)))
+    keep[r.head] = True
+    return _heads_kept(r, keep, f"in layer {r.layer + 1} only head {r.head + 1} writes; the other heads' weighted "
+                                "sums are set to 0",
+                       lambda b, a, m: ("one head alone carries part of what the layer's heads read together. "
+                                        + _loss_sentence(b, a, m)))
 
 
 def lm_heads(r: Run) -> Outcome:
-    i, h = r.layer, r.head
     keep = torch.ones(r.model.config.n_head, dtype=torch.bool)
-    keep[h] = False
-    return _lm_outcome(
-        r, f"head {h + 1} of layer {i + 1} is knocked out (its output set to 0)",
-        {attention_point("decoder_self", i, "heads"): HeadMask(keep, "zero", True)},
-        lambda b, a, m: (f"P(“{r.label(int(b.argmax()))}”) moves by {float(a[b.argmax()] - b[b.argmax()]):+.3f}: "
-                         f"how much this text's prediction leans on this one head. " + _loss_sentence(b, a, m)))
+    keep[r.head] = False
+    return _heads_kept(r, keep, f"head {r.head + 1} of layer {r.layer + 1} is knocked out (its output set to 0)",
+                       lambda b, a, m: (f"P(“{r.label(int(b.argmax()))}”) moves by "
+                                        f"{float(a[b.argmax()] - b[b.argmax()]):+.3f}: how much this text's prediction "
+                                        "leans on this one head. " + _loss_sentence(b, a, m)))
 
 
 def lm_residual(r: Run) -> Outcome:
