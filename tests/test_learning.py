@@ -122,3 +122,27 @@ def test_shipping_keeps_the_first_and_last_snapshots_that_fit_the_budget(tmp_pat
     (run / IN_PROGRESS_NAME).write_text(json.dumps({"command": "python -m training.run ..."}))
     with pytest.raises(ValueError, match="still being written"):
         ship_snapshots.ship(run, out, 30)
+
+
+def test_across_the_run_every_snapshot_is_scored_as_its_own_weights_say(service: DemoService):
+    """The "across the whole run" table: one row per snapshot, its loss on the prompt recomputed from the
+    snapshot's own model, its head scores those of `inspection.head_kinds` on the page's examples."""
+    from demo.text import CHAT_EXAMPLES, SENTIMENT_EXAMPLES
+    from demo.views.learning import across_run
+    from inspection.head_kinds import copy_loss, repeated_random, score_heads
+
+    rows = across_run(service, PROMPT)
+    assert [r.step for r in rows] == list(TINY_SNAPSHOT_STEPS)
+    for i, row in enumerate(rows):
+        model, tok = snapshot_model(i), service.snapshots.tokenizer
+        ids = torch.tensor([[tok.bos_id, *tok.encode(PROMPT)]])
+        loss = torch.nn.functional.cross_entropy(model(ids).logits[0, :-1], ids[0, 1:])
+        assert row.prompt_loss == pytest.approx(float(loss), abs=1e-4)
+        previous = max((s for s in score_heads(model, tok, [*CHAT_EXAMPLES, *SENTIMENT_EXAMPLES], length=30)
+                        if s.kind == "previous"), key=lambda s: s.score)
+        assert row.previous == (f"L{previous.layer + 1} H{previous.head + 1}", previous.score)
+        first, second = copy_loss(model, repeated_random(model, 30))
+        assert row.copy_gain == pytest.approx(first - second, abs=1e-5)
+    table, summary = learning_tab.whole_run(service, PROMPT)
+    assert len(table) == len(rows) and len(table[0]) == len(learning_tab.RUN_HEADERS)
+    assert f"{rows[0].prompt_loss:.2f} to {rows[-1].prompt_loss:.2f} nats" in summary

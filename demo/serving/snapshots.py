@@ -31,6 +31,7 @@ class SnapshotSet:
     tokenizer: object
     device: str = "cpu"
     _loaded: dict[int, Checkpoint] = field(default_factory=dict)
+    heads: dict[int, tuple] = field(default_factory=dict)  # per snapshot, what its heads do (computed once)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def checkpoint(self, i: int) -> Checkpoint:

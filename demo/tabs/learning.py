@@ -8,7 +8,8 @@ import gradio as gr
 from demo import plots
 from demo.serving import DemoService, SnapshotSet, failure
 from demo.tabs.common import bind, notice_markdown
-from demo.views.learning import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED, learning_view
+from demo.views.learning import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED, RunRow, across_run, learning_view
+from inspection.head_kinds import THRESHOLDS
 
 LEARNING_INTRO = (
     "### Watch it learn\n"
@@ -82,6 +83,43 @@ def learning(service: DemoService, index, prompt, decoding, layer):
     return step, view.continuation, probabilities or None, heatmap, curve, notice_markdown(view.notices)
 
 
+RUN_HEADERS = ["step", "tokens seen", "validation bits/byte", "loss on your prompt (nats)", "previous-token head",
+               "its score", "induction head", "its score", "copy gain (nats)"]
+
+
+def run_summary(rows: list[RunRow]) -> str:
+    """What the table shows, in sentences computed from it."""
+    first, last = rows[0], rows[-1]
+    lines = [f"From step {first.step:,} to {last.step:,} the loss on your prompt falls from {first.prompt_loss:.2f} "
+             f"to {last.prompt_loss:.2f} nats"]
+    if first.val_bpb is not None and last.val_bpb is not None:
+        lines[0] += f", and on held-out reviews from {first.val_bpb:.2f} to {last.val_bpb:.2f} bits per byte"
+    for kind, pick in (("previous-token", lambda r: r.previous), ("induction", lambda r: r.induction)):
+        threshold = THRESHOLDS["previous" if kind == "previous-token" else "induction"]
+        named = next((r for r in rows if pick(r)[1] >= threshold), None)
+        when = (f"first reaches {threshold:.2f} (named) at step {named.step:,}" if named else
+                f"never reaches {threshold:.2f}, where this app names one")
+        lines.append(f"the strongest {kind} head scores {pick(first)[1]:.2f} at the start and {pick(last)[1]:.2f} at "
+                     f"the end: it {when}")
+    gain = last.copy_gain
+    copies = "it has begun to copy in context" if gain > 0.5 else "it barely copies in context"
+    lines.append(f"on a repeated random sequence the last snapshot predicts the second copy {gain:.2f} nats better "
+                 f"than the first ({copies})")
+    return "; ".join(lines) + "."
+
+
+def whole_run(service: DemoService, prompt):
+    """Every snapshot's row of `RUN_HEADERS` and the summary."""
+    try:
+        rows = across_run(service, prompt)
+    except Exception as e:
+        return [], failure(e)
+    table = [[r.step, r.tokens, None if r.val_bpb is None else round(r.val_bpb, 3), round(r.prompt_loss, 3),
+              r.previous[0], round(r.previous[1], 3), r.induction[0], round(r.induction[1], 3), round(r.copy_gain, 3)]
+             for r in rows]
+    return table, run_summary(rows)
+
+
 def build(service: DemoService, compute: dict):
     """The tab; returns its handler with its inputs and outputs, which `build_app` runs when the tab
     is opened, or None (nothing to draw) when the served LM has no snapshots."""
@@ -113,6 +151,15 @@ def build(service: DemoService, compute: dict):
         heatmap = gr.Plot(label="Attention", show_label=False, elem_id="learn-attention")
         curve = gr.Plot(label="Loss curve", show_label=False, elem_id="learn-curve")
     notice = gr.Markdown(elem_id="learn-notice")
+    with gr.Accordion("Across the whole run: what training changes, in numbers", open=False):
+        gr.Markdown("Every snapshot at once: how well it predicts (held-out reviews, and your prompt), and what its "
+                    "heads have learned to do (their scores as in the Attention tab's *Heads with names*, on the "
+                    "page's example texts). The first time takes a few seconds: every snapshot is scored.")
+        across = gr.Button("Compare every snapshot", elem_id="learn-across")
+        run_table = gr.Dataframe(headers=RUN_HEADERS, interactive=False, elem_id="learn-run-table")
+        run_notes = gr.Markdown(elem_id="learn-run-summary")
+    across.click(bind(whole_run, service), prompt, [run_table, run_notes], api_name="learning_run",
+                 api_visibility="private", **compute)
 
     draw = bind(learning, service)
     inputs, outputs = [slider, prompt, decoding, layer], [step, continuation, probabilities, heatmap, curve, notice]

@@ -9,9 +9,14 @@ Attention computations run on it unchanged. No Gradio here; `demo.tabs.learning`
 
 from dataclasses import dataclass
 
-from demo.serving import DemoError, DemoService, read_number
+import torch
+
+from demo.serving import DemoError, DemoService, read_number, visitor_text
+from demo.text import CHAT_EXAMPLES, SENTIMENT_EXAMPLES
 from demo.views import chat
 from demo.views.attention import AttentionResult, attention_maps
+from inspection.head_kinds import copy_loss, repeated_random, score_heads
+from tokenization import prompt_ids
 
 NO_SNAPSHOTS = ("No snapshots: the language model served was trained without them. A training run keeps them "
                 "(`python -m training.run --task lm --preset laptop ...`); serve it with `python -m demo --lm RUN`.")
@@ -63,3 +68,47 @@ def learning_view(service: DemoService, index: object, prompt: object, sampled: 
         attention = attention_maps(ckpt, text, "lm_self", layer_i)  # a layer out of range: the nearest, noted
     return LearningView(i, int(entry["step"]), int(entry.get("tokens", 0)), entry.get("val_loss"), update.text,
                         next_token, attention, notices + attention.notices)
+
+
+@dataclass
+class RunRow:
+    """One snapshot's numbers along the run: how well it predicts, and what its heads do."""
+
+    step: int
+    tokens: int
+    val_bpb: float | None  # bits per byte on the run's periodic validation sample
+    prompt_loss: float  # mean −log p of each actual next token of the prompt (nats)
+    previous: tuple[str, float]  # its strongest previous-token head ("L1 H2") and that head's score
+    induction: tuple[str, float]
+    copy_gain: float  # loss on the first copy of a repeated random sequence minus on the second (nats)
+
+
+def _heads(model, tokenizer) -> tuple:
+    """(strongest previous-token head, its score), (strongest induction head, its score), copy gain."""
+    scores = score_heads(model, tokenizer, [*CHAT_EXAMPLES, *SENTIMENT_EXAMPLES], length=30)
+    best = [max((s for s in scores if s.kind == kind), key=lambda s: s.score) for kind in ("previous", "induction")]
+    first, second = copy_loss(model, repeated_random(model, 30))
+    return (*((f"L{b.layer + 1} H{b.head + 1}", b.score) for b in best), first - second)
+
+
+def across_run(service: DemoService, prompt: object) -> list[RunRow]:
+    """Every snapshot, in step order: its validation bits per byte, its loss on the visitor's prompt, its
+    strongest previous-token and induction heads (`inspection.head_kinds`, scored on the page's example
+    texts) and how much it copies in context: what training changes, in numbers."""
+    snapshots = service.snapshots
+    if snapshots is None:
+        raise DemoError(NO_SNAPSHOTS)
+    text, _ = visitor_text(prompt)
+    rows = []
+    with service.compute(heavy=True):
+        for i, entry in enumerate(snapshots.entries):
+            model, tok = snapshots.checkpoint(i).require()
+            ids = torch.tensor([prompt_ids(text, tok)[: model.config.block_size]])
+            with torch.inference_mode():
+                logits = model(ids).logits[0, :-1].float()
+            loss = float(torch.nn.functional.cross_entropy(logits, ids[0, 1:])) if ids.size(1) > 1 else float("nan")
+            if i not in snapshots.heads:  # the same for every prompt: once per snapshot
+                snapshots.heads[i] = _heads(model, tok)
+            rows.append(RunRow(int(entry["step"]), int(entry.get("tokens", 0)), entry.get("val_bpb"), loss,
+                               *snapshots.heads[i]))
+    return rows
