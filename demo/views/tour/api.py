@@ -4,6 +4,7 @@ what the `/tour` API returns."""
 
 from demo.serving import LM, SENTIMENT, Checkpoint, DemoError, DemoService, read_number, visitor_text
 from demo.text import TOY_NOTE
+from demo.views.heads import head_line
 from demo.views.tokens import EMPTY_TEXT
 from demo.views.tour import lesson_text
 from demo.views.tour.capture import Pass
@@ -58,7 +59,10 @@ def tour(service: DemoService, text: object, model_name: object = LM, layer: obj
     ckpt = tour_checkpoint(service, model_name, toy)
     backward = service.sentiment_backward if ckpt.name == SENTIMENT and not toy and len(service.readers) > 1 else None
     with service.compute():
-        return tour_of(ckpt, text, layer, head, toy, backward, LEARN if model_name == LEARN else None)
+        t = tour_of(ckpt, text, layer, head, toy, backward, LEARN if model_name == LEARN else None)
+    if t.model == LM and not toy:  # what the chosen head is, from the served LM's head table
+        t.notices.append(f"The head you picked, {head_line(service, t.layer, t.head)}.")
+    return t
 
 
 def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0, toy: bool = False,
