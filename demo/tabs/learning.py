@@ -13,9 +13,11 @@ from inspection.head_kinds import THRESHOLDS
 
 LEARNING_INTRO = (
     "### Watch it learn\n"
-    "A training run kept copies of the language model's weights at a few steps, spaced evenly in log(step): "
+    "A training run kept copies of a language model's weights at a few steps, spaced evenly in log(step): "
     "early training changes the most. Move the slider and the same prompt goes through the model as it was "
-    "at that step:\n"
+    "at that step. **The model here is not the chat's** unless you serve your own run: it is a smaller language "
+    "model of the same architecture, trained for ten minutes on a laptop (its size, steps and command are just "
+    "below), because ten copies of the chat's model would not fit the app's 40 MB budget for them.\n"
     f"- **What it writes**: the next {MAX_NEW_TOKENS} tokens, always the most likely one (greedy), or one fixed "
     f"random draw (temperature {SAMPLED['temperature']}, top-{SAMPLED['top_k']}, seed {SAMPLED['seed']}): the "
     "draw is the same at every step, so only the weights differ.\n"
