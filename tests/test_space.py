@@ -89,7 +89,7 @@ def test_the_tree_imports_nothing_outside_itself(tree: Path) -> None:
         m.split(".")[0] for m in space.local_modules(ROOT / "demo" / "app.py")}
     # the app's modules imported from the tree, in a process where the repository is not on the path
     probe = ("import sys, json; sys.path.insert(0, '.'); import demo.app, demo.views.tour as t; "
-             "[t.code_range(k) for k in t.CODE]; "  # the tour's own imports by name
+             "[t.code_range(k) for k in t.REGISTRY]; "  # the tour's own imports by name
              f"print(json.dumps({{n: getattr(m, '__file__', None) for n, m in sys.modules.items() "
              f"if n.split('.')[0] in {list(OURS)!r}}}))")
     out = subprocess.run([sys.executable, "-I", "-c", probe], cwd=tree, capture_output=True, text=True, timeout=300,

@@ -159,7 +159,7 @@ def build(service: DemoService, compute: dict):
                           elem_id="tour-input")
         # lenient: an API caller's unknown model gets the view's one-line answer, not Gradio's refusal
         model = lenient(gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT),
-                                  ("How the language model learns", LEARN)], value=first,
+                                  ("How it learns: one training step", LEARN)], value=first,
                                  label="Model", elem_id="tour-model", scale=2))
     layer_choices, head_choices = options(service, first, False)
     with gr.Row():
