@@ -45,3 +45,16 @@ def test_two_meanings_drift_apart_more_than_one_meaning(lm):
 def test_a_word_not_in_the_text_is_one_line(lm):
     with pytest.raises(ValueError, match="is not a word of"):
         two_meanings(*lm, "bank", SHOW, GAME)
+
+
+def test_the_app_view_compares_both_pairs_and_says_so():
+    from demo.serving import DemoError, DemoService
+    from demo.views.meanings import EXAMPLE, meanings
+
+    service = DemoService(ROOT, device="cpu")
+    m = meanings(service, *EXAMPLE)
+    model, tok = service.lm.require()
+    assert m.other == [d.cosine for d in two_meanings(model, tok, *EXAMPLE[:3])]
+    assert m.depths[0] == "embeddings" and "the layers tell the meanings apart" in m.summary()
+    with pytest.raises(DemoError, match="three sentences"):
+        meanings(service, "play", "", "x play", "y play")
