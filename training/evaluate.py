@@ -139,10 +139,10 @@ def classifier_metrics(model: EncoderDecoder, scores: torch.Tensor, labels: list
 
 
 def _texts(path: Path, column: str = "text") -> list[str]:
-    """The texts of a .txt file (its paragraphs) or of a table's column, as the models read them
-    (`read_texts`), whatever the format."""
-    if path.suffix == ".txt":
-        return [t for t in read_texts(path.read_text(encoding="utf-8").split("\n\n")) if t]
+    """The texts of a .txt file (its paragraphs), a folder of them (a document each, as `training.run
+    --data` reads them) or of a table's column, as the models read them (`read_texts`), whatever the format."""
+    if path.suffix == ".txt" or path.is_dir():
+        return read_texts(read_own_text(str(path), min_documents=1).splits["train"]["text"])
     ds = load_table(path)
     require_columns(ds, [column], str(path))
     return read_texts(ds[column])
@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser = Parser("python -m training.evaluate", __doc__)
     parser.add_argument("--checkpoint", required=True, help="checkpoint directory (config.json, model.safetensors)")
     data = parser.add_mutually_exclusive_group()
-    data.add_argument("--data", help="a .parquet/.csv/.jsonl file (or .txt for a language model)")
+    data.add_argument("--data", help="a .parquet/.csv/.jsonl file (or, for a language model, a .txt file or a "
+                                     "folder of them)")
     data.add_argument("--data-dir", help="the validation split that training.run carves out of this folder's "
                                          "train split (with the same --val-size and --seed)")
     add_held_out_arguments(parser, data_dir=None)  # --data-dir is one of the data choices above

@@ -54,8 +54,9 @@ def check_encoding(encoding: str) -> str:
         raise UsageError(f"--encoding {encoding}: unknown encoding (e.g. utf-8, latin-1, cp1252)") from None
 
 
-def read(path: str, encoding: str = "utf-8") -> OwnText:
-    """`--data PATH` as one `train` split of documents with a `text` column."""
+def read(path: str, encoding: str = "utf-8", min_documents: int = MIN_DOCUMENTS) -> OwnText:
+    """`--data PATH` as one `train` split of documents with a `text` column, at least `min_documents`
+    of them (`training.evaluate` holds nothing out: 1)."""
     import datasets
 
     root = Path(path)
@@ -66,19 +67,19 @@ def read(path: str, encoding: str = "utf-8") -> OwnText:
                 p.suffix in DATA_SUFFIXES for p in root.iterdir()) else ""
             raise DataError(f"--data {path}: no .txt files in this folder{tables}")
         texts, unit = [read_text_file(f, encoding) for f in files], "files"
-        return _own(datasets.Dataset.from_dict({"text": texts}), unit, path)
+        return _own(datasets.Dataset.from_dict({"text": texts}), unit, path, min_documents)
     if not root.is_file():
         raise DataError(f"--data {path}: no such file or folder")
     if root.suffix == ".txt":
         texts = _BLANK_LINE.split(read_text_file(root, encoding).replace("\r\n", "\n"))
-        return _own(datasets.Dataset.from_dict({"text": texts}), "paragraphs", path)
+        return _own(datasets.Dataset.from_dict({"text": texts}), "paragraphs", path, min_documents)
     if root.suffix not in DATA_SUFFIXES:
         raise DataError(f"--data {path}: give a .txt file, a folder of .txt files, or a .parquet/.csv/.jsonl table")
     if root.stat().st_size == 0:
         raise DataError(f"{path} is empty")
     table = load_table(root)
     require_columns(table, ["text"], path)
-    return _own(table, "rows", path)
+    return _own(table, "rows", path, min_documents)
 
 
 def read_text_file(file: Path, encoding: str) -> str:
@@ -98,18 +99,18 @@ def read_text_file(file: Path, encoding: str) -> str:
         raise DataError(f"{file} is not {encoding}: byte 0x{raw[e.start]:02x} at offset {e.start}; {hint}") from None
 
 
-def _own(table, unit: str, path: str) -> OwnText:
+def _own(table, unit: str, path: str, min_documents: int) -> OwnText:
     """The table without its empty documents, or one line saying why there is nothing to train on."""
     stripped = pc.utf8_trim_whitespace(pc.cast(table.with_format("arrow")["text"], "string"))
     keep = pc.and_(pc.is_valid(stripped), pc.not_equal(stripped, "")).to_pylist()
     kept = [i for i, k in enumerate(keep) if k]
     if not kept:
         raise DataError(f"{path}: every one of its {len(keep):,} {unit} is empty")
-    if len(kept) < MIN_DOCUMENTS:
+    if len(kept) < min_documents:
         how = {"paragraphs": " (paragraphs are separated by a blank line)", "files": " (one document per file)",
                "rows": ""}[unit]
         raise DataError(f"{path} holds {len(kept)} non-empty {unit}: too few to hold any out; at least "
-                        f"{MIN_DOCUMENTS} are needed{how}")
+                        f"{min_documents} are needed{how}")
     table = table.select(kept) if len(kept) < len(table) else table
     n_bytes = sum(len(t.encode("utf-8")) for t in table.with_format("arrow")["text"].to_pylist())
     return OwnText({"train": table}, unit, len(kept), len(keep) - len(kept), n_bytes)

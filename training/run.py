@@ -471,7 +471,7 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         held_out = source.get("held_out", f"{source['val_size']:,} rows")
         print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size} in "
               f"{trainer.precision}, {described}; data {source['source']}, held out {held_out}; tokenizer "
-              f"{tokenizer['origin']}, {tokenizer['vocab_size']:,} tokens -> {out} (ready after {ready:.0f} s)")
+              f"{tokenizer['origin']}: {tokenizer['vocab_size']:,} tokens -> {out} (ready after {ready:.0f} s)")
         if device == "cpu":  # on a GPU the fused attention keeps no weights: the estimate is a CPU's
             warning = memory_warning(model.config, cfg.batch_size, cfg.max_tokens, model.num_parameters(),
                                      available_bytes())
@@ -515,6 +515,10 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
     if samples:
         print(f"samples ({', '.join(f'{k} {v}' for k, v in SAMPLE_SETTINGS.items())}; more: python -m training.sample "
               f"--checkpoint {out}):\n" + "\n".join(f"  {text!r}" for text in samples))
+    if "val_bpb" in metrics:
+        print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({source.get('held_out', source['source'])})")
+    print(f"score it again: python -m training.evaluate --checkpoint {out}; serve it: python -m demo "
+          f"--{'lm' if isinstance(best, LMTask.model_class) else 'sentiment'} {out}")
     return metrics
 
 

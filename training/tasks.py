@@ -96,8 +96,9 @@ class LMTask(Task):
         if config.reverse:  # a backward LM (`--set reverse=1`) reads every stream last token first
             splits = {name: stream.reversed() for name, stream in splits.items()}
         if len(splits["val"].ids) <= config.block_size:
-            raise DataError(f"validation text has {len(splits['val'].ids)} tokens: fewer than one "
-                            f"context of {config.block_size}; use more data or a smaller block_size")
+            raise DataError(f"the held-out text has {len(splits['val'].ids)} tokens: fewer than one context of "
+                            f"{config.block_size}; give more text (a tenth of it is held out) or a smaller "
+                            "--set block_size")
         return TaskData(config, tokenizer, train_cfg, splits,
                         {"train_tokens": len(splits["train"].ids), "val_tokens": len(splits["val"].ids)})
 

@@ -57,7 +57,7 @@ def choose_tokenizer(args, train_texts: list[str], out: Path, is_main: bool, wor
         tokenizer = _trained(train_texts, vocab, is_main, world_size)
         if is_main:
             tokenizer.save(path)
-        return TokenizerChoice(tokenizer, f"{path}, trained now ({vocab:,} tokens asked)", str(path), True)
+        return TokenizerChoice(tokenizer, f"{path}, trained now", str(path), True)
     if args.resume and (out / TOKENIZER_NAME).is_file():
         return TokenizerChoice(BPETokenizer.from_file(out), "the run's own", str(out / TOKENIZER_NAME), False)
     if args.init_from:
@@ -65,8 +65,8 @@ def choose_tokenizer(args, train_texts: list[str], out: Path, is_main: bool, wor
     n_bytes = sum(len(t.encode("utf-8")) for t in train_texts)
     vocab = args.vocab_size or vocab_size_for(n_bytes)
     tokenizer = _trained(train_texts, vocab, is_main, world_size)
-    origin = (f"its own, trained on the training part ({n_bytes / 1e6:.2f} MB; {vocab:,} tokens asked"
-              f"{'' if args.vocab_size else ', --vocab-size to change'})")
+    sized = "" if args.vocab_size else ", sized to it (--vocab-size)"
+    origin = f"its own, trained on the training part ({n_bytes / 1e6:.2f} MB{sized})"
     return TokenizerChoice(tokenizer, origin, None, True)
 
 
