@@ -136,6 +136,7 @@ def test_evaluate_cli_rescores_a_run_on_its_own_validation_split(tmp_path, token
                             "--precision", "fp32"])  # as training.evaluate scores (auto: bf16 where native)
         result = evaluate.main(["--checkpoint", str(tmp_path / task), "--data-dir", str(data), "--val-size", "30"])
         assert result[key] == pytest.approx(metrics[f"val_{key}"], rel=1e-6)
+        assert evaluate.main(["--checkpoint", str(tmp_path / task)])[key] == result[key]  # found from metrics.json
     assert result["confusion"] == metrics["val_confusion"] and result["examples"] == 12  # the selection 40% of 30
 
 
