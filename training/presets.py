@@ -26,11 +26,9 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
 # run; bf16 where the CPU has it). The LM's shape, batch and learning rate were chosen by the runs in
 # docs/experiments/laptop-2026-11-25; the classifier is ULMFiT's fine-tuning of the causal encoder
 # (docs/experiments/sentiment-recipe-2026-11-25, `ulmfit-nolm`), from the shipped LM (--init-from checkpoints/lm)
-# For any text (`--data`), the dropout follows the corpus: IMDB's 98 M tokens are read less than once
-# (none), a 1 MB text's 0.4 M about 14 times (0.19). The attention weights keep none: on a CPU their
-# dropout stops the fused kernel and costs time, not only memory (docs/training.md)
-LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_size=256, dropout=0.0,
-                           attention_dropout=0.0),
+# For any text (`--data`), the dropout follows the corpus (`corpus_dropout`): IMDB's 98 M tokens are
+# read less than once (none), a 1 MB text's 0.4 M about 14 times (0.19)
+LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_size=256, dropout=0.0),
              "train": dict(batch_size=16, max_steps=1200, lr=2e-3, warmup_steps=50, eval_every=200,
                            eval_batches=40, max_minutes=9.0),
              "fit_to_corpus": True}
@@ -111,7 +109,9 @@ SEQ2SEQ: dict[str, dict] = {
 
 def corpus_dropout(planned_tokens: int, train_tokens: int) -> float:
     """Dropout for a run that reads its training tokens `planned / train` times: none for one pass or
-    less (nothing to memorise), then 0.05 more per doubling of the passes, at most 0.2 (16 passes)."""
+    less (nothing to memorise), then 0.05 more per doubling of the passes, at most 0.2 (16 passes).
+    The attention weights keep none (`training.run`): on a CPU their dropout stops the fused kernel and
+    costs time, not only memory (docs/training.md)."""
     passes = planned_tokens / max(1, train_tokens)
     return 0.0 if passes <= 1 else round(min(0.2, 0.05 * math.log2(passes)), 3)
 

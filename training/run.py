@@ -426,7 +426,8 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
     if preset.get("fit_to_corpus") and "dropout" not in explicit and isinstance(task, LMTask):
         dropout = corpus_dropout(cfg.max_steps * cfg.batch_size * data.config.block_size, len(data.splits["train"].ids))
-        data = replace(data, config=replace(data.config, dropout=dropout))
+        if dropout:
+            data = replace(data, config=replace(data.config, dropout=dropout, attention_dropout=0.0))
     if cfg.recipe.lm_weight and not getattr(data.config, "causal_encoder", False):
         raise UsageError("--lm-weight needs a causal encoder (--set causal_encoder=1): a bidirectional one sees "
                          "the token it would predict")

@@ -49,25 +49,30 @@ class TokenizerChoice:
 
 def choose_tokenizer(args, train_texts: list[str], out: Path, is_main: bool, world_size: int) -> TokenizerChoice:
     """The run's tokenizer, in the order of the module docstring."""
-    if args.tokenizer or not (args.resume or args.init_from or args.data):
-        path = Path(args.tokenizer or DEFAULT_TOKENIZER)
-        if path.is_file():
-            return TokenizerChoice(BPETokenizer.from_file(path), str(path), str(path), False)
-        vocab = args.vocab_size or DEFAULT_VOCAB_SIZE
-        tokenizer = _trained(train_texts, vocab, is_main, world_size)
-        if is_main:
-            tokenizer.save(path)
-        return TokenizerChoice(tokenizer, f"{path}, trained now", str(path), True)
+    if args.tokenizer:
+        return _file(Path(args.tokenizer), args.vocab_size, train_texts, is_main, world_size)
     if args.resume and (out / TOKENIZER_NAME).is_file():
         return TokenizerChoice(BPETokenizer.from_file(out), "the run's own", str(out / TOKENIZER_NAME), False)
     if args.init_from:
         return TokenizerChoice(BPETokenizer.from_file(args.init_from), f"{args.init_from}'s", args.init_from, False)
+    if not args.data:
+        return _file(Path(DEFAULT_TOKENIZER), args.vocab_size, train_texts, is_main, world_size)
     n_bytes = sum(len(t.encode("utf-8")) for t in train_texts)
-    vocab = args.vocab_size or vocab_size_for(n_bytes)
-    tokenizer = _trained(train_texts, vocab, is_main, world_size)
+    tokenizer = _trained(train_texts, args.vocab_size or vocab_size_for(n_bytes), is_main, world_size)
     sized = "" if args.vocab_size else ", sized to it (--vocab-size)"
     origin = f"its own, trained on the training part ({n_bytes / 1e6:.2f} MB{sized})"
     return TokenizerChoice(tokenizer, origin, None, True)
+
+
+def _file(path: Path, vocab_size: int | None, train_texts: list[str], is_main: bool,
+          world_size: int) -> TokenizerChoice:
+    """The tokenizer in `path`, trained on the training text and saved there when missing."""
+    if path.is_file():
+        return TokenizerChoice(BPETokenizer.from_file(path), str(path), str(path), False)
+    tokenizer = _trained(train_texts, vocab_size or DEFAULT_VOCAB_SIZE, is_main, world_size)
+    if is_main:
+        tokenizer.save(path)
+    return TokenizerChoice(tokenizer, f"{path}, trained now", str(path), True)
 
 
 def _trained(texts: list[str], vocab_size: int, is_main: bool, world_size: int) -> BPETokenizer:
