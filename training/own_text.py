@@ -46,10 +46,10 @@ class OwnText:
     n_bytes: int  # UTF-8 bytes of the documents kept
 
 
-def check_encoding(encoding: str) -> str:
-    """`--encoding` as Python names it, or a usage error before any file is read."""
+def check_encoding(encoding: str) -> None:
+    """A usage error for an `--encoding` Python does not know, before any file is read."""
     try:
-        return codecs.lookup(encoding).name
+        codecs.lookup(encoding)
     except LookupError:
         raise UsageError(f"--encoding {encoding}: unknown encoding (e.g. utf-8, latin-1, cp1252)") from None
 
@@ -112,7 +112,7 @@ def _own(table, unit: str, path: str, min_documents: int) -> OwnText:
         raise DataError(f"{path} holds {len(kept)} non-empty {unit}: too few to hold any out; at least "
                         f"{min_documents} are needed{how}")
     table = table.select(kept) if len(kept) < len(table) else table
-    n_bytes = sum(len(t.encode("utf-8")) for t in table.with_format("arrow")["text"].to_pylist())
+    n_bytes = pc.sum(pc.binary_length(pc.cast(table.with_format("arrow")["text"], "string"))).as_py()
     return OwnText({"train": table}, unit, len(kept), len(keep) - len(kept), n_bytes)
 
 
