@@ -59,7 +59,7 @@ def choose_tokenizer(args, train_texts: list[str], out: Path, is_main: bool, wor
         return _file(Path(DEFAULT_TOKENIZER), args.vocab_size, train_texts, is_main, world_size)
     n_bytes = sum(len(t.encode("utf-8")) for t in train_texts)
     tokenizer = _trained(train_texts, args.vocab_size or vocab_size_for(n_bytes), is_main, world_size)
-    sized = "" if args.vocab_size else ", sized to it (--vocab-size)"
+    sized = "" if args.vocab_size else "; its vocabulary sized to it, --vocab-size to choose"
     origin = f"its own, trained on the training part ({n_bytes / 1e6:.2f} MB{sized})"
     return TokenizerChoice(tokenizer, origin, None, True)
 
