@@ -149,7 +149,7 @@ def test_every_task_registers_its_presets_and_card(name):
     model_fields = {f.name for f in fields(task.model_class.config_class)}
     for preset in task.presets.values():
         # every task starts from a trained model (--init-from) and says how each preset fine-tunes
-        assert preset.keys() - {"fit_to_corpus"} == {"model", "train", "finetune"}  # the laptop LM's: its dropout
+        assert preset.keys() == {"model", "train", "finetune"}
         assert preset["model"].keys() <= model_fields
         assert {**preset["train"], **preset["finetune"]}.keys() <= {f.name for f in fields(TrainConfig)}
         assert preset["train"].get("recipe", {}).keys() <= {f.name for f in fields(Recipe)}

@@ -38,7 +38,7 @@ import shlex
 import shutil
 import sys
 import time
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import torch
@@ -65,7 +65,7 @@ from .data import DATA_SUFFIXES, HUB_IMDB, head_rows, held_out_digest, held_out_
 from .errors import Interrupted, UsageError
 from .memory import available_bytes, memory_warning
 from .plots import plot_curve
-from .presets import DEFAULT_PRESET, PRESET_HELP, corpus_dropout, preset_table
+from .presets import DEFAULT_PRESET, PRESET_HELP, preset_table
 from .recipe import SCHEDULES, Recipe
 from .sample import SAMPLE_SETTINGS
 from .task import Task, TaskData, TaskOptions
@@ -374,8 +374,6 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
                                    "its own, trained on the training part" if args.data else DEFAULT_TOKENIZER)
     vocab = args.vocab_size or ("sized to the text" if args.data and not (args.tokenizer or args.init_from) else None)
     model = {**preset["model"], **explicit}
-    if preset.get("fit_to_corpus") and "dropout" not in explicit:
-        model["dropout"] = "sized to the corpus (training.presets.corpus_dropout)"
     print(json.dumps({"task": args.task, "preset": args.preset, **data, "val_size": held_out,
                       "split_seed": split_seed(args), "max_examples": args.max_examples,
                       "tokenizer": tokenizer, "vocab_size": vocab, "init_from": args.init_from,
@@ -424,10 +422,6 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
             raise UsageError(f"--init-from {args.init_from}: needs {model_class.starts_from} using {choice.origin}")
 
     data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
-    if preset.get("fit_to_corpus") and "dropout" not in explicit and isinstance(task, LMTask):
-        dropout = corpus_dropout(cfg.max_steps * cfg.batch_size * data.config.block_size, len(data.splits["train"].ids))
-        if dropout:
-            data = replace(data, config=replace(data.config, dropout=dropout, attention_dropout=0.0))
     if cfg.recipe.lm_weight and not getattr(data.config, "causal_encoder", False):
         raise UsageError("--lm-weight needs a causal encoder (--set causal_encoder=1): a bidirectional one sees "
                          "the token it would predict")
