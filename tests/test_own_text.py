@@ -171,3 +171,16 @@ def test_help_shows_the_presets_in_a_table(capsys):
     rows = text[text.index("presets (--preset"):].splitlines()
     assert rows[1].split()[:2] == ["preset", "lm:"] and [r.split()[0] for r in rows[2:6]] == [
         "tiny", "small", "base", "laptop"]
+
+
+IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
+
+
+@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+def test_a_classifier_from_your_lm_reads_with_the_lm_s_own_tokenizer(tmp_path):
+    tiny(write_text(tmp_path / "play.txt"), tmp_path / "lm", "--max-steps", "2", "--eval-every", "2")
+    metrics = run.main(["--task", "sentiment", "--preset", "tiny", "--init-from", str(tmp_path / "lm"),
+                        "--data-dir", str(IMDB), "--max-examples", "100", "--val-size", "20", "--max-steps", "2",
+                        "--eval-every", "2", "--out", str(tmp_path / "s")])
+    assert metrics["tokenizer"]["path"] == str(tmp_path / "lm") and not metrics["tokenizer"]["trained"]
+    assert (tmp_path / "s" / "tokenizer.json").read_text() == (tmp_path / "lm" / "tokenizer.json").read_text()
