@@ -69,10 +69,12 @@ def test_a_text_file_trains_with_its_own_tokenizer_then_samples_evaluates_and_se
 
     gradio_client = pytest.importorskip("gradio_client")
     from demo.app import build_app, launch
+    from demo.tabs import about
     from demo.views.chat import continue_text
 
     service = DemoService(shared_tiny_checkpoints(), device="cpu", models={LM: str(out)})
     assert service.lm.tokenizer.tokenizer.to_str() == own.tokenizer.to_str() == service.tokenizer.tokenizer.to_str()
+    assert about._data_line(service.lm).startswith("Its own text, `play.txt`")  # not "IMDB reviews"
     app = build_app(service)
     _, url, _ = launch(app, "127.0.0.1", free_port(), prevent_thread_lock=True, quiet=True)
     try:

@@ -201,6 +201,7 @@ def main(argv: list[str] | None = None) -> dict:
             what = f"the {split} rows of {args.data_dir}"
         elif not args.data:
             held_out, what = run_held_out(args.checkpoint, split)
+            print(f"scoring {what}")
         if isinstance(model, DecoderOnlyLM):
             texts = read_texts(held_out["text"]) if held_out is not None else _texts(Path(args.data))
             stream = TokenStream.from_texts(texts, tokenizer)
