@@ -2,9 +2,12 @@
 tokenizer of its own that `training.sample`, `training.evaluate` and the app read; bad input is one line."""
 
 import json
+import os
 import random
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -186,3 +189,17 @@ def test_a_classifier_from_your_lm_reads_with_the_lm_s_own_tokenizer(tmp_path):
                         "--eval-every", "2", "--out", str(tmp_path / "s")])
     assert metrics["tokenizer"]["path"] == str(tmp_path / "lm") and not metrics["tokenizer"]["trained"]
     assert (tmp_path / "s" / "tokenizer.json").read_text() == (tmp_path / "lm" / "tokenizer.json").read_text()
+
+
+def test_torchrun_trains_the_text_s_own_tokenizer_once_and_every_rank_reads_it(tmp_path):
+    """No tokenizer exists before the run: rank 0 trains it and sends it to rank 1 (no single-process step first)."""
+    text, out = write_text(tmp_path / "play.txt"), tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
+           "-m", "training.run", "--task", "lm", "--preset", "tiny", "--data", str(text), "--out", str(out),
+           "--max-steps", "2", "--eval-every", "2", "--device", "cpu"]
+    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[1], env={**os.environ, "OMP_NUM_THREADS": "1"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["world_size"] == 2 and metrics["ddp_weights_in_sync"] is True and metrics["tokenizer"]["trained"]
+    assert proc.stdout.count("training a 512-token BPE tokenizer") == 1
