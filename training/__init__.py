@@ -1,4 +1,5 @@
-"""Training and evaluation of the models in `model/` on IMDB (or any text table).
+"""Training and evaluation of the models in `model/` on IMDB, on your own text (`--data`: `own_text`, with a
+tokenizer of its own, `tokenizer_choice`), or on any text table.
 
 Entry points: `python -m training.run`, `python -m training.evaluate`, `python -m training.sample` and
 `python -m training.evidence` (short training text from a classifier's own attributions, for

@@ -5,7 +5,9 @@ with a generator seeded from (seed, step, rank). That makes the data order a pur
 step number, so a resumed run sees exactly the batches an uninterrupted run would have seen.
 """
 
+import hashlib
 import os
+import random
 import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,7 +18,7 @@ import pyarrow.compute as pc
 import torch
 
 from model import IGNORE_INDEX
-from tokenization import source_ids
+from tokenization import read_texts, source_ids
 
 from .errors import DataError
 from .token_cache import cached_arrays, ragged, rows_of
@@ -134,11 +136,32 @@ def validation_rows(data_dir: str, val_size: int, seed: int):
     """The train-split rows that `training.run --task lm|sentiment` holds out for validation (same
     --val-size and --seed give the same rows in the same order), so a checkpoint can be re-scored
     on exactly its validation set, on any device."""
-    splits = load_splits(data_dir)
+    return held_out_of(load_splits(data_dir), val_size, seed)
+
+
+def held_out_of(splits: dict, val_size: int, seed: int, max_examples: int | None = None):
+    """`validation_rows` of splits already read (`--data`'s too), with `--max-examples` as the run had it."""
     if "train" not in splits:
         raise DataError(f"the data has no 'train' split (it has {sorted(splits)})")
-    _, val = validation_split(len(splits["train"]), val_size, seed)
-    return splits["train"].select(val)
+    rows = head_rows(len(splits["train"]), max_examples)
+    _, val = validation_split(len(rows), val_size, seed)
+    return splits["train"].select([rows[i] for i in val])
+
+
+def held_out_digest(rows) -> str:
+    """A hash of held-out texts as the models read them, so that a file changed since a run is told apart."""
+    digest = hashlib.sha256()
+    for text in read_texts(rows["text"]):
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()
+
+
+def head_rows(n_rows: int, n: int | None) -> list[int] | range:
+    """The indices of the rows to use (`--max-examples`): all, or n of them at random (fixed seed;
+    IMDB's files are sorted by label, so the first n would hold one class), in file order."""
+    if n is None or n >= n_rows:
+        return range(n_rows)
+    return sorted(random.Random(0).sample(range(n_rows), n))
 
 
 def step_generator(seed: int, step: int, rank: int = 0) -> torch.Generator:

@@ -1,11 +1,16 @@
 """Evaluate a checkpoint on any file, and the metric functions training itself uses.
 
+    python -m training.evaluate --checkpoint runs/mine   # the rows its run held out, found from its metrics.json
     python -m training.evaluate --checkpoint checkpoints/sentiment --data reviews.parquet
     python -m training.evaluate --checkpoint checkpoints/lm --data some_reviews.txt
     python -m training.evaluate --checkpoint checkpoints/lm --data-dir ../shared/data/imdb  # its validation split
     python -m training.evaluate --checkpoint checkpoints/sentiment --data-dir ../shared/data/imdb --split report
     python -m training.evaluate --checkpoint checkpoints/sentiment --data-dir ../shared/data/imdb --split report \
         --short-text
+
+With no --data or --data-dir, a run folder is scored on the rows its run held out, read again from
+the data its metrics.json names (`--data`, `--data-dir`) with the same held-out size, seed and
+--max-examples; a file that has changed since is refused rather than scored as if it had not.
 
 `--split` picks a part of the held-out reviews (`training.heldout`): all of them (validation), the
 selection rows checkpoints are chosen on (a classifier's default: what its run validated on), or the
@@ -28,13 +33,26 @@ import torch
 from classifier import calibrated
 from cli import Parser
 from model import DecoderOnlyLM, EncoderDecoder
+from storage import METRICS_NAME, resolve_checkpoint
 from tokenization import BPETokenizer, label_candidates, read_texts
 from tokenization.batches import length_batches
 
 from .calibration import expected_calibration_error
-from .data import DataError, PairSet, TokenStream, label_column, load_table, require_columns, text_column
-from .heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_rows, short_texts
+from .data import (
+    DataError,
+    PairSet,
+    TokenStream,
+    held_out_digest,
+    held_out_of,
+    label_column,
+    load_splits,
+    load_table,
+    require_columns,
+    text_column,
+)
+from .heldout import HELD_OUT_PARTS, add_held_out_arguments, held_out_part, held_out_rows, short_texts
 from .open_checkpoint import open_checkpoint
+from .own_text import read as read_own_text
 
 
 @torch.inference_mode()
@@ -112,20 +130,44 @@ def classifier_metrics(model: EncoderDecoder, scores: torch.Tensor, labels: list
 
 
 def _texts(path: Path, column: str = "text") -> list[str]:
-    """The texts of a .txt file (its paragraphs) or of a table's column, as the models read them
-    (`read_texts`), whatever the format."""
-    if path.suffix == ".txt":
-        return [t for t in read_texts(path.read_text(encoding="utf-8").split("\n\n")) if t]
+    """The texts of a .txt file (its paragraphs), a folder of them (a document each, as `training.run
+    --data` reads them) or of a table's column, as the models read them (`read_texts`), whatever the format."""
+    if path.suffix == ".txt" or path.is_dir():
+        return read_texts(read_own_text(str(path), min_documents=1).splits["train"]["text"])
     ds = load_table(path)
     require_columns(ds, [column], str(path))
     return read_texts(ds[column])
 
 
+def run_held_out(checkpoint: str, part: str):
+    """(the rows of `part` that the run in `checkpoint` held out, what they are), from its metrics.json."""
+    try:
+        metrics = json.loads((resolve_checkpoint(checkpoint) / METRICS_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise DataError(f"--checkpoint {checkpoint}: no metrics.json says what its run held out; pass --data FILE "
+                        "or --data-dir DIR") from None
+    source, seed = metrics.get("data", {}), metrics.get("split_seed")
+    if source.get("kind") not in ("data", "data_dir") or "val_size" not in source or seed is None:
+        raise DataError(f"--checkpoint {checkpoint}: its metrics.json does not record held-out rows to read again "
+                        "(a run on the Hub's data, or one from before runs recorded them); pass --data-dir and "
+                        "--val-size")
+    if source["kind"] == "data":
+        splits = read_own_text(source["source"], source.get("encoding", "utf-8")).splits
+    else:
+        splits = load_splits(source["source"])
+    rows = held_out_of(splits, source["val_size"], seed, source.get("max_examples"))
+    if "held_out_sha256" in source and held_out_digest(rows) != source["held_out_sha256"]:
+        raise DataError(f"{source['source']} has changed since the run: its held-out rows are not the ones the "
+                        "run held out")
+    return held_out_part(rows, part), f"the {part} rows held out of {source['source']}"
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = Parser("python -m training.evaluate", __doc__)
     parser.add_argument("--checkpoint", required=True, help="checkpoint directory (config.json, model.safetensors)")
-    data = parser.add_mutually_exclusive_group(required=True)
-    data.add_argument("--data", help="a .parquet/.csv/.jsonl file (or .txt for a language model)")
+    data = parser.add_mutually_exclusive_group()
+    data.add_argument("--data", help="a .parquet/.csv/.jsonl file (or, for a language model, a .txt file or a "
+                                     "folder of them)")
     data.add_argument("--data-dir", help="the validation split that training.run carves out of this folder's "
                                          "train split (with the same --val-size and --seed)")
     add_held_out_arguments(parser, data_dir=None)  # --data-dir is one of the data choices above
@@ -144,8 +186,13 @@ def main(argv: list[str] | None = None) -> dict:
     model, tokenizer = open_checkpoint(parser, args.checkpoint, args.device)
     try:
         split = args.split or ("validation" if isinstance(model, DecoderOnlyLM) else "selection")
-        held_out = held_out_rows(args.data_dir, args.val_size, args.seed, split) if args.data_dir else None
-        what = f"the {split} rows of {args.data_dir}" if args.data_dir else args.data
+        held_out, what = None, args.data
+        if args.data_dir:
+            held_out = held_out_rows(args.data_dir, args.val_size, args.seed, split)
+            what = f"the {split} rows of {args.data_dir}"
+        elif not args.data:
+            held_out, what = run_held_out(args.checkpoint, split)
+            print(f"scoring {what}")
         if isinstance(model, DecoderOnlyLM):
             texts = read_texts(held_out["text"]) if held_out is not None else _texts(Path(args.data))
             stream = TokenStream.from_texts(texts, tokenizer)

@@ -49,9 +49,13 @@ def add_held_out_arguments(parser, data_dir: str | None = "../shared/data/imdb")
 def held_out_rows(data_dir: str, val_size: int, seed: int, part: str):
     """The train-split rows of one held-out part (validation = all, selection or report), in the
     held-out order, as a datasets.Dataset."""
+    return held_out_part(validation_rows(data_dir, val_size, seed), part)
+
+
+def held_out_part(rows, part: str):
+    """One part of the held-out rows (`validation_rows`, `held_out_of`), in the held-out order."""
     if part not in HELD_OUT_PARTS:
         raise DataError(f"unknown held-out part {part!r}: choose one of {HELD_OUT_PARTS}")
-    rows = validation_rows(data_dir, val_size, seed)
     if part == "validation":
         return rows
     selection, report = selection_report_split(np.arange(len(rows)))

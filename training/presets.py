@@ -23,6 +23,8 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
 # run; bf16 where the CPU has it). The LM's shape, batch and learning rate were chosen by the runs in
 # docs/experiments/laptop-2026-11-25; the classifier is ULMFiT's fine-tuning of the causal encoder
 # (docs/experiments/sentiment-recipe-2026-11-25, `ulmfit-nolm`), from the shipped LM (--init-from checkpoints/lm)
+# The same settings serve any text (`--data`): on a 1 MB text, read 14 times by its 1,200 steps, dropout
+# 0.19 scored worse (2.022 bits/byte against 1.967) and took longer (8:41 against 6:21; docs/training.md)
 LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_size=256, dropout=0.0),
              "train": dict(batch_size=16, max_steps=1200, lr=2e-3, warmup_steps=50, eval_every=200,
                            eval_batches=40, max_minutes=9.0)}
@@ -104,12 +106,27 @@ SEQ2SEQ: dict[str, dict] = {
 DEFAULT_PRESET = "small"
 # what `training.run --help` says of each preset; every figure comes from a run recorded in docs/
 PRESET_HELP = (
-    f"model + optimisation settings (default: {DEFAULT_PRESET}): tiny (seconds; tests and smoke checks); "
-    "small (the first, CPU-trained models: lm 50 min on 2 CPU cores in fp32 -> 1.82 bits/byte); "
-    "base (the shipped models: minutes on one GPU, hours on a CPU); "
-    "laptop (at most 10 min on a 2-core CPU, start-up and final evaluation included, bf16 where native: "
-    "lm 4 x 192, 1,200 steps -> 1.91 held-out bits/byte in 7:05 on an idle 2-core AVX512-BF16 CPU (a busy one "
-    "stopped at step 559 in 8:37: 2.04); sentiment with --init-from checkpoints/lm, 300 steps of ULMFiT's "
-    "fine-tuning -> 89.1%% selection accuracy in 4:41 (8:16 on an idle 2-core Xeon); "
-    "docs/experiments/laptop-2026-11-25 and laptop-xeon-2026-11-28). "
-    "With --init-from, the learning rate and schedule are the preset's fine-tune settings")
+    f"model + optimisation settings (default: {DEFAULT_PRESET}): tiny, small, base or laptop (at most 10 min on a "
+    "2-core CPU, any text), each in the table below (--print-config: all of one). With --init-from, the learning "
+    "rate and schedule are the preset's fine-tune settings")
+MEASURED = {  # --help's last column: docs/experiments/laptop-2026-11-25, docs/training.md
+    "tiny": "seconds: tests and smoke checks",
+    "small": "the first CPU-trained LM: 50 min on 2 cores, fp32 -> 1.82 bits/byte (IMDB)",
+    "base": "the shipped models: minutes on one GPU, hours on a CPU",
+    "laptop": "<= 10 min on 2 cores, start-up and final evaluation included: lm 1.91 bits/byte (IMDB) in 7:05 "
+              "on an idle AVX512-BF16 CPU, 1.97 on 1 MB of Shakespeare (--data) in 6:21; sentiment --init-from "
+              "checkpoints/lm 89.1% in 4:41",
+}
+
+
+def preset_table() -> str:
+    """`training.run --help`'s table of the LM presets (the other tasks' are in this module)."""
+    rows = [("preset", "lm: layers x width", "context", "steps x batch", "time limit", "measured")]
+    for name, preset in LM.items():
+        model, train = preset["model"], preset["train"]
+        rows.append((name, f"{model['n_layer']} x {model['d_model']}", str(model["block_size"]),
+                     f"{train['max_steps']:,} x {train['batch_size']}",
+                     f"{train['max_minutes']:g} min" if train.get("max_minutes") else "-", MEASURED[name]))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows]
+    return "presets (--preset; the sentiment, span and seq2seq shapes: training/presets.py):\n  " + "\n  ".join(lines)

@@ -1,5 +1,6 @@
-"""Train a model of this repo on IMDB (or any text table) and write a checkpoint directory.
+"""Train a model of this repo on IMDB, on your own text, or on any text table, and write a checkpoint directory.
 
+    python -m training.run --task lm --preset laptop --data mytext.txt --out runs/mine
     python -m training.run --task lm --data-dir ../shared/data/imdb
     python -m training.run --task sentiment --data-dir ../shared/data/imdb --out runs/my-sentiment
     python -m training.run --task seq2seq --data-dir my_pairs/ --source-column src --target-column tgt
@@ -14,14 +15,19 @@ Ten minutes on a laptop's CPU, start-up and final evaluation included (docs/expe
     python -m training.run --task sentiment --preset laptop --init-from checkpoints/lm \\
         --data-dir ../shared/data/imdb --out runs/laptop-sentiment
 
-Without --data-dir the data comes from the Hugging Face Hub (stanfordnlp/imdb). The checkpoint
+The data is one of: --data PATH (your own text: a .txt file, a folder of .txt files or a table;
+training.own_text), with a tokenizer of its own trained on the training part and kept in the run
+(training.tokenizer_choice); --data-dir (IMDB-like <split>.parquet/.csv/.jsonl files); else the
+Hugging Face Hub (--dataset, stanfordnlp/imdb). What is held out is recorded in metrics.json, so
+`python -m training.evaluate --checkpoint RUN` scores exactly those rows. The checkpoint
 directory gets config.json + model.safetensors (the best model on validation), tokenizer.json,
 metrics.json, training_curve.png, trainer_state.pt (for --resume) and, for a language model,
 snapshots/ (float16 weights at a few steps, for the app's "Watch it learn" tab). Multi-GPU / multi-node:
     torchrun --nproc_per_node=N -m training.run ...
 
 Ctrl-C or SIGTERM saves the current step and prints the command that resumes it (status 130). Bad
-options exit with status 2, bad data with status 1, each with one line on stderr.
+options exit with status 2, bad data with status 1, each with one line on stderr; a run that fails
+before its first checkpoint leaves no folder behind. --print-config prints the resolved settings.
 """
 
 import argparse
@@ -29,6 +35,7 @@ import itertools
 import json
 import os
 import shlex
+import shutil
 import sys
 import time
 from dataclasses import asdict, fields
@@ -52,17 +59,18 @@ from storage import (
     run_marker,
     start_run,
 )
-from tokenization import BPETokenizer
 
-from .data import HUB_IMDB, load_splits
+from . import own_text
+from .data import DATA_SUFFIXES, HUB_IMDB, head_rows, held_out_digest, held_out_of, load_splits
 from .errors import Interrupted, UsageError
 from .memory import available_bytes, memory_warning
 from .plots import plot_curve
-from .presets import DEFAULT_PRESET, PRESET_HELP
+from .presets import DEFAULT_PRESET, PRESET_HELP, preset_table
 from .recipe import SCHEDULES, Recipe
 from .sample import SAMPLE_SETTINGS
 from .task import Task, TaskData, TaskOptions
 from .tasks import TASKS, LMTask
+from .tokenizer_choice import DEFAULT_TOKENIZER, choose_tokenizer
 from .trainer import (
     DistInfo,
     Trainer,
@@ -77,14 +85,22 @@ from .transfer import STARTS_FROM, init_from, shape_from
 
 
 def build_parser() -> Parser:
-    p = Parser("python -m training.run", __doc__)
+    p = Parser("python -m training.run", __doc__, epilog=preset_table())
     p.add_argument("--task", required=True, choices=sorted(TASKS),
                    help="lm: decoder-only language model; sentiment: encoder-decoder writing "
                         "'positive'/'negative'; seq2seq: encoder-decoder on any (source, target) columns; "
                         "span: T5-style span-corruption pretraining of an encoder-decoder on review text")
     p.add_argument("--preset", default=DEFAULT_PRESET, help=PRESET_HELP)
-    p.add_argument("--data-dir", help="local folder of <split>.parquet/.csv/.jsonl files (default: the Hub)")
-    p.add_argument("--dataset", default=HUB_IMDB, help="Hub dataset name when --data-dir is not given")
+    p.add_argument("--print-config", action="store_true", help="print the resolved settings and exit")
+    data = p.add_argument_group("data (one source)")
+    data.add_argument("--data", metavar="PATH",
+                      help="your own text: a .txt file (paragraphs split on blank lines), a folder of .txt files "
+                           "(one document per file), or a .parquet/.csv/.jsonl table (an LM needs only 'text'); "
+                           f"a tenth of the documents is held out (at most {own_text.MAX_HELD_OUT:,}), and a "
+                           "tokenizer of its own is trained on the rest and kept in the run")
+    data.add_argument("--encoding", default="utf-8", help="--data's text encoding (default utf-8; e.g. latin-1)")
+    data.add_argument("--data-dir", help="local folder of IMDB-like <split>.parquet/.csv/.jsonl files")
+    data.add_argument("--dataset", help=f"Hub dataset name (default, without --data or --data-dir: {HUB_IMDB})")
     p.add_argument("--source-column", default="source", help="seq2seq: source text column")
     p.add_argument("--target-column", default="target", help="seq2seq: target text column")
     p.add_argument("--out", help="checkpoint directory (default: a new runs/<task>-<timestamp>/)")
@@ -92,9 +108,13 @@ def build_parser() -> Parser:
                    help="replace the run in --out (e.g. --out checkpoints/lm --overwrite ships a model)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its trainer_state.pt "
                                                          "(after --max-minutes, Ctrl-C or a crash)")
-    p.add_argument("--tokenizer", default="checkpoints/tokenizer.json",
-                   help="tokenizer.json to use; trained on the training text and saved there if missing")
-    p.add_argument("--vocab-size", type=int, default=8192, help="vocabulary size when training a tokenizer")
+    p.add_argument("--tokenizer", metavar="PATH",
+                   help="reuse this tokenizer.json (trained on the training text and saved there if missing). "
+                        "Default: with --data a new one trained on the training part and saved in the run; with "
+                        f"--init-from that checkpoint's; else {DEFAULT_TOKENIZER} (IMDB's)")
+    p.add_argument("--vocab-size", type=int,
+                   help="vocabulary size when training a tokenizer (default: sized to --data's text, 2 x "
+                        "sqrt(bytes) from 512 to 8,192; else 8,192)")
     p.add_argument("--device", default="auto",
                    help="auto (CUDA when present), cpu, cuda or cuda:N; under torchrun each process takes its own GPU")
     p.add_argument("--threads", type=int,
@@ -115,7 +135,9 @@ def build_parser() -> Parser:
     p.add_argument("--snapshots", type=int,
                    help="float16 copies of the weights kept at log-spaced steps in <out>/snapshots/, for the app's "
                         f"'watch it learn' view (default: {LMTask.snapshots} for lm, 0 for the other tasks)")
-    p.add_argument("--val-size", type=int, default=2500, help="validation rows carved out of train (fixed seed)")
+    p.add_argument("--val-size", type=int,
+                   help="validation rows carved out of train (fixed seed; default: a tenth of --data's documents, "
+                        f"at most {own_text.MAX_HELD_OUT:,}; else 2,500)")
     p.add_argument("--max-examples", type=int, help="use only N rows of each split (quick runs, tests)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a model config field, e.g. --set d_model=384 --set n_layer=6")
@@ -287,10 +309,14 @@ def run(args: argparse.Namespace, argv: list[str], started: float) -> dict | Non
     except ValueError as e:
         given = " ".join([f"--preset {args.preset}", *(f"--set {pair}" for pair in args.overrides)])
         raise UsageError(f"{given}: {e}") from None
-    if args.val_size < 1:
+    if args.val_size is not None and args.val_size < 1:
         raise UsageError(f"--val-size must be >= 1, got {args.val_size}")
-    if args.vocab_size < 260:
+    if args.vocab_size is not None and args.vocab_size < 260:
         raise UsageError(f"--vocab-size must be >= 260 (256 bytes + 4 special tokens), got {args.vocab_size}")
+    check_source(args)
+    if args.print_config:
+        print_config(args, preset, cfg, explicit)
+        return None
     if args.out:
         check_out(Path(args.out), args.task, args.resume, args.overwrite)
     elif args.resume or args.overwrite:
@@ -311,14 +337,64 @@ def run(args: argparse.Namespace, argv: list[str], started: float) -> dict | Non
         if device.startswith("cuda") and info.world_size > 1:
             device = f"cuda:{info.local_rank}"
             torch.cuda.set_device(device)
+        existed = bool(args.out) and Path(args.out).exists()
         out = Path(args.out) if args.out else default_out(args.task, info)
         try:
-            return train(args, argv, cfg, preset, explicit, device, info, started, out)
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the training loop, or a second one in it
-            raise Interrupted(_interrupted(argv, out, info, None)) from None
+            try:
+                return train(args, argv, cfg, preset, explicit, device, info, started, out)
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the training loop, or a second one in it
+                raise Interrupted(_interrupted(argv, out, info, None)) from None
+        except BaseException:
+            if info.is_main and not existed and not (out / STATE_NAME).exists():
+                shutil.rmtree(out, ignore_errors=True)  # failed before its first checkpoint: no empty run folder
+            raise
     finally:
         if info.world_size > 1:
             dist.destroy_process_group()
+
+
+def check_source(args: argparse.Namespace) -> None:
+    """One data source, and --data in a form the task reads; before anything is read or created."""
+    given = [flag for flag, value in (("--data", args.data), ("--data-dir", args.data_dir),
+                                      ("--dataset", args.dataset)) if value]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)}: give one data source (--data your text, --data-dir a folder of "
+                         "splits, or --dataset a Hub name)")
+    own_text.check_encoding(args.encoding)
+    if args.data and args.task not in ("lm", "span") and Path(args.data).suffix not in DATA_SUFFIXES:
+        raise UsageError(f"--task {args.task} reads --data as a .parquet/.csv/.jsonl table with its columns, "
+                         f"not {args.data}")
+
+
+def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, explicit: dict) -> None:
+    """The settings this command would train with, as far as they are known before the data is read."""
+    data = ({"data": args.data, "encoding": args.encoding} if args.data else
+            {"data_dir": args.data_dir} if args.data_dir else {"dataset": args.dataset or HUB_IMDB})
+    held_out = args.val_size or (f"a tenth of the documents, at most {own_text.MAX_HELD_OUT:,}" if args.data else 2500)
+    tokenizer = args.tokenizer or (f"{args.init_from}'s" if args.init_from else
+                                   "its own, trained on the training part" if args.data else DEFAULT_TOKENIZER)
+    vocab = args.vocab_size or ("sized to the text" if args.data and not (args.tokenizer or args.init_from) else None)
+    model = {**preset["model"], **explicit}
+    print(json.dumps({"task": args.task, "preset": args.preset, **data, "val_size": held_out,
+                      "split_seed": split_seed(args), "max_examples": args.max_examples,
+                      "tokenizer": tokenizer, "vocab_size": vocab, "init_from": args.init_from,
+                      "model": model, "train": asdict(cfg)}, indent=2, default=str))
+
+
+def read_data(args: argparse.Namespace) -> tuple[dict, dict]:
+    """(splits, what metrics.json records of them: enough for `training.evaluate --checkpoint RUN` to
+    find the held-out rows again), with the held-out size this data gets."""
+    if not args.data:
+        splits = load_splits(args.data_dir, args.dataset or HUB_IMDB)
+        return splits, {"kind": "data_dir" if args.data_dir else "dataset", "source": args.data_dir or
+                        args.dataset or HUB_IMDB, "val_size": args.val_size or 2500}
+    own = own_text.read(args.data, args.encoding)
+    documents = len(head_rows(own.documents, args.max_examples))
+    val_size = args.val_size or own_text.held_out_count(documents)
+    return own.splits, {"kind": "data", "source": args.data, "encoding": args.encoding, "unit": own.unit,
+                        "documents": own.documents, "empty_dropped": own.dropped, "bytes": own.n_bytes,
+                        "val_size": val_size,
+                        "held_out": f"{val_size:,} of {documents:,} {own.unit} ({val_size / documents:.0%})"}
 
 
 def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: dict, explicit: dict,
@@ -327,19 +403,15 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     if state is not None:
         _check_resumable(state, cfg, {}, info, out)  # the cheap checks before the data is read
 
-    splits = load_splits(args.data_dir, args.dataset)
-    options = TaskOptions(args.val_size, split_seed(args), args.max_examples, args.source_column, args.target_column)
+    splits, source = read_data(args)
+    options = TaskOptions(source["val_size"], split_seed(args), args.max_examples, args.source_column,
+                          args.target_column)
     task = TASKS[args.task](splits, options)
-
-    tokenizer_path = Path(args.tokenizer)
-    if tokenizer_path.is_file():
-        tokenizer = BPETokenizer.from_file(tokenizer_path)
-    else:
-        if info.world_size > 1:
-            raise UsageError(f"train the tokenizer first (single process): {tokenizer_path} is missing")
-        print(f"training a {args.vocab_size}-token BPE tokenizer on {len(task.corpus.train_texts):,} texts ...")
-        tokenizer = BPETokenizer.train(task.corpus.train_texts, vocab_size=args.vocab_size)
-        tokenizer.save(tokenizer_path)
+    if args.data:  # a changed file must not be scored as if it were the run's held-out part
+        held_out = held_out_of(splits, source["val_size"], split_seed(args), args.max_examples)
+        source["held_out_sha256"] = held_out_digest(held_out)
+    choice = choose_tokenizer(args, task.corpus.train_texts, out, info.is_main, info.world_size)
+    tokenizer = choice.tokenizer
 
     lm, lm_shape, started_from = None, {}, None
     if args.init_from:
@@ -348,7 +420,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         model_class = TASKS[args.task].model_class
         lm_shape = shape_from(model_class, lm, tokenizer.vocab_size)
         if lm_shape is None:
-            raise UsageError(f"--init-from {args.init_from}: needs {STARTS_FROM[model_class]} using {tokenizer_path}")
+            raise UsageError(f"--init-from {args.init_from}: needs {STARTS_FROM[model_class]} using {choice.origin}")
 
     data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
     if cfg.recipe.lm_weight and not getattr(data.config, "causal_encoder", False):
@@ -366,7 +438,9 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
     torch.manual_seed(args.seed + info.rank)  # dropout differs per rank; DDP broadcasts rank 0's weights
     if info.is_main:
         start_run(out, "python -m training.run " + shlex.join(argv), replace=args.overwrite)  # the app won't serve it
-    return train_and_finish(args, argv, cfg, task, data, model, state, out, device, info, started, started_from)
+        tokenizer.save(out)  # beside the weights from the start: sample, evaluate and the app read it there
+    return train_and_finish(args, argv, cfg, task, data, model, state, out, device, info, started, started_from,
+                            source, choice.record())
 
 
 def split_seed(args: argparse.Namespace) -> int:
@@ -376,9 +450,10 @@ def split_seed(args: argparse.Namespace) -> int:
 
 def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, task: Task, data: TaskData,
                      model: PreTrainedModel, state: dict | None, out: Path, device: str, info: DistInfo,
-                     started: float, started_from: dict | None = None) -> dict | None:
+                     started: float, started_from: dict | None, source: dict, tokenizer: dict) -> dict | None:
     """Train, then score the checkpoint kept and write metrics.json, within --max-minutes of `started`.
-    `started_from`: the `--init-from` checkpoint's `lineage`; a resumed run keeps the one its state recorded."""
+    `started_from`: the `--init-from` checkpoint's `lineage`; a resumed run keeps the one its state recorded.
+    `source` and `tokenizer`: what `read_data` and `choose_tokenizer` record of the data and the tokenizer."""
     trainer = Trainer(model, task, data, out, device, info, getattr(torch, args.save_dtype))
     trainer.init_from = started_from
     if state is not None:
@@ -389,8 +464,10 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
     described = {**task.corpus.description, **data.description}  # with the rows the recipe added
     if info.is_main:
         ready = time.monotonic() - started
+        held_out = source.get("held_out", f"{source['val_size']:,} rows")
         print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size} in "
-              f"{trainer.precision}, {described} -> {out} (ready after {ready:.0f} s)")
+              f"{trainer.precision}, {described}; data {source['source']}, held out {held_out}; tokenizer "
+              f"{tokenizer['origin']}: {tokenizer['vocab_size']:,} tokens -> {out} (ready after {ready:.0f} s)")
         if device == "cpu":  # on a GPU the fused attention keeps no weights: the estimate is a CPU's
             warning = memory_warning(model.config, cfg.batch_size, cfg.max_tokens, model.num_parameters(),
                                      available_bytes())
@@ -416,8 +493,9 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         "ddp_weights_in_sync": in_sync,
         "command": " && ".join(trainer.commands),
         **({"init_from": trainer.init_from} if trainer.init_from else {}),
-        "data": {"source": args.data_dir or args.dataset, **described}, "split_seed": split_seed(args),
-        "tokenizer": {"path": args.tokenizer, "vocab_size": data.tokenizer.vocab_size},
+        "data": {**source, **described, "max_examples": args.max_examples}, "split_seed": split_seed(args),
+        "tokenizer": tokenizer,
+        **({"sample_prompts": task.sample_prompts()} if samples else {}),
         "model_config": asdict(best.config), "train_config": asdict(cfg),
         "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "history": trainer.history, **({"samples": samples} if samples else {}),
@@ -433,6 +511,10 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
     if samples:
         print(f"samples ({', '.join(f'{k} {v}' for k, v in SAMPLE_SETTINGS.items())}; more: python -m training.sample "
               f"--checkpoint {out}):\n" + "\n".join(f"  {text!r}" for text in samples))
+    if "val_bpb" in metrics:
+        print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({source.get('held_out', source['source'])})")
+    print(f"score it again: python -m training.evaluate --checkpoint {out}; serve it: python -m demo "
+          f"--{'lm' if isinstance(best, LMTask.model_class) else 'sentiment'} {out}")
     return metrics
 
 

@@ -6,21 +6,42 @@
 The checkpoint is a run folder, a checkpoint folder or a Hub repo id (`storage.resolve_checkpoint`);
 its tokenizer is the tokenizer.json beside the weights. Sample i is drawn with seed --seed + i, so
 the same command prints the same text; --temperature 0 is greedy decoding. Every LM run prints three
-samples of `SAMPLE_PROMPTS` at its end, drawn with `SAMPLE_SETTINGS`, and keeps them in metrics.json.
+samples at its end, drawn with `SAMPLE_SETTINGS` from the `openings` of its first held-out documents
+(the corpus's own words: an IMDB prompt shows nothing of a model of Shakespeare), and keeps them and
+their prompts in metrics.json; without a prompt, this command starts from the run's first one.
 """
 
+import json
+import re
 from dataclasses import replace
 
 import torch
 
 from cli import Parser
 from model import DecoderOnlyLM, GenerationConfig
+from storage import METRICS_NAME, resolve_checkpoint
 from tokenization import BPETokenizer, prompt_ids
 
 from .open_checkpoint import open_checkpoint
 
-SAMPLE_PROMPTS = ("This movie was", "I have to say that", "The acting")
+SAMPLE_PROMPTS = ("This movie was", "I have to say that", "The acting")  # for a checkpoint that recorded none
 SAMPLE_SETTINGS = {"max_new_tokens": 60, "temperature": 0.8, "top_k": 50}
+OPENING_WORDS = 4
+
+
+def openings(texts: list[str], n: int = len(SAMPLE_PROMPTS)) -> list[str]:
+    """The first OPENING_WORDS words of the first `n` texts, as written (line breaks kept)."""
+    found = (re.match(rf"\s*((?:\S+\s+){{0,{OPENING_WORDS - 1}}}\S+)", text) for text in texts)
+    return [m.group(1) for m in found if m][:n]
+
+
+def run_prompt(checkpoint: str) -> str:
+    """The first prompt the run sampled from at its end, else SAMPLE_PROMPTS[0]."""
+    try:
+        metrics = json.loads((resolve_checkpoint(checkpoint) / METRICS_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return SAMPLE_PROMPTS[0]
+    return (metrics.get("sample_prompts") or SAMPLE_PROMPTS)[0]
 
 
 def continuation(model: DecoderOnlyLM, tokenizer: BPETokenizer, prompt: str, cfg: GenerationConfig) -> str:
@@ -32,8 +53,8 @@ def continuation(model: DecoderOnlyLM, tokenizer: BPETokenizer, prompt: str, cfg
 
 def build_parser() -> Parser:
     p = Parser("python -m training.sample", __doc__)
-    p.add_argument("prompt", nargs="?", default=SAMPLE_PROMPTS[0], help=f"the start of a review (default: "
-                                                                         f"{SAMPLE_PROMPTS[0]!r})")
+    p.add_argument("prompt", nargs="?", help="the start of a text (default: the first prompt the run sampled "
+                                             f"from at its end, else {SAMPLE_PROMPTS[0]!r})")
     p.add_argument("--checkpoint", required=True, help="a language model: run folder, checkpoint folder or Hub id")
     p.add_argument("--num-samples", type=int, default=3, help="continuations to print (default 3)")
     p.add_argument("--max-new-tokens", type=int, default=SAMPLE_SETTINGS["max_new_tokens"],
@@ -65,9 +86,10 @@ def main(argv: list[str] | None = None) -> list[str]:
     if model.config.reverse:
         parser.error(f"--checkpoint {args.checkpoint} is a backward language model (it writes what comes before a "
                      "text, not after): it starts a backward classifier, it does not continue prompts")
+    prompt = run_prompt(args.checkpoint) if args.prompt is None else args.prompt
     texts = []
     for i in range(args.num_samples):
-        text = args.prompt + continuation(model, tokenizer, args.prompt, replace(settings, seed=args.seed + i))
+        text = prompt + continuation(model, tokenizer, prompt, replace(settings, seed=args.seed + i))
         print(f"--- sample {i + 1} (seed {args.seed + i}) ---\n{text}")
         texts.append(text)
     return texts

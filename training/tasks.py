@@ -13,7 +13,6 @@ silently depend on another having run:
 A new task is one subclass of `Task` registered in `TASKS`.
 """
 
-import random
 from dataclasses import replace
 from typing import ClassVar
 
@@ -37,6 +36,7 @@ from .data import (
     DataError,
     PairSet,
     TokenStream,
+    head_rows,
     label_column,
     require_columns,
     step_generator,
@@ -49,7 +49,7 @@ from .evidence import load_evidence
 from .heldout import selection_report_split, short_texts
 from .pseudo import load_pseudo_labels
 from .recipe import Recipe, ShortExamples
-from .sample import SAMPLE_PROMPTS, SAMPLE_SETTINGS, continuation
+from .sample import SAMPLE_SETTINGS, continuation, openings
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
 from .task import Corpus, ModelCard, Task, TaskData, TaskOptions
 from .training_args import TrainConfig
@@ -96,8 +96,9 @@ class LMTask(Task):
         if config.reverse:  # a backward LM (`--set reverse=1`) reads every stream last token first
             splits = {name: stream.reversed() for name, stream in splits.items()}
         if len(splits["val"].ids) <= config.block_size:
-            raise DataError(f"validation text has {len(splits['val'].ids)} tokens: fewer than one "
-                            f"context of {config.block_size}; use more data or a smaller block_size")
+            raise DataError(f"the held-out text has {len(splits['val'].ids)} tokens: fewer than one context of "
+                            f"{config.block_size}; give more text (a tenth of it is held out) or a smaller "
+                            "--set block_size")
         return TaskData(config, tokenizer, train_cfg, splits,
                         {"train_tokens": len(splits["train"].ids), "val_tokens": len(splits["val"].ids)})
 
@@ -120,14 +121,18 @@ class LMTask(Task):
                  progress=None) -> dict:
         return evaluate_lm(model, data.splits[split], limit, progress)
 
+    def sample_prompts(self) -> list[str]:
+        """The openings of the first held-out documents: the corpus's own words, never trained on."""
+        return openings(self.val_texts)
+
     def samples(self, model: DecoderOnlyLM, data: TaskData) -> list[str]:
-        """Three sampled continuations of the prompts every LM run shows, to read whether they look like
-        reviews (`training.sample`: the same with any prompt). A backward LM writes the text before a
-        prompt, which these prompts (a review's first words) are not made for: none."""
+        """Sampled continuations of `sample_prompts`, to read whether they look like the corpus
+        (`training.sample`: the same with any prompt). A backward LM writes the text before a
+        prompt, which these prompts (a document's first words) are not made for: none."""
         if model.config.reverse:
             return []
         return [prompt + continuation(model, data.tokenizer, prompt, GenerationConfig(**SAMPLE_SETTINGS, seed=i))
-                for i, prompt in enumerate(SAMPLE_PROMPTS)]
+                for i, prompt in enumerate(self.sample_prompts())]
 
 
 class Seq2SeqTask(Task):
@@ -168,7 +173,7 @@ class Seq2SeqTask(Task):
         """(cleaned sources, targets) of one split: all of it validated (so an error names the row of
         the file), then `max_examples` of it kept."""
         sources, targets = self._read(_split(splits, split), split)
-        keep = _head(len(sources), self.options.max_examples)
+        keep = head_rows(len(sources), self.options.max_examples)
         return read_texts(sources[i] for i in keep), [targets[i] for i in keep]
 
     def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
@@ -406,15 +411,7 @@ def _special_ids(tokenizer: BPETokenizer) -> dict:
 
 def _texts(ds, column: str, split: str, max_examples: int | None) -> list[str]:
     require_columns(ds, [column], f"the {split} split")
-    return read_texts(text_column(ds, column, split, _head(len(ds), max_examples)))
-
-
-def _head(n_rows: int, n: int | None) -> list[int] | range:
-    """The indices of the rows to use: all, or n of them at random (fixed seed; IMDB's files are
-    sorted by label, so the first n would hold one class), in file order."""
-    if n is None or n >= n_rows:
-        return range(n_rows)
-    return sorted(random.Random(0).sample(range(n_rows), n))
+    return read_texts(text_column(ds, column, split, head_rows(len(ds), max_examples)))
 
 
 def _split(splits: dict, name: str):

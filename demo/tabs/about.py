@@ -102,6 +102,8 @@ def _data_line(ckpt: Checkpoint) -> str:
     """The data in words, with its counts (where it was read from is for developers)."""
     default = DATA_LINES[ckpt.name]
     data = ckpt.metrics.get("data") or ckpt.metrics.get("dataset")
+    if isinstance(data, dict) and data.get("kind") == "data":  # `training.run --data`: not IMDB
+        default = f"Its own text, `{Path(data['source']).name}`"
     if isinstance(data, dict):
         details = ", ".join(f"{k.replace('_', ' ')}: {_fmt(v)}" for k, v in data.items()
                             if isinstance(v, int | float) and not isinstance(v, bool))
