@@ -4,5 +4,5 @@ upload of a finished checkpoint to the Hugging Face Hub (`push`, `python -m publ
 tree for a Hugging Face Space (`space`, `python -m publishing.space`) and the language model as a standard
 `transformers` GPT-2 (`export_hf`, `python -m publishing.export_hf`).
 
-A task's card text is part of its registration (`training.task.Task.card`); this package fills it in.
+A task's card text is part of its registration (`training.contract.Task.card`); this package fills it in.
 """

@@ -27,8 +27,8 @@ from benchmarks.common import (
 )
 from demo.serving import PRECISION_ENV
 from demo.tiny import make_tiny_checkpoints, shared_tiny_checkpoints
+from training.contract import TaskOptions
 from training.heldout import add_held_out_arguments
-from training.task import TaskOptions
 
 HELPERS = {"common", "bootstrap"}  # modules of benchmarks/ that are not benchmarks
 BENCHMARKS = sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name not in HELPERS)

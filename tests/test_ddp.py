@@ -20,8 +20,8 @@ import torch
 from model import DecoderOnlyConfig, DecoderOnlyLM
 from storage import IN_PROGRESS_NAME, METRICS_NAME, STATE_NAME
 from tokenization import BPETokenizer
+from training.contract import Corpus, Task, TaskData, TaskOptions
 from training.data import step_generator
-from training.task import Corpus, Task, TaskData, TaskOptions
 from training.trainer import Trainer, init_distributed, weights_in_sync
 from training.training_args import TrainConfig
 

@@ -142,7 +142,7 @@ def test_evaluate_cli_rescores_a_run_on_its_own_validation_split(tmp_path, token
 
 @pytest.mark.parametrize("name", sorted(TASKS))
 def test_every_task_registers_its_presets_and_card(name):
-    """What the contract (`training.task`) asks of a new task, on the class itself (not inherited)."""
+    """What the contract (`training.contract`) asks of a new task, on the class itself (not inherited)."""
     task = TASKS[name]
     assert task.name == name and {"presets", "card"} <= vars(task).keys()
     assert "tiny" in task.presets
@@ -427,8 +427,8 @@ def test_an_lm_run_keeps_float16_snapshots_with_their_loss_and_the_curve(tmp_pat
 # --- the final evaluation fits --max-minutes ----------------------------------------------------------
 def test_the_final_evaluation_reads_as_many_rows_as_fit_the_time_left(tmp_path, tokenizer_path):
     """Rows are context windows here; the clock is a number the test sets."""
+    from training.contract import TaskOptions
     from training.data import load_splits
-    from training.task import TaskOptions
 
     task = TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300))
     cfg = TrainConfig(batch_size=4, eval_batches=3, max_minutes=10)
@@ -461,8 +461,8 @@ def test_the_final_evaluation_reads_as_many_rows_as_fit_the_time_left(tmp_path, 
 def test_a_resumed_stretch_plans_with_the_last_evaluation_rate_until_it_measures_its_own(tmp_path, tokenizer_path):
     """A stretch that ends before its first evaluation must still leave time for the evaluations after
     training: the rate saved with the state stands in, on the same device and threads only."""
+    from training.contract import TaskOptions
     from training.data import load_splits
-    from training.task import TaskOptions
 
     task = TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300))
     cfg = TrainConfig(batch_size=4, eval_batches=3, max_minutes=10)

@@ -4,7 +4,7 @@ tokenizer of its own, `tokenizer_choice`), or on any text table.
 Entry points: `python -m training.run`, `python -m training.evaluate`, `python -m training.sample` and
 `python -m training.evidence` (short training text from a classifier's own attributions, for
 `--evidence`). A task (what data, what model, what batches, what metrics) is a subclass of
-`training.task.Task`. Bad options raise `UsageError`, bad data `DataError`; the CLIs print either as one line.
+`training.contract.Task`. Bad options raise `UsageError`, bad data `DataError`; the CLIs print either as one line.
 
 OpenMP's threads wait for each other by sleeping, not spinning (`OMP_WAIT_POLICY=PASSIVE`, unless
 set otherwise), when this package is imported before torch, as the CLIs import it: on a 2-core

@@ -1,4 +1,4 @@
-"""Named model + optimisation settings, one dict per task (the task's `presets`: see `training.task`).
+"""Named model + optimisation settings, one dict per task (the task's `presets`: see `training.contract`).
 `tiny` runs in seconds (tests, smoke checks); `small` is what the first checkpoints were trained with
 on a 2-core CPU (the LM is the reference's 5.3 M-parameter shape); `base` is what the shipped
 checkpoints were trained with on one GPU (their metrics.json spells the same settings out as --set

@@ -61,6 +61,7 @@ from storage import (
 )
 
 from . import own_text
+from .contract import Task, TaskData, TaskOptions
 from .data import DATA_SUFFIXES, HUB_IMDB, head_rows, held_out_digest, held_out_of, load_splits
 from .errors import Interrupted, UsageError
 from .memory import available_bytes, memory_warning
@@ -68,7 +69,6 @@ from .plots import plot_curve
 from .presets import DEFAULT_PRESET, PRESET_HELP, preset_table
 from .recipe import SCHEDULES, Recipe
 from .sample import SAMPLE_SETTINGS
-from .task import Task, TaskData, TaskOptions
 from .tasks import TASKS, LMTask
 from .tokenizer_choice import DEFAULT_TOKENIZER, choose_tokenizer
 from .trainer import (

@@ -1,5 +1,5 @@
-"""The four tasks `training.run` knows (`TASKS`; their contract is `training.task`): what data each reads, what model it
-builds, how it draws a batch and how it is evaluated.
+"""The four tasks `training.run` knows (`TASKS`; their contract is `training.contract`): what data each
+reads, what model it builds, how it draws a batch and how it is evaluated.
 
 A task runs in three explicit steps, each taking what the step before returned, so none of them can
 silently depend on another having run:
@@ -32,6 +32,7 @@ from tokenization import BPETokenizer, read_texts
 from . import presets
 from .bucketing import BucketSampler
 from .calibration import expected_calibration_error, fit_temperature
+from .contract import Corpus, ModelCard, Task, TaskData, TaskOptions
 from .data import (
     DataError,
     PairSet,
@@ -51,7 +52,6 @@ from .pseudo import load_pseudo_labels
 from .recipe import Recipe, ShortExamples
 from .sample import SAMPLE_SETTINGS, continuation, openings
 from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
-from .task import Corpus, ModelCard, Task, TaskData, TaskOptions
 from .training_args import TrainConfig
 
 SENTIMENT_LABELS = ["negative", "positive"]  # label 0 and 1 of IMDB, written out as the decoder's target

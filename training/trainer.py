@@ -36,7 +36,7 @@ from .recipe import apply_unfreezing, average_state_dicts, param_groups, stlr, t
 from .training_args import TrainConfig
 
 if TYPE_CHECKING:
-    from .task import Task, TaskData
+    from .contract import Task, TaskData
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOPS = ("max_steps", "max_minutes", "interrupted")  # why training stopped; a later one wins when ranks differ
