@@ -22,7 +22,7 @@ CASES = [  # (main, argv, the flag the line must name)
     (run.main, ["--task", "lm", "--ou", "x"], "--ou"),  # no abbreviations: a run records its exact command
     (run.main, ["--task", "lm", "--preset", "huge"], "--preset"),  # found after parsing: the same one line
     (run.main, ["--task", "lm", "--threads", "0"], "--threads"),
-    (evaluate.main, ["--checkpoint", "x"], "--data"),
+    (evaluate.main, ["--checkpoint", "x"], "--checkpoint x"),  # alone it scores the run's own held-out rows
     (evaluate.main, ["--checkpoint", "x", "--data-dir", "d", "--limit", "many"], "--limit"),
     (evaluate.main, ["--checkpoint", "x", "--data-dir", "d", "--split", "everything"], "--split"),
     (evaluate.main, ["--checkpoint", str(ROOT / "no-such-checkpoint"), "--data", "x.txt"], "--checkpoint"),

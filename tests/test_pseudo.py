@@ -170,7 +170,7 @@ def test_pseudo_labels_need_the_run_s_own_held_out_rows_and_data(teachers, data_
         assert exc.value.code == 2 and message in capsys.readouterr().err
     result = run.main([*base, "--seed", str(SEED), "--pseudo-labels", labels, "--overwrite"])
     assert result["data"]["pseudo_rows"] == 2 and result["train_config"]["recipe"]["pseudo_labels"] == labels
-    assert "'train_pairs': 20, 'val_pairs': 4, 'pseudo_rows': 2} ->" in capsys.readouterr().out  # the start says so
+    assert "'train_pairs': 20, 'val_pairs': 4, 'pseudo_rows': 2}" in capsys.readouterr().out  # the start says so
 
 
 def test_a_run_resumes_only_on_the_same_pseudo_labelled_rows(teachers, data_dir, tmp_path, monkeypatch, capsys):
