@@ -252,11 +252,20 @@ def lm_softmax(r: Run) -> Outcome:
     def hard(w):
         return torch.nn.functional.one_hot(w.argmax(-1), w.size(-1)).to(w.dtype)
 
+    def why(b, a, m) -> str:
+        was, now = m["loss"]
+        spread = m["entropy"][0]
+        if now > was:
+            said = "a weighted average of several tokens carries more than the one best token alone"
+        else:
+            said = (f"here the hard choice costs nothing on your text: this layer's rows already lean on one key "
+                    f"(entropy {spread:.2f} nats)")
+        return (f"{said}; and only a smooth softmax can be trained, the argmax has no gradient. "
+                + _loss_sentence(b, a, m))
+
     return _lm_outcome(
         r, f"layer {i + 1}'s softmax becomes a hard choice: each row puts all its weight on its best key",
-        {weights: hard},
-        lambda b, a, m: ("a weighted average of several tokens carries more than the one best token alone (and "
-                         "only a smooth softmax can be trained by gradients). " + _loss_sentence(b, a, m)))
+        {weights: hard}, why, read=(weights,), measure=_head_entropy(weights, None))
 
 
 def _heads_kept(r: Run, keep: torch.Tensor, change: str, why) -> Outcome:
@@ -311,7 +320,10 @@ def lm_ffn(r: Run) -> Outcome:
 
 
 def lm_stack(r: Run) -> Outcome:
-    k, n = r.layer, r.model.config.n_layer
+    n = r.model.config.n_layer
+    if n == 1:
+        raise Unavailable("a one-layer model has no layer above the first to remove")
+    k = min(r.layer, n - 2)  # the chosen layer, or the one below the last: something to remove
     patch = {f"decoder.{i}.{part}.out": torch.zeros_like for i in range(k + 1, n) for part in ("attn", "ffn")}
     return _lm_outcome(
         r, f"the model stops after layer {k + 1} of {n}: the layers above add nothing (the logit lens's view)",
