@@ -9,6 +9,7 @@ import torch
 from demo.serving import LM, Checkpoint, DemoError
 from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass, capture, heads_to_rows, label, parameter_counts
 from demo.views.tour.code import CodeRef
+from demo.views.tour.lesson_text import Part
 from demo.views.tour.recompute import (
     allowed,
     check,
@@ -23,7 +24,6 @@ from demo.views.tour.recompute import (
     sinusoids,
     softmax,
 )
-from demo.views.tour.lesson_text import Part
 from demo.views.tour.registry import Built, State, Track, add_track, step
 from demo.views.tour.show import bars, dot, heat, ids_worked, num, pieces, tok
 from inspection.logit_lens import residual_stream_points
