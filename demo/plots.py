@@ -275,6 +275,37 @@ def reliability_figure(result: dict):
     return figure
 
 
+def training_curve_figure(history: list[dict], title: str):
+    """A run's training curve from its metrics.json `history`: train and validation loss against step
+    (log scale when the loss falls tenfold), validation accuracy on a second axis where the run
+    measured it; the legend under the plot, clear of every curve; hover or tap a point for its value."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    steps = [h["step"] for h in history]
+    accuracy = any("val_accuracy" in h for h in history)
+    figure = make_subplots(specs=[[{"secondary_y": accuracy}]])
+    train = [(h["step"], h["train_loss"]) for h in history if h.get("train_loss") is not None]
+    if train:
+        figure.add_trace(go.Scatter(x=[s for s, _ in train], y=[v for _, v in train], mode="lines",
+                                    name="train loss", line={"color": "#2563eb"}))
+    figure.add_trace(go.Scatter(x=steps, y=[h.get("val_loss") for h in history], mode="lines+markers",
+                                name="validation loss", line={"color": "#ea580c"}, marker={"size": 4}))
+    if accuracy:
+        figure.add_trace(go.Scatter(x=steps, y=[h.get("val_accuracy") for h in history], mode="lines+markers",
+                                    name="validation accuracy", line={"color": "#16a34a", "dash": "dash"},
+                                    marker={"size": 4, "symbol": "square"}), secondary_y=True)
+        figure.update_yaxes(title_text="accuracy", range=[0, 1.02], secondary_y=True, showgrid=False)
+    losses = [v for _, v in train] + [h["val_loss"] for h in history if h.get("val_loss") is not None]
+    log = bool(losses) and min(losses) > 0 and max(losses) / min(losses) > 10
+    figure.update_yaxes(title_text="loss (nats per token)", type="log" if log else "linear", secondary_y=False)
+    figure.update_xaxes(title_text="step")
+    titled(figure, title)
+    figure.update_layout(height=380, margin={"l": 10, "r": 10, "b": 10}, hovermode="x unified",
+                         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.25, "yanchor": "top"})
+    return figure
+
+
 TOUR_COLUMNS = 16  # a tour heatmap's dimensions (columns) shown until the visitor asks for every one
 TOUR_KEYS = 32  # a map whose columns are tokens (keys) shows them all up to this many: no row's diagonal hidden
 TOUR_BARS = 15  # a tour bar chart's largest values shown until the visitor asks for every one

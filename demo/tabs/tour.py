@@ -48,9 +48,10 @@ CSS = """
   #tour-overview > button:not(:last-child)::after { content: "↓"; right: 50%; top: auto; bottom: -21px;
     transform: none; }
   #tour-list { order: 2; }  /* on a phone the step comes first, the list of steps under it */
-  /* the step before the layer and head choices and the overview: step 1 on the first screen */
+  /* your text, then the step; the guide, the layer and head choices and the overview under it: step 1 on the
+     first screen */
   #tour-body { order: 1; }
-  #tour-controls, #tour-run, #tour-overview-label, #tour-overview { order: 2; }
+  #tour-intro, #tour-controls, #tour-run, #tour-overview-label, #tour-overview { order: 2; }
   #tour-overview-label { margin-top: 12px; }
 }
 """
@@ -172,8 +173,8 @@ def rerun(service: DemoService, text, model, layer, head, toy, shown, index):
 def build(service: DemoService, compute: dict):
     """The tab; returns its handler with its inputs and outputs, for the page's load event."""
     first = LM if service.lm.ready else SENTIMENT
-    gr.Markdown(TOUR_INTRO)
-    with gr.Row():
+    gr.Markdown(TOUR_INTRO, elem_id="tour-intro")
+    with gr.Row(elem_id="tour-inputs"):
         text = gr.Textbox(TOUR_EXAMPLE, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
                           elem_id="tour-input")
         # lenient: an API caller's unknown model gets the view's one-line answer, not Gradio's refusal
