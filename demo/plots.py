@@ -275,24 +275,65 @@ def reliability_figure(result: dict):
     return figure
 
 
-TOUR_COLUMNS = 16  # a tour heatmap's columns shown until the visitor asks for every one
+def training_curve_figure(history: list[dict], title: str):
+    """A run's training curve from its metrics.json `history`: train and validation loss against step
+    (log scale when the loss falls tenfold), validation accuracy on a second axis where the run
+    measured it; the legend under the plot, clear of every curve; hover or tap a point for its value."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    steps = [h["step"] for h in history]
+    accuracy = any("val_accuracy" in h for h in history)
+    figure = make_subplots(specs=[[{"secondary_y": accuracy}]])
+    train = [(h["step"], h["train_loss"]) for h in history if h.get("train_loss") is not None]
+    if train:
+        figure.add_trace(go.Scatter(x=[s for s, _ in train], y=[v for _, v in train], mode="lines",
+                                    name="train loss", line={"color": "#2563eb"}))
+    figure.add_trace(go.Scatter(x=steps, y=[h.get("val_loss") for h in history], mode="lines+markers",
+                                name="validation loss", line={"color": "#ea580c"}, marker={"size": 4}))
+    if accuracy:
+        figure.add_trace(go.Scatter(x=steps, y=[h.get("val_accuracy") for h in history], mode="lines+markers",
+                                    name="validation accuracy", line={"color": "#16a34a", "dash": "dash"},
+                                    marker={"size": 4, "symbol": "square"}), secondary_y=True)
+        figure.update_yaxes(title_text="accuracy", range=[0, 1.02], secondary_y=True, showgrid=False)
+    losses = [v for _, v in train] + [h["val_loss"] for h in history if h.get("val_loss") is not None]
+    log = bool(losses) and min(losses) > 0 and max(losses) / min(losses) > 10
+    figure.update_yaxes(title_text="loss (nats per token)", type="log" if log else "linear", secondary_y=False)
+    figure.update_xaxes(title_text="step")
+    titled(figure, title)
+    figure.update_layout(height=380, margin={"l": 10, "r": 10, "b": 10}, hovermode="x unified",
+                         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.25, "yanchor": "top"})
+    return figure
+
+
+TOUR_COLUMNS = 16  # a tour heatmap's dimensions (columns) shown until the visitor asks for every one
+TOUR_KEYS = 32  # a map whose columns are tokens (keys) shows them all up to this many: no row's diagonal hidden
 TOUR_BARS = 15  # a tour bar chart's largest values shown until the visitor asks for every one
+COLOUR_BAR = 54  # pixels under a heatmap for its horizontal colour scale
+
+
+def tour_columns(panel, show_all: bool = False) -> int:
+    """How many of a heatmap's columns the tour shows: every one with `show_all`; a map of tokens against
+    tokens (attention, scores) up to `TOUR_KEYS` keys, so that the diagonal of its last rows is in view;
+    the first `TOUR_COLUMNS` dimensions of a vector map."""
+    cols = panel.values.shape[1]
+    return cols if show_all else min(cols, TOUR_KEYS if panel.columns else TOUR_COLUMNS)
 
 
 def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
-    """One picture of a tour step (`demo.views.tour.Panel`): a heatmap, its first `TOUR_COLUMNS` columns
-    unless `show_all` (values on hover; written in the cells when they fit, up to `TOUR_COLUMNS`
-    columns with `numbers`: the toy's worked-example style), or bars, the `TOUR_BARS` largest unless
-    `show_all` (then every value, in id order). No colour bar (it took half a phone's width): the
-    caption says what the colours mean; the title is left-aligned, clear of Plotly's toolbar at the
-    top right."""
+    """One picture of a tour step (`demo.views.tour.Panel`): a heatmap (its columns: `tour_columns`;
+    values on hover or tap, written in the cells when they fit, up to `TOUR_COLUMNS` columns with `numbers`:
+    the toy's worked-example style; every number also in `tour_numbers_html`), with its colour scale
+    under it (horizontal: a vertical one took half a phone's width), or bars, the `TOUR_BARS` largest
+    unless `show_all` (then every value, in id order). The title is left-aligned, clear of Plotly's
+    toolbar at the top right."""
     import plotly.graph_objects as go
 
     if panel.kind == "bars":
         return _tour_bars(panel, show_all)
     values = panel.values
     rows, cols = values.shape
-    shown = cols if show_all else min(cols, TOUR_COLUMNS)
+    shown = tour_columns(panel, show_all)
     z = values[:, :shown].astype(float)
     if panel.masked is not None:
         z = np.where(panel.masked[:, :shown], np.nan, z)
@@ -305,18 +346,49 @@ def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
     row_labels = _plotly_text(panel.rows)
     col_labels = _plotly_text(panel.columns[:shown]) if by_token else [str(i) for i in range(shown)]
     custom = np.array([[[r, c] for c in col_labels] for r in row_labels], dtype=object)
+    scale = {"orientation": "h", "thickness": 10, "len": 1, "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom",
+             "yref": "container", "ypad": 8, "tickfont": {"size": 10},
+             "title": {"text": "weight" if weights else "value (blue < 0 < red)", "side": "right",
+                       "font": {"size": 10}}}
+    labels = 56 if by_token else 34  # under the cells: the tilted key tokens, or the axis title "dimension"
     figure = go.Figure(go.Heatmap(
-        z=z, customdata=custom, hovertemplate=hover, hoverongaps=False, showscale=False, xgap=1 if shown <= 64 else 0,
-        ygap=1, colorscale="Viridis" if weights else "RdBu_r", zmin=0 if weights else -top, zmax=1 if weights else top,
+        z=z, customdata=custom, hovertemplate=hover, hoverongaps=False, showscale=True, colorbar=scale,
+        xgap=1 if shown <= 64 else 0, ygap=1, colorscale="Viridis" if weights else "RdBu_r",
+        zmin=0 if weights else -top, zmax=1 if weights else top,
         texttemplate="%{z:.2f}" if written else None, textfont={"size": 9}))
-    _tour_layout(figure, panel.name, 70 + 22 * rows + (60 if by_token else 30),
-                 f"the first {shown} of {cols} columns" if shown < cols else "")
+    _tour_layout(figure, panel.name, 70 + 22 * rows + labels + COLOUR_BAR,
+                 f"the first {shown} of {cols} columns" if shown < cols else "", bottom=labels + COLOUR_BAR)
     figure.update_yaxes(tickvals=list(range(rows)), ticktext=row_labels, autorange="reversed", showgrid=False)
     if by_token:
         figure.update_xaxes(tickvals=list(range(shown)), ticktext=col_labels, tickangle=-60, showgrid=False)
     else:
         figure.update_xaxes(title_text="dimension", showgrid=False, dtick=1 if shown <= TOUR_COLUMNS else None)
     return figure
+
+
+def tour_numbers_html(panels, show_all: bool = False) -> str:
+    """Every number of a step's heatmaps as HTML tables (the columns its picture shows), for a visitor
+    without a mouse to hover with: each table scrolls sideways inside its box, its row labels kept in
+    view; blank where a mask removed the cell."""
+    tables = []
+    for panel in panels:
+        if panel.kind in ("bars", "pieces") or panel.values.ndim != 2:
+            continue
+        shown = tour_columns(panel, show_all)
+        columns = panel.columns[:shown] if panel.columns else [str(i) for i in range(shown)]
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+        body = []
+        for r, name in enumerate(panel.rows):
+            cells = "".join(
+                "<td></td>" if panel.masked is not None and panel.masked[r, c] else f"<td>{panel.values[r, c]:.3f}</td>"
+                for c in range(shown))
+            body.append(f"<tr><th>{html.escape(str(name))}</th>{cells}</tr>")
+        more = f" (the first {shown} of {panel.values.shape[1]} columns: tick “Show every number” for all)" \
+            if shown < panel.values.shape[1] else ""
+        tables.append(f"<figure><figcaption>{html.escape(panel.name)}{more}</figcaption>"
+                      f'<div class="tour-table"><table><thead><tr><th></th>{head}</tr></thead>'
+                      f"<tbody>{''.join(body)}</tbody></table></div></figure>")
+    return "".join(tables)
 
 
 def _tour_bars(panel, show_all: bool):
@@ -340,7 +412,7 @@ def _tour_bars(panel, show_all: bool):
     return figure
 
 
-def _tour_layout(figure, title: str, height: int, subtitle: str = "") -> None:
+def _tour_layout(figure, title: str, height: int, subtitle: str = "", bottom: int = 10) -> None:
     """The title left-aligned under the band where Plotly's toolbar appears (top right, 25 px high), so that
     the toolbar never covers it on a phone; a subtitle on a line of its own (a phone is too narrow for
     both on one); room on the right for bar values."""
@@ -348,5 +420,5 @@ def _tour_layout(figure, title: str, height: int, subtitle: str = "") -> None:
     title = {"text": html.escape(title, quote=False), "x": 0, "xanchor": "left", "font": {"size": 13},
              "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 30},
              "subtitle": {"text": subtitle, "font": {"size": 11}}}
-    figure.update_layout(title=title, height=height + top - 40, margin={"l": 10, "r": 40, "t": top, "b": 10},
+    figure.update_layout(title=title, height=height + top - 40, margin={"l": 10, "r": 40, "t": top, "b": bottom},
                          plot_bgcolor="white", font={"size": 11})

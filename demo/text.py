@@ -63,7 +63,9 @@ CHAT_EXAMPLES = [
 
 SENTIMENT_INTRO = ("Paste a review: the sentiment model's encoder reads it, and its decoder writes a label, "
                    "“positive” or “negative”, with a probability for each; a second model that reads the review "
-                   "backwards gives its own, and the label shown averages the two. The review is then shaded by an "
+                   "backwards gives its own, and the label shown combines the two (the mean of their "
+                   "log-probabilities, sharpened or softened by a temperature fitted for the pair, so it can be "
+                   "more sure than either). The review is then shaded by an "
                    f"{term('attribution')} method chosen below, and a deletion test checks that method on your "
                    "review.")
 SENTIMENT_EXAMPLES = [
@@ -83,10 +85,12 @@ ATTENTION_INTRO = ("Attention is how a token gathers information from other toke
 ATTENTION_EXAMPLE = "The movie was not bad at all, I really enjoyed it."
 CAUSAL_NOTE = f"The blank upper triangle is the causal {term('mask')}."
 
-TOUR_INTRO = ("**How it works.** Follow your text through one forward pass of the model, one step per screen: "
-              "what each step does, its formula, the numbers the model computed (hover a cell), the same numbers "
-              "recomputed by hand, and the lines of the model's source that computed them. Click a box of the "
-              "overview or a step in the list, or use Back and Next.")
+TOUR_INTRO = ("**How it works.** Follow your text through one **forward pass** of the model (one run of its "
+              "computation from your text to its output, the way it answers; nothing is learned on the way), one "
+              "step per screen: what each step does, its formula, the numbers the model computed (hover or tap a "
+              "cell, or open the table under the pictures), the same numbers recomputed by hand, and the lines of "
+              "the model's source that computed them. Click a box of the overview or a step in the list, or use "
+              "Back and Next.")
 TOUR_EXAMPLE = "This movie was"
 TOY_NOTE = ("Toy model: the same architecture at d_model 8 with 2 heads, random weights of one decimal each and a "
             "vocabulary of 20 tokens, so that every number fits on screen. Its predictions are noise; its arithmetic "
@@ -105,9 +109,11 @@ USES = {LM: "Continues a movie review you start, one token at a time (the **Chat
         SENTIMENT: "Reads a review and writes whether it is positive or negative (the **Sentiment** tab).",
         SENTIMENT_BACKWARD: "The same kind of model, started from a language model trained on reviews written "
                             "backwards: it reads each review from its last word to its first. The Sentiment tab's "
-                            "verdict averages its probabilities with the sentiment model's: two readers that see "
-                            "a review in opposite orders make different mistakes (ULMFiT's forward + backward "
-                            "ensemble)."}
+                            "verdict combines its probabilities with the sentiment model's: the mean of the two "
+                            "readers' log-probabilities, divided by a temperature fitted for the pair on held-out "
+                            "reviews, which can put the verdict outside the two (more sure than either when they "
+                            "agree). Two readers that see a review in opposite orders make different mistakes "
+                            "(ULMFiT's forward + backward ensemble)."}
 DATA_LINES = {LM: "IMDb movie reviews (Maas et al., 2011): next-token prediction on the review text.",
               SENTIMENT: "IMDb movie reviews (Maas et al., 2011) with their labels: the encoder reads a review, "
                          "the decoder writes the label word.",

@@ -378,3 +378,31 @@ def test_reliability_diagram_draws_the_non_empty_bins_of_the_calibration_json(tm
     assert len(with_short) == 4 and with_short[3].name.startswith("one-line texts, T = 1.50")
     assert list(with_short[3].x) == pytest.approx([0.8, 0.9]) and list(with_short[3].y) == [0.0, 1.0]
     assert "first or last sentences" in with_short[3].hovertemplate
+
+
+def test_about_draws_each_training_curve_named_for_its_model_and_explains_the_gap() -> None:
+    """Issue 50, finding 8: the curve's title names the model it is captioned with, its legend sits under the
+    curves, and a training loss far above the validation loss is explained (label smoothing's floor)."""
+    import math
+
+    from demo import plots
+    from demo.tabs.about import curve_caption, smoothing_floor
+
+    history = [{"step": 50, "train_loss": 10.8, "val_loss": 0.30, "val_accuracy": 0.51},
+               {"step": 1900, "train_loss": 1.32, "val_loss": 0.14, "val_accuracy": 0.90}]
+    figure = plots.training_curve_figure(history, "Training curve: backward sentiment reader")
+    assert "backward sentiment reader" in figure.layout.title.text
+    assert figure.layout.legend.orientation == "h" and figure.layout.legend.y < 0  # under the plot, not on a curve
+    assert [t.name for t in figure.data] == ["train loss", "validation loss", "validation accuracy"]
+    metrics = {"steps": 1900, "history": history,
+               "train_config": {"recipe": {"label_smoothing": 0.1, "crop_prob": 0.3}}}
+    ckpt = Checkpoint("sentiment-backward", "x", "ready", metrics=metrics,
+                      config={"vocab_size": 8192, "dropout": 0.1})
+    caption = curve_caption(ckpt)
+    assert "sentiment model, backward reader" in caption and "1,900 steps" in caption
+    floor = smoothing_floor(0.1, 8192)
+    right, other = 0.9 + 0.1 / 8192, 0.1 / 8192  # the smoothed target's entropy, written out
+    assert floor == pytest.approx(-(right * math.log(right) + 8191 * other * math.log(other)))
+    assert f"{floor:.2f} nats per token" in caption and "label smoothing" in caption and "1.32" in caption
+    assert "label smoothing" not in curve_caption(Checkpoint("lm", "x", "ready", metrics={"history": history[:1]},
+                                                             config={"vocab_size": 8192}))

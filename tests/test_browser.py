@@ -22,6 +22,7 @@ writes `docs/screenshot_<tab>.png`, using `checkpoints/` when it holds both mode
 """
 
 import os
+import re
 import shutil
 import socket
 import threading
@@ -169,6 +170,37 @@ def test_the_app_opens_on_the_tour_and_it_walks_every_step_on_desktop_and_phone(
         tour.close()
 
 
+def test_tour_on_a_phone_step_one_first_code_indented_numbers_without_hover(page, url) -> None:
+    """Issue 50, findings 5 and 7, at 390 × 844: step 1 on the first screen, code that keeps its indentation
+    (scrolls sideways, never wraps), no "hover" without "tap", every heatmap with its colour scale and its
+    numbers in a table a finger can scroll."""
+    phone = page.context.browser.new_page(viewport=PHONE)
+    phone.set_default_timeout(TIMEOUT_MS)
+    phone.goto(url)
+    title = phone.locator(TOUR_TITLE)
+    title.get_by_text("Step 1 of").wait_for()
+    box = title.bounding_box()
+    assert box["y"] + box["height"] <= PHONE["height"], box  # no scrolling to find the first step
+    phone.locator("#tour-steps").get_by_text("Feed-forward").click()
+    title.get_by_text("Feed-forward").wait_for()
+    phone.locator("#tour-plot-0 .js-plotly-plot").wait_for()
+    code = phone.locator("#tour-code pre").first
+    assert code.evaluate("e => getComputedStyle(e).whiteSpace") == "pre"
+    assert code.evaluate("e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX)")
+    lines = code.inner_text().splitlines()
+    assert any(line[6:].startswith(" ") for line in lines)  # an indented line kept indented
+    words = phone.locator("#tour-step").inner_text()
+    assert all(words[m.end():m.end() + 7] == " or tap" for m in re.finditer("hover", words)), words
+    assert phone.locator("#tour-plot-0 .colorbar").count() >= 1
+    phone.locator("#tour-numbers-box").get_by_text("Every number in a table").click()
+    table = phone.locator("#tour-numbers .tour-table").first
+    table.wait_for()
+    assert table.evaluate("e => getComputedStyle(e).overflowX") == "auto"
+    assert phone.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    assert_no_error_box(phone)
+    phone.close()
+
+
 def test_tour_overview_back_sentiment_track_and_toy(page, shots: Path) -> None:
     open_tab(page, "How it works")
     page.locator(TOUR_TITLE).wait_for()
@@ -198,7 +230,7 @@ def test_tour_overview_back_sentiment_track_and_toy(page, shots: Path) -> None:
     page.wait_for_function("() => document.querySelectorAll('#tour-plot-0 .heatmaplayer text, #tour-plot-0 "
                            "text.textpoint').length >= 4")
     page.locator("#tour-toy input").uncheck()
-    page.locator("#tour-model").get_by_text("Language model").click()
+    page.locator("#tour-model").get_by_text("Language model", exact=True).click()
     page.locator(TOUR_TITLE).get_by_text("Step 1 of").wait_for()
     assert_no_error_box(page)
 

@@ -65,7 +65,10 @@ def test_the_verdict_is_the_mean_of_both_readers_own_probabilities(service):
     assert result.label == max(result.probabilities, key=result.probabilities.get)
     (notice,) = result.notices
     p = result.probabilities[result.label]
-    assert notice.startswith("**Two readers, averaged:**") and f"is their average, {p:.3f}" in notice
+    plain = float((forward + backward).detach()[list(result.probabilities).index(result.label)]) / 2
+    assert notice.startswith("**Two readers, combined:**") and f"the label shown, {p:.3f}, is the mean of their " \
+        f"log-probabilities divided by a temperature fitted for the pair" in notice  # not called their "average"
+    assert f"Their plain average would be {plain:.3f}" in notice  # the plain average, beside it
 
 
 def test_an_explanation_explains_the_forward_reader_and_shows_the_verdict(service):

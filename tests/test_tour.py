@@ -28,14 +28,15 @@ LM_KEYS = ["tokens", "embedding", "position", "norm", "qkv", "scores", "scaling"
 LEARN_KEYS = ["loss", "gradient", "update"]
 SENTIMENT_KEYS = ["source_tokens", "source_embedding", "qkv", "scores", "scaling", "padding_mask", "softmax", "memory",
                   "decoder_input", "cross", "label"]
+FITTED = 0.932732880115509  # the shipped classifier's fitted temperature, as its config.json writes it
 # what each step's source lines must hold: the computation the step names
 COMPUTATION = {
-    "tokens": "def encode", "source_tokens": "cut_source(", "embedding": "self.lut(idx) * self.scale",
+    "tokens": "models.BPE()", "source_tokens": "cut_source(", "embedding": "self.lut(idx) * self.scale",
     "position": "torch.sin", "source_embedding": "self.src_pos(", "norm": "self.norm(x)", "qkv": "self.in_proj(x)",
-    "scores": "q @ k.transpose", "scaling": "/ math.sqrt", "mask": "masked_fill", "padding_mask": "attention_mask",
+    "scores": "q @ k.transpose", "scaling": "/ math.sqrt", "mask": ".tril(", "padding_mask": "mask & causal",
     "softmax": "softmax", "weighted_sum": "@ v", "heads": "self.out_proj(out)", "residual": "(x + self.dropout",
     "ffn": "GELU", "stack": "layer(", "memory": "layer(", "logits": "lut.weight",
-    "probabilities": "config.temperature", "sampling": "top_p", "decoder_input": "bos_token_id",
+    "probabilities": "softmax(-1)", "sampling": "top_p", "decoder_input": "bos_token_id",
     "cross": "memory", "label": "log_softmax", "loss": "loss.backward()", "gradient": ".norm()",
     "update": "optimizer.step()",
 }
@@ -216,7 +217,9 @@ def test_a_causal_encoder_masks_the_future_too() -> None:
     assert (steps["softmax"].panels[0].values[np.triu_indices(len(masked), 1)] == 0).all()
     # the memory: only the last token has read the whole review (a both-ways encoder: every token has)
     assert "only the last one, `</s>`, has read the whole review" in steps["memory"].explanation
-    assert "causal" not in by_key(tour.tour_of(toy_checkpoint(SENTIMENT), "this film was great"))["memory"].explanation
+    toy = by_key(tour.tour_of(toy_checkpoint(SENTIMENT), "this film was great"))  # the toy: the same causal encoder
+    assert "causal" in toy["memory"].explanation
+    assert (toy["softmax"].panels[0].values[np.triu_indices(len(masked), 1)] == 0).all()
 
 
 # -- the toy ------------------------------------------------------------------------------------
@@ -237,6 +240,100 @@ def test_the_toy_is_small_enough_to_read_and_checks_like_the_real_model(service:
     assert figure.data[0].texttemplate == "%{z:.2f}"  # every number in its cell
 
 
+# every config field that is not a size (widths, counts, lengths), a training setting (dropout) or a fitted number
+# (temperatures): what makes the architecture; the model class and its parameters' names (tied embeddings: one
+# table, no separate output matrix; pre-norm: a final norm on each stack) are compared too
+SIZES = {"vocab_size", "n_head", "d_model", "d_ff", "block_size", "n_layer", "max_src_len", "max_tgt_len",
+         "n_encoder_layer", "n_decoder_layer", "src_keep_tail"}
+NOT_ARCHITECTURE = {"dropout", "attention_dropout", "temperature", "pair_temperature"}
+
+
+def structure(config) -> dict:
+    from dataclasses import asdict
+    return {k: v for k, v in asdict(config).items() if k not in SIZES | NOT_ARCHITECTURE}
+
+
+@pytest.mark.parametrize("model, folder", [(LM, "lm"), (SENTIMENT, "sentiment")])
+def test_each_toy_has_its_shipped_models_architecture(model: str, folder: str) -> None:
+    """Issue 50, finding 2: the toy is the shipped model at another size, the classifier's causal encoder included."""
+    import json
+    import re
+
+    from safetensors import safe_open
+
+    shipped = REPO_ROOT / "checkpoints" / folder
+    if not (shipped / "model.safetensors").is_file():
+        pytest.skip(f"no shipped {folder} checkpoint")
+    toy = toy_checkpoint(model).model
+    config = type(toy.config)(**{k: v for k, v in json.loads((shipped / "config.json").read_text()).items()
+                                 if k != "model_type"})
+    assert structure(toy.config) == structure(config)
+    assert set(structure(config)) >= {"norm_first", "pad_token_id", "bos_token_id", "eos_token_id"}
+    assert model == LM or {"causal_encoder", "reverse_source", "labels"} <= set(structure(config))
+    with safe_open(shipped / "model.safetensors", "pt") as f:
+        names = set(f.keys())
+
+    def shape(keys):  # parameter names, layers counted once
+        return {re.sub(r"\.\d+\.", ".N.", k) for k in keys}
+    assert shape(toy.state_dict()) == shape(names)
+    assert getattr(toy.config, "temperature", 1.0) == 1.0  # nothing fitted: the toy is untrained
+
+
+def test_numbers_are_written_for_people_and_each_sentence_is_true_of_its_model(service: DemoService) -> None:
+    """Issue 50, finding 3."""
+    toy = by_key(tour.tour(service, "this movie was not good", "lm", toy=True))
+    real = by_key(tour.tour(service, "This movie was not good", "lm"))
+    for steps in (toy, real):
+        assert "e^{" not in steps["probabilities"].worked and "exp(" in steps["probabilities"].worked
+        assert " .." not in steps["sampling"].explanation
+    vocab = toy_tokenizer().vocab_size
+    assert tour.SAMPLING.top_k > vocab and "so top-k keeps them all" in toy["sampling"].explanation
+    assert f"{vocab} tokens → top-k: {vocab} →" in toy["sampling"].worked
+    assert f"keeps the {tour.SAMPLING.top_k} most likely tokens (top-k)" in real["sampling"].explanation
+    assert "rare ones several" not in toy["tokens"].explanation and "<unk>" in toy["tokens"].explanation
+    assert "rare ones several" in real["tokens"].explanation
+    # the classifier: its temperature rounded, and called fitted only when it was
+    fitted = EncoderDecoder(EncoderDecoderConfig(vocab_size=toy_tokenizer().vocab_size, max_src_len=8, max_tgt_len=4,
+                                                 n_encoder_layer=1, n_decoder_layer=1, causal_encoder=True,
+                                                 labels=["negative", "positive"], temperature=FITTED, **SHAPE)).eval()
+    label = by_key(tour.tour_of(Checkpoint(SENTIMENT, "test", "ready", model=fitted, tokenizer=toy_tokenizer()),
+                                "this film was great"))["label"].explanation
+    assert "T = 0.933 fitted on held-out reviews" in label and "0.932733" not in label
+    untrained = by_key(tour.tour(service, "this film was great", "sentiment", toy=True))
+    assert "T = 1: no temperature was fitted" in untrained["label"].explanation
+    assert "fitted temperature 1" not in untrained["label"].explanation
+    # the label word as the tokenizer's pieces, said so
+    words = by_key(tour.tour(service, "A fine film.", "sentiment"))["decoder_input"]
+    pieces = words.panels[0].rows[1:]
+    assert ("is not one piece of its vocabulary" in words.explanation) == (len(pieces) > 1)
+    assert "is one piece of the vocabulary" in untrained["decoder_input"].explanation
+
+
+def test_every_heatmap_has_a_colour_scale_every_key_column_and_its_numbers_in_a_table(service: DemoService) -> None:
+    """Issue 50, finding 5: no value only on hover, no key column hidden (the diagonal of the last rows)."""
+    text = "word " * 40
+    t = tour.tour(service, text, "lm")
+    attention = by_key(t)["softmax"].panels[0]
+    n = len(attention.rows)
+    assert n == tour.MAX_TOUR_TOKENS
+    figure = tour_tab.plots.tour_panel_figure(attention)
+    assert figure.data[0].z.shape == (n, n)  # every key column by default
+    assert not np.isnan(figure.data[0].z[-1, -1])  # the last row's diagonal is drawn
+    for s in t.steps:
+        for panel in s.panels:
+            if panel.kind in ("signed", "weights"):
+                assert tour_tab.plots.tour_panel_figure(panel).data[0].showscale, (s.key, panel.name)
+    table = tour_tab.plots.tour_numbers_html([attention])
+    assert table.count("<tr>") == n + 1 and f"<td>{attention.values[-1, -1]:.3f}</td>" in table
+    queries = by_key(t)["qkv"].panels[0]  # dimensions: the first 16 by default, every one on request
+    assert tour_tab.plots.tour_panel_figure(queries).data[0].z.shape[1] == 16
+    assert tour_tab.plots.tour_panel_figure(queries, show_all=True).data[0].z.shape[1] == queries.values.shape[1]
+    assert f"{queries.values[-1, -1]:.3f}</td></tr>" in tour_tab.plots.tour_numbers_html([queries], show_all=True)
+    view = tour_tab.show(t, LM_KEYS.index("softmax"), False)
+    assert any("<table>" in str(v.get("value", "")) for v in view if isinstance(v, dict))
+    assert "hover or tap" in view[0] and "hover for" not in view[0]
+
+
 def test_toy_vocabulary_reads_words_and_unknowns() -> None:
     tok = toy_tokenizer()
     assert [p.text for p in tok.pieces("This movie, was great")] == ["this", "movie", "<unk>", "was", "great"]
@@ -250,7 +347,8 @@ def states(service: DemoService):
     """(track, state) for passes that between them take every branch of every step's text."""
     causal = EncoderDecoder(EncoderDecoderConfig(vocab_size=toy_tokenizer().vocab_size, max_src_len=8, max_tgt_len=4,
                                                  n_encoder_layer=1, n_decoder_layer=1, causal_encoder=True,
-                                                 labels=["negative", "positive"], **SHAPE)).eval()
+                                                 labels=["negative", "positive"], temperature=FITTED,
+                                                 **SHAPE)).eval()
     for ckpt, layer, head in [(service.lm, 0, 0), (service.lm, 1, 1), (service.sentiment, 1, 1),
                               (toy_checkpoint(LM), 0, 1), (toy_checkpoint(SENTIMENT), 0, 0),
                               (Checkpoint(SENTIMENT, "test", "ready", model=causal, tokenizer=toy_tokenizer()), 0, 0)]:

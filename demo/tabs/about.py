@@ -5,6 +5,7 @@ and measure the figures the app shows) sits in About's "For developers" section,
 
 import base64
 import json
+import math
 from pathlib import Path
 
 import gradio as gr
@@ -166,7 +167,45 @@ def curve_html(ckpt: Checkpoint) -> str:
         return ""
     data = base64.b64encode(ckpt.training_curve_png).decode("ascii")
     return (f'<figure><img src="data:image/png;base64,{data}" alt="training curve of the {ckpt.name} model" '
-            f'style="max-width:640px;width:100%"><figcaption>Training curve: {ckpt.name}</figcaption></figure>')
+            f'style="max-width:640px;width:100%"><figcaption>Training curve: {SHORT_TITLES[ckpt.name].lower()} '
+            f"(the picture's own title names the run's task and preset)</figcaption></figure>")
+
+
+def curve_caption(ckpt: Checkpoint) -> str:
+    """What the training curve shows, in words: which model, and why its two losses differ where the
+    run's recipe makes them (label smoothing, dropout, cropped reviews are in the training loss only)."""
+    metrics, config = ckpt.metrics, ckpt.config or {}
+    history = metrics.get("history") or []
+    last = history[-1] if history else {}
+    steps = _fmt(metrics.get("steps", last.get("step")))
+    title = MODEL_TITLES[ckpt.name][0].lower() + MODEL_TITLES[ckpt.name][1:]
+    measured = "the loss and the accuracy" if any("val_accuracy" in h for h in history) else "the loss"
+    lines = [f"**Training curve of the {title}**: {steps} steps; {measured} on held-out reviews, measured along "
+             "the way."]
+    recipe = (metrics.get("train_config") or {}).get("recipe") or {}
+    smoothing, vocab = recipe.get("label_smoothing") or 0, config.get("vocab_size")
+    train, val = last.get("train_loss"), last.get("val_loss")
+    if smoothing and vocab and isinstance(train, int | float) and isinstance(val, int | float):
+        dropout, crop = config.get("dropout") or 0, recipe.get("crop_prob") or 0
+        also = [f"drops out {dropout:.0%} of the activations"] * bool(dropout) + \
+            [f"crops {crop:.0%} of the reviews"] * bool(crop)
+        lines.append(
+            f"Why the training loss ({train:.2f}) sits far above the validation loss ({val:.2f}): they are not "
+            f"the same measure. Training used **label smoothing** ({smoothing:g}): its target was {1 - smoothing:.0%} "
+            f"the right token and {smoothing:.0%} spread over all {vocab:,} tokens, so even a perfect model's "
+            f"training loss would be {smoothing_floor(smoothing, vocab):.2f} nats per token."
+            + (f" Training also {' and '.join(also)}." if also else "")
+            + " The validation loss is the plain cross-entropy of the true label's words, on whole reviews, with "
+              "nothing dropped.")
+    return "\n\n".join(lines)
+
+
+def smoothing_floor(smoothing: float, vocab: int) -> float:
+    """The least cross-entropy against a label-smoothed target (1 - ε on the right token plus ε / V on
+    each of the V): its entropy, reached by a model that predicts it exactly."""
+    right = 1 - smoothing + smoothing / vocab
+    other = smoothing / vocab
+    return -(right * math.log(right) + (vocab - 1) * other * math.log(other))
 
 
 def read_calibration(path: Path = CALIBRATION_RESULTS) -> dict | None:
@@ -184,7 +223,12 @@ def build(service: DemoService) -> None:
     if calibration:  # the probabilities the app shows, against how often they are right
         gr.Plot(plots.reliability_figure(calibration), show_label=False, elem_id="about-reliability")
     for ckpt in service.checkpoints:
-        if ckpt.training_curve_png:
+        history = ckpt.metrics.get("history") if ckpt.ready else None
+        if isinstance(history, list) and history and all(isinstance(h, dict) and "step" in h for h in history):
+            gr.Plot(plots.training_curve_figure(history, f"Training curve: {SHORT_TITLES[ckpt.name].lower()}"),
+                    show_label=False, elem_id=f"about-curve-{ckpt.name}")
+            gr.Markdown(curve_caption(ckpt), elem_id=f"about-curve-caption-{ckpt.name}")
+        elif ckpt.training_curve_png:
             gr.HTML(curve_html(ckpt))
     with gr.Accordion("For developers", open=False, elem_id="about-developers"):
         gr.Markdown(developers_markdown(service), elem_id="about-developers-text")

@@ -30,6 +30,10 @@ CSS = """
 @media (max-width: 640px) { #chatbot { max-height: 260px !important; } }
 @media (max-width: 640px) {
   #chat-lens-table td { max-width: 4.5em !important; } #chat-lens-table table { font-size: 11px !important; }
+  /* tables wider than a phone scroll sideways in their own box: say so, since a phone shows no scroll bar */
+  #chat-lens-table .lens::before, #chat-table::after { display: block; font-size: 12px; color: #64748b;
+    content: "Swipe the table sideways for every column."; }
+  #chat-table::after { padding: 4px 8px; }
 }
 """
 

@@ -19,7 +19,8 @@ from demo.views.tour import LEARN, Step, Tour, tour, tour_checkpoint, tour_json,
 
 PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
 PLOTS = 3  # the most pictures a step has (Q, K and V)
-VIEW = 8 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, experiment, code, two links, Back, Next, overview
+VIEW = 9 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, numbers, experiment, code, two links, Back,
+# Next, overview
 MAX_SESSION_SECONDS = 3600  # a session's pass is dropped an hour after it was computed
 LATEX = [{"left": "$$", "right": "$$", "display": True}]
 CSS = """
@@ -32,12 +33,26 @@ CSS = """
 #tour-steps label { width: 100%; }
 #tour-step .katex-display { overflow-x: auto; overflow-y: hidden; padding: 2px 0; }
 #tour-step h3 { overflow-wrap: normal; word-break: normal; hyphens: manual; }
+/* code keeps its indentation on any width: it scrolls sideways instead of wrapping */
+#tour-code pre, #tour-code code { white-space: pre !important; overflow-wrap: normal !important;
+  word-break: normal !important; }
+#tour-code pre { overflow-x: auto; max-width: 100%; }
+.tour-table { overflow-x: auto; max-width: 100%; }
+.tour-table table { border-collapse: collapse; font-size: 11px; font-variant-numeric: tabular-nums; margin: 0; }
+.tour-table th, .tour-table td { padding: 1px 5px; text-align: right; white-space: nowrap; border: 1px solid #e5e7eb; }
+.tour-table tbody th { position: sticky; left: 0; background: var(--background-fill-primary, white); }
+#tour-numbers figure { margin: 0 0 10px 0; }
 @media (max-width: 640px) {
   #tour-overview { flex-direction: column; gap: 20px; }
   #tour-overview > button { flex: 0 0 auto; width: 100%; }
   #tour-overview > button:not(:last-child)::after { content: "↓"; right: 50%; top: auto; bottom: -21px;
     transform: none; }
   #tour-list { order: 2; }  /* on a phone the step comes first, the list of steps under it */
+  /* your text, then the step; the guide, the layer and head choices and the overview under it: step 1 on the
+     first screen */
+  #tour-body { order: 1; }
+  #tour-intro, #tour-controls, #tour-run, #tour-overview-label, #tour-overview { order: 2; }
+  #tour-overview-label { margin-top: 12px; }
 }
 """
 COLOURS = {"signed": "colour: red above 0, blue below, white 0", "weights": "colour: 0 dark to 1 yellow"}
@@ -59,7 +74,10 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
     shown = next((p.kind for p in step.panels), "")
     notes = [COLOURS[shown]] if shown in COLOURS else []
     notes += ["blank: masked"] if any(p.masked is not None for p in step.panels) else []
-    notes += ["hover for the values"] if shown != "pieces" else []
+    if shown in COLOURS:  # a heatmap: no hover on a phone, so the numbers are also in a table
+        notes.append("hover or tap a cell for its value, or open “Every number in a table” under the pictures")
+    elif shown == "bars":
+        notes.append("each bar's value is written beside it (with every bar shown, hover or tap one)")
     picture = f"**The live tensor:** {'; '.join([step.shape, *notes])}."
     parts = [f"### Step {i + 1} of {len(t.steps)}: {step.title}",
              *[f"> {c.sentence()}" for c in step.mismatches],
@@ -113,8 +131,10 @@ def show(t: Tour | None, index, show_all):
     figures += [gr.update(value=None, visible=False)] * (PLOTS - len(figures))
     html = pieces_html([(label, int(i)) for label, i in zip(pieces[0].rows, pieces[0].values, strict=True)]) \
         if pieces else ""
+    numbers = plots.tour_numbers_html(pictures, bool(show_all)) or \
+        "<p>This step's numbers are written in its picture or in the pieces above.</p>"
     return (step_markdown(t, i, step), gr.update(value=html, visible=bool(pieces)), *figures,
-            experiment_markdown(step), code_markdown(step),
+            gr.update(value=numbers), experiment_markdown(step), code_markdown(step),
             gr.update(visible=step.link == "lens"), gr.update(visible=step.link == "sampling"),
             gr.update(interactive=i > 0), gr.update(interactive=i < len(t.steps) - 1),
             *[gr.update(value=label, variant="primary" if n == here else "secondary")
@@ -153,8 +173,8 @@ def rerun(service: DemoService, text, model, layer, head, toy, shown, index):
 def build(service: DemoService, compute: dict):
     """The tab; returns its handler with its inputs and outputs, for the page's load event."""
     first = LM if service.lm.ready else SENTIMENT
-    gr.Markdown(TOUR_INTRO)
-    with gr.Row():
+    gr.Markdown(TOUR_INTRO, elem_id="tour-intro")
+    with gr.Row(elem_id="tour-inputs"):
         text = gr.Textbox(TOUR_EXAMPLE, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
                           elem_id="tour-input")
         # lenient: an API caller's unknown model gets the view's one-line answer, not Gradio's refusal
@@ -162,7 +182,7 @@ def build(service: DemoService, compute: dict):
                                   ("How it learns: one training step", LEARN)], value=first,
                                  label="Model", elem_id="tour-model", scale=2))
     layer_choices, head_choices = options(service, first, False)
-    with gr.Row():
+    with gr.Row(elem_id="tour-controls"):
         layer = gr.Dropdown(layer_choices.get("choices", []), value=0, label="Layer (one block: attention, then "
                             "feed-forward)", elem_id="tour-layer", allow_custom_value=True)
         head = gr.Dropdown(head_choices.get("choices", []), value=0, label="Head (one of the attention computations "
@@ -170,10 +190,11 @@ def build(service: DemoService, compute: dict):
         toy = gr.Checkbox(False, label="Toy model: every number on screen", elem_id="tour-toy")
     start = gr.Button("Run the forward pass", variant="primary", elem_id="tour-run")
     notice = gr.Markdown(elem_id="tour-notice")
-    gr.Markdown("**Overview: the model from your text to its output.** Click a box to open the tour there.")
+    gr.Markdown("**Overview: the model from your text to its output.** Click a box to open the tour there.",
+                elem_id="tour-overview-label")
     with gr.Row(elem_id="tour-overview"):
         parts = [gr.Button("…", size="sm", elem_classes="tour-part") for _ in range(PARTS)]
-    with gr.Row():
+    with gr.Row(elem_id="tour-body"):
         with gr.Column(scale=1, min_width=220, elem_id="tour-list"):
             steps = gr.Radio([], label="Steps", elem_id="tour-steps")
         with gr.Column(scale=3):
@@ -183,8 +204,11 @@ def build(service: DemoService, compute: dict):
             words = gr.Markdown(elem_id="tour-step", latex_delimiters=LATEX)
             pieces = gr.HTML(visible=False, elem_id="tour-pieces")
             pictures = [gr.Plot(show_label=False, visible=False, elem_id=f"tour-plot-{n}") for n in range(PLOTS)]
-            show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 columns, "
-                                   "the 15 largest bars)", elem_id="tour-all")
+            show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 "
+                                   "dimensions, every token up to 32, the 15 largest bars)", elem_id="tour-all")
+            with gr.Accordion("Every number in a table (for a phone: no hover needed)", open=False,
+                              elem_id="tour-numbers-box"):
+                numbers = gr.HTML(elem_id="tour-numbers")
             with gr.Accordion("What if this step were not there? (an experiment)", open=False,
                               elem_id="tour-experiment-box"):
                 experiment = gr.Markdown(elem_id="tour-experiment")
@@ -196,7 +220,7 @@ def build(service: DemoService, compute: dict):
     data = gr.JSON(visible=False)
     shown = gr.State(None, time_to_live=MAX_SESSION_SECONDS)
 
-    view = [words, pieces, *pictures, experiment, code, lens, sampling, back, forward, *parts]
+    view = [words, pieces, *pictures, numbers, experiment, code, lens, sampling, back, forward, *parts]
     outputs = [shown, data, steps, notice, *view]
     controls = [text, model, layer, head, toy]
     private = {"api_visibility": "private", "queue": False}

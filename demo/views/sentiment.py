@@ -124,10 +124,13 @@ def readers_notice(readers: dict[str, dict[str, float]], shown: dict[str, float]
         return []
     label = max(shown, key=shown.get)
     said = "; ".join(f"read {name}, P({label}) = {p[label]:.3f}" for name, p in readers.items())
-    return [f"**Two readers, averaged:** {said}. The label shown is their average, {shown[label]:.3f} (a mean of "
-            "log-probabilities, at a temperature fitted on held-out reviews): a model that reads the review "
-            "backwards makes other mistakes than one that reads it forwards, so their average is right more often "
-            "than either (ULMFiT's forward + backward ensemble; see About)."]
+    plain = sum(p[label] for p in readers.values()) / len(readers)
+    return [f"**Two readers, combined:** {said}. Their plain average would be {plain:.3f}; the label shown, "
+            f"{shown[label]:.3f}, is the mean of their log-probabilities divided by a temperature fitted for the pair "
+            "on held-out reviews, which can put it outside the two (more sure than either when they agree, since "
+            "two readers agreeing is stronger evidence than one). A model that reads the review backwards makes "
+            "other mistakes than one that reads it forwards, so together they are right more often than either "
+            "(ULMFiT's forward + backward ensemble; see About)."]
 
 
 def classify(service: DemoService, text: object) -> SentimentResult:

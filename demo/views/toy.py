@@ -5,7 +5,9 @@ notebooks the project grew from (a 4-token sentence, d_model 4 to 8). The toy la
 toy classifier are built here, in memory, from the project's own classes (`DecoderOnlyLM`,
 `EncoderDecoder`) at d_model 8 with 2 heads of 4 numbers, a fixed seed, and weights rounded to one
 decimal so that a product can be redone on paper. They are untrained: their predictions are noise,
-and the tour says so; the arithmetic is exactly the trained models'.
+and the tour says so; the arithmetic is exactly the trained models'. Each has its real model's
+structure (pre-norm, tied embeddings, and for the classifier the causal encoder of the shipped one):
+only the sizes differ, and nothing is fitted (the classifier's temperature is 1).
 
 Their tokenizer knows `WORDS` whole, so the logits fit on screen too: a `tokenizers` word-level
 model behind the project's `BPETokenizer` interface (the special tokens, `pieces`, `encode`), so the
@@ -25,6 +27,9 @@ UNKNOWN = "<unk>"
 WORDS = ["this", "movie", "film", "was", "is", "great", "good", "bad", "boring", "not", "the", "plot", ".",
          "negative", "positive"]
 SHAPE = {"d_model": 8, "n_head": 2, "d_ff": 16, "dropout": 0.0, "norm_first": True}  # both toys, pre-norm as shipped
+# the shipped classifier's structure (its config's fields other than sizes, `tests/test_tour.py` compares them):
+# an encoder that keeps the language model's causal mask (it was started from the LM), reading forwards
+SENTIMENT_STRUCTURE = {"causal_encoder": True, "reverse_source": False, "labels": ["negative", "positive"]}
 MAX_TOKENS = 8  # the toy LM's context, start token included
 SEED = 0
 
@@ -65,6 +70,6 @@ def toy_checkpoint(name: str) -> Checkpoint:
     else:
         model = EncoderDecoder(EncoderDecoderConfig(
             vocab_size=vocab, max_src_len=MAX_TOKENS, max_tgt_len=4, n_encoder_layer=2, n_decoder_layer=1,
-            labels=["negative", "positive"], **SHAPE))
+            **SENTIMENT_STRUCTURE, **SHAPE))
     return Checkpoint(name=name if name in (LM, SENTIMENT) else SENTIMENT, location="toy (in memory)",
                       status="ready", message="random weights", model=_one_decimal(model), tokenizer=tokenizer)

@@ -9,6 +9,7 @@ import torch
 from demo.serving import LM, Checkpoint, DemoError
 from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass, capture, heads_to_rows, label, parameter_counts
 from demo.views.tour.code import CodeRef
+from demo.views.tour.lesson_text import Part
 from demo.views.tour.recompute import (
     allowed,
     check,
@@ -28,6 +29,7 @@ from demo.views.tour.show import bars, dot, heat, ids_worked, num, pieces, tok
 from inspection.logit_lens import residual_stream_points
 from model.generation import GenerationConfig, sampling_distribution, select_token
 
+BYTES = 256  # a byte-level BPE vocabulary holds every byte: a smaller one is whole words (the toy's)
 SAMPLING = GenerationConfig(temperature=0.8, top_k=40, top_p=0.95, seed=0)  # the chat's default settings
 TOP_TOKENS = 10  # the JSON's top_tokens
 
@@ -113,9 +115,12 @@ class LMState(State):
         return int(self.probs.argmax())
 
 
-@step("tokens", CodeRef("tokenization.bpe.BPETokenizer.encode"))
+# the pipeline `encode` runs (in the `tokenizers` library): bytes, GPT-2's split into words, the learned merges
+@step("tokens", CodeRef("tokenization.bpe.BPETokenizer.train", r"tokenizer = Tokenizer\(models\.BPE",
+                        r"pre_tokenizer = "))
 def tokens(s: LMState) -> Built:
-    return Built([pieces(s.p)], vocab=s.vocab, n=s.n, ids=ids_worked(s.p))
+    words = s.c.vocab_size < BYTES  # the toy's word-level vocabulary: no word is split, any other is <unk>
+    return Built([pieces(s.p)], vocab=s.vocab, n=s.n, ids=ids_worked(s.p), kind=Part("words" if words else "bpe"))
 
 
 @step("embedding", CodeRef("model.embeddings.Embeddings.forward"))
@@ -153,7 +158,7 @@ def norm(s: LMState) -> Built:
                  beta=num(float(f64(norm_1.bias)[0])), normed=num(float(normed[last, 0])))
 
 
-@step("mask", CodeRef("model.attention.attention", r"if mask is not None", r"masked_fill\(~mask"))
+@step("mask", CodeRef("model.masks.causal_mask"))  # where the triangle is built (the attention step applies it)
 def mask(s: LMState) -> Built:
     weights, ok = s.weights, s.ok
     return Built([heat("QKᵀ / √d_k, masked", masked(s.attention.scaled, ok), s.tokens, s.tokens, masked=~ok)],
@@ -240,7 +245,8 @@ def logits(s: LMState) -> Built:
                  logit=num(float(z[s.best])))
 
 
-@step("probabilities", CodeRef("model.generation.sampling_distribution", r"return .*temperature"))
+# the model's own probabilities (T = 1, nothing filtered): the temperature and the sampler's cut are the next step's
+@step("probabilities", CodeRef("model.generation.TokenStep", r"def probs", r"softmax\(-1\)"))
 def probabilities(s: LMState) -> Built:
     z, t = s.logits[s.last], SAMPLING.temperature
     tempered = softmax(z / t)
@@ -261,6 +267,8 @@ def sampling(s: LMState) -> Built:
                  [check("the sampler's own distribution", drawn_from,
                         sampling_distribution(s.v["next_logits"].float(), SAMPLING).double())],
                  vocab=s.vocab, top_k=SAMPLING.top_k, top_p=f"{SAMPLING.top_p:g}", seed=SAMPLING.seed,
+                 cut=Part("all" if SAMPLING.top_k >= s.c.vocab_size else "top_k"),
+                 after_k=f"{min(SAMPLING.top_k, s.c.vocab_size):,}",
                  kept=kept, drawn=tok(label(s.tokenizer, drawn)), p=num(float(drawn_from[drawn])))
 
 

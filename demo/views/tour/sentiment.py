@@ -124,7 +124,7 @@ def source_embedding(s: SentimentState) -> Built:
                  d=s.d, n_layers=s.c.n_encoder_layer, layer=s.p.layer + 1, n=s.n)
 
 
-@step("padding_mask", CodeRef("model.masks.padding_mask"))
+@step("padding_mask", CodeRef("model.attention.full_mask"))  # the padding mask, and the causal one when it applies
 def padding_mask(s: SentimentState) -> Built:
     ok, weights, real = s.ok, s.weights, s.real
     padded = ", ".join(tok(t) for t, r in zip(s.tokens, real.tolist(), strict=True) if not r)
@@ -151,7 +151,9 @@ def decoder_input(s: SentimentState) -> Built:
     return Built([heat("decoder input", decoder_in, s.decoder_tokens)],
                  [check("the model's decoder input", decoder_in, s.v["decoder_positioned"])],
                  label=tok(x["labels"][x["best"]]), pieces=" ".join(tok(t) for t in s.decoder_tokens),
-                 t=len(s.decoder_tokens), d=s.d)
+                 t=len(s.decoder_tokens), d=s.d,
+                 split=Part("one_piece" if len(s.decoder_tokens) == 2 else "split"),
+                 word_pieces=" ".join(tok(t) for t in s.decoder_tokens[1:]), n_pieces=len(s.decoder_tokens) - 1)
 
 
 @step("cross", CodeRef("model.attention.MultiHeadAttention.forward", r"else:  # cross-attention",
@@ -186,7 +188,8 @@ def label_step(s: SentimentState) -> Built:
                   Panel("log P(label words | review)", scores.numpy(), list(labels), kind="bars")],
                  [check("the classifier's probabilities", probs, s.v["label_log_probs"].exp()),
                   check("the same review classified without padding", probs, s.v["unpadded"].exp())],
-                 temperature=f"{temperature(c):g}", k=len(labels),
+                 temperature=f"{temperature(c):.3g}", k=len(labels),
+                 fitted=Part("fitted" if temperature(c) != 1.0 else "unfitted"),  # 1.0 exactly: the default
                  labels=" · ".join(f"{name}: log P {num(float(score))} → **{num(float(pr))}**"
                                    for name, score, pr in zip(labels, scores, probs, strict=True)))
 
