@@ -40,6 +40,9 @@ class Reader(nn.Module):
     def __init__(self, model: EncoderDecoder, tokenizer: BPETokenizer | None = None, name: str = ""):
         super().__init__()
         self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.training = model.training  # a wrapper in the model's own mode: putting the wrapper back in train
+        # mode (`inspection.attribution.evaluating` restores what it switched) must never turn dropout on in
+        # a served model that was in eval mode
         self.labels: list[str] = list(model.config.labels or [])
         # each label's words: the candidates scored (a checkpoint without two labels: `ValueError`)
         self.candidates = label_candidates(tokenizer, model.config) if tokenizer is not None else None

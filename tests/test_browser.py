@@ -829,3 +829,35 @@ def test_every_tab_reads_well_on_a_desktop_and_a_phone(page, url, viewport, serv
     assert_no_error_box(view)
     view.close()
     assert all(scrolled <= width and not elements for scrolled, elements in overflow.values()), overflow
+
+
+def test_the_learning_chapter_experiments_and_watch_it_learn_on_desktop_and_phone(page, url, shots: Path) -> None:
+    """Issue 50: the tour's learning chapter walked step by step, a step's experiment opened, and Watch it
+    learn's table across the whole run, at desktop and phone sizes, with no error and nothing past the edge."""
+    for size, suffix in ((DESKTOP, ""), (PHONE, "_phone")):
+        view = page.context.browser.new_page(viewport=size)
+        view.set_default_timeout(TIMEOUT_MS)
+        errors: list[str] = []
+        view.on("pageerror", lambda e: errors.append(str(e)))
+        view.goto(url)
+        view.locator(TOUR_TITLE).get_by_text("Step 1 of").wait_for()
+        view.locator("#tour-next").click()  # step 2, the embedding: its experiment removes the √d_model scale
+        view.locator(TOUR_TITLE).get_by_text("Step 2 of").wait_for()
+        view.locator("#tour-experiment-box").get_by_text("What if this step were not there?").click()
+        view.locator("#tour-experiment").get_by_text("Switch it off and see what breaks").wait_for()
+        assert "before" in view.locator("#tour-experiment").inner_text()
+        view.locator("#tour-model").get_by_text("How it learns").click()
+        view.locator(TOUR_TITLE).get_by_text("Step 1 of 3").wait_for()
+        titles = walk_the_tour(view)
+        assert [t.split(": ", 1)[0] for t in titles] == ["Step 1 of 3", "Step 2 of 3", "Step 3 of 3"]
+        assert "times as likely" in view.locator("#tour-step").inner_text()
+        view.screenshot(path=shots / f"screenshot_learn{suffix}.png", full_page=True)
+        open_tab(view, "Watch it learn")
+        view.get_by_text("Across the whole run").click()
+        view.locator("#learn-across").click()
+        view.locator("#learn-run-summary").get_by_text("From step 0").wait_for()
+        assert view.locator("#learn-run-table tbody tr").count() >= 3
+        assert view.evaluate(OVERFLOWING) == []
+        assert_no_error_box(view)
+        assert errors == []
+        view.close()

@@ -66,3 +66,17 @@ def test_readers_that_do_not_agree_are_refused(pair):
     other.labels = ["bad", "good"]
     with pytest.raises(ValueError, match="share two or more labels"):
         Classifier([forward, other])
+
+
+def test_explaining_or_reading_never_switches_a_served_model_to_training(pair):
+    """A `Reader` takes its model's mode: the attribution methods switch the wrapper to eval and back,
+    which must leave an eval-mode model in eval mode (dropout off), as the app serves it."""
+    from inspection import METHODS, attribute_methods
+
+    reader = pair.readers[0]
+    model = reader.model.eval()
+    ids = torch.tensor(read_review(REVIEWS[0], reader.tokenizer, reader.config).ids)
+    attribute_methods(model, ids, reader.candidates, METHODS)
+    assert not any(m.training for m in model.modules())
+    assert not Reader(model).training and Reader(model.train()).training
+    model.eval()
