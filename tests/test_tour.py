@@ -533,5 +533,7 @@ def test_the_learning_chapter_is_one_optimiser_step_on_the_visitors_last_token(s
     assert out["probability_after"] > out["probability_before"]
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in weights.items())
     assert f"{expected.loss_before:.3f}" in t.steps[0].worked
+    from demo.tabs.tour import VIEW, show
+    assert len(show(t, 0, False)) == VIEW  # every output of the tab, the overview's unused boxes hidden
     with pytest.raises(DemoError, match=EMPTY_TEXT):
         tour.tour(service, "   ", tour.LEARN)

@@ -137,8 +137,9 @@ def show(t: Tour | None, index, show_all):
             gr.update(value=numbers), experiment_markdown(step), code_markdown(step),
             gr.update(visible=step.link == "lens"), gr.update(visible=step.link == "sampling"),
             gr.update(interactive=i > 0), gr.update(interactive=i < len(t.steps) - 1),
-            *[gr.update(value=label, variant="primary" if n == here else "secondary")
-              for n, (label, _) in enumerate(t.overview)])
+            *[gr.update(value=label, variant="primary" if n == here else "secondary", visible=True)
+              for n, (label, _) in enumerate(t.overview)],
+            *[gr.update(visible=False)] * (PARTS - len(t.overview)))  # a track with fewer parts (learn: 3)
 
 
 def go(t: Tour | None, index: int, show_all):
