@@ -509,7 +509,11 @@ def test_the_shipped_models_tours_carry_an_experiment_at_most_steps() -> None:
         first = next(s for s in t.steps if s.experiment is not None)
         assert first.experiment.verdict in experiment_markdown(first)
     picked = tour.tour(shipped, "This movie was", "lm", 0, 1)  # the picker says what the head is (heads.json)
-    assert "The head you picked, layer 1, head 2: reads the token just before (previous score 0.68)." in picked.notices
+    from demo.tabs.tour import step_markdown
+    assert picked.head_about == "layer 1, head 2: reads the token just before (previous score 0.68)."
+    softmax = next(i for i, s in enumerate(picked.steps) if s.key == "softmax")
+    assert f"**The head you picked:** {picked.head_about}" in step_markdown(picked, softmax, picked.steps[softmax])
+    assert tour.tour_json(picked)["head_about"] == picked.head_about
     lm_step = tour.tour_json(tour.tour(shipped, "This movie was", "lm"))["steps"][1]["experiment"]
     assert isinstance(lm_step["before"], list) and len(lm_step["before"][0]) == 2  # [[token, probability], …]
 

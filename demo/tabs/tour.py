@@ -68,6 +68,9 @@ def options(service: DemoService, model, toy):
             gr.update(choices=[(f"head {h + 1}", h) for h in range(n_heads)], value=0))
 
 
+HEAD_STEPS = ("qkv", "scores", "scaling", "mask", "softmax", "weighted_sum")  # the steps that follow one head
+
+
 def step_markdown(t: Tour, i: int, step: Step) -> str:
     """The step's words: title, mismatches first, paragraph, formula, what the picture shows, the
     worked example and the checks."""
@@ -82,6 +85,8 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
     parts = [f"### Step {i + 1} of {len(t.steps)}: {step.title}",
              *[f"> {c.sentence()}" for c in step.mismatches],
              step.explanation, f"$${step.formula}$$", picture]
+    if t.head_about and step.key in HEAD_STEPS:
+        parts.append(f"**The head you picked:** {t.head_about}")
     if step.worked:
         parts.append(f"**Worked out:** {step.worked}")
     parts += [c.sentence() for c in step.checks if c.ok]

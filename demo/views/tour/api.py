@@ -61,7 +61,7 @@ def tour(service: DemoService, text: object, model_name: object = LM, layer: obj
     with service.compute():
         t = tour_of(ckpt, text, layer, head, toy, backward, LEARN if model_name == LEARN else None)
     if t.model == LM and not toy:  # what the chosen head is, from the served LM's head table
-        t.notices.append(f"The head you picked, {head_line(service, t.layer, t.head)}.")
+        t.head_about = f"{head_line(service, t.layer, t.head)}."
     return t
 
 
@@ -103,7 +103,8 @@ def tour_json(t: Tour) -> dict:
                       "code": code and {"file": code.path, "first_line": code.first_line, "last_line": code.last_line},
                       "checks": [{"what": c.what, "error": c.error, "ok": c.ok} for c in s.checks],
                       **({"experiment": experiment_json(s.experiment)} if s.experiment else {})})
-    out = {"model": t.model, "toy": t.toy, "layer": t.layer, "head": t.head, "steps": steps, "notices": t.notices}
+    out = {"model": t.model, "toy": t.toy, "layer": t.layer, "head": t.head, "steps": steps, "notices": t.notices,
+           **({"head_about": t.head_about} if t.head_about else {})}
     if t.model == LM:
         out["top_tokens"] = [[token, p] for token, p in t.top_tokens]
     elif t.model == LEARN:

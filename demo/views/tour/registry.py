@@ -166,6 +166,7 @@ class Tour:
     notices: list[str]
     top_tokens: list[tuple[str, float]] = field(default_factory=list)  # LM: the model's likeliest next tokens
     label_probabilities: dict[str, float] = field(default_factory=dict)  # sentiment
+    head_about: str = ""  # what the chosen head is (the LM's head table), said beside its attention steps
     target: str = ""  # the learning chapter: the token learned, its probability before and after one step
     probability_before: float | None = None
     probability_after: float | None = None
