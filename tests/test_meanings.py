@@ -58,3 +58,14 @@ def test_the_app_view_compares_both_pairs_and_says_so():
     assert m.depths[0] == "embeddings" and "the layers tell the meanings apart" in m.summary()
     with pytest.raises(DemoError, match="three sentences"):
         meanings(service, "play", "", "x play", "y play")
+
+
+def test_the_page_shows_both_cosines_by_depth():
+    from demo.serving import DemoService
+    from demo.tabs.ablation_panel import compare_meanings
+    from demo.views.meanings import EXAMPLE
+
+    shown = compare_meanings(DemoService(ROOT, device="cpu"), *EXAMPLE)
+    assert shown.startswith("| depth | cosine, other meaning | cosine, same meaning |")
+    assert "| layer 6 | 0.36 | 0.71 |" in shown and "tell the meanings apart" in shown
+    assert "is not a word of" in compare_meanings(DemoService(ROOT, device="cpu"), "bank", *EXAMPLE[1:])

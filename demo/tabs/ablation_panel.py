@@ -14,6 +14,8 @@ from demo.tabs.common import bind, lenient, notice_markdown
 from demo.text import code_span
 from demo.views.ablation import HeadRanking, ablate_heads, head_names, rank_heads
 from demo.views.heads import head_table
+from demo.views.meanings import EXAMPLE as MEANINGS_EXAMPLE
+from demo.views.meanings import meanings
 
 ABLATION_INTRO = ("### Knock out a head\n"
                   "Attention shows where a head looks, not whether it matters. Knock heads out (**zero**: the head "
@@ -127,6 +129,22 @@ def name_heads(service: DemoService):
     return rows, table.summary()
 
 
+MEANINGS_INTRO = ("One word in three sentences: its vector (the residual stream at the word) after every layer of the "
+                  "language model, and the cosine between them: 1 = the same direction, 0 = unrelated. At the "
+                  "embedding a word is one row of the table whatever its meaning; the layers mix in its context.")
+
+
+def compare_meanings(service: DemoService, word, first, other, same) -> str:
+    """The two cosines by depth, as a table, and what they say."""
+    try:
+        m = meanings(service, word, first, other, same)
+    except Exception as e:
+        return failure(e)
+    rows = "\n".join(f"| {d} | {a:.2f} | {b:.2f} |" for d, a, b in zip(m.depths, m.other, m.same, strict=True))
+    return (f"| depth | cosine, other meaning | cosine, same meaning |\n| --- | --- | --- |\n{rows}\n\n"
+            + m.summary())
+
+
 def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio | None = None) -> None:
     """The panel under `text`; `model` picks the model (the Attention tab's radio), else the sentiment
     model. Endpoints `/ablate` and `/rank_heads` take the model explicitly (the Attention tab's)."""
@@ -160,6 +178,16 @@ def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio
         name_btn.click(bind(name_heads, service), None, [head_rows, head_summary], api_name="name_heads",
                        api_visibility="private", **compute)
         gr.api(bind(named_heads, service), api_name="heads", **compute)
+        with gr.Accordion("Same word, two meanings", open=False):
+            gr.Markdown(MEANINGS_INTRO)
+            word = gr.Textbox(MEANINGS_EXAMPLE[0], label="Word", max_lines=1, elem_id="meanings-word")
+            first, other, same = (gr.Textbox(text, label=label, max_lines=2) for text, label in zip(
+                MEANINGS_EXAMPLE[1:], ("A sentence", "The word meaning something else",
+                                       "The word meaning what it meant in the first"), strict=True))
+            compare_btn = gr.Button("Compare the word's vectors", elem_id="meanings-run")
+            compared = gr.Markdown(elem_id="meanings-result")
+        compare_btn.click(bind(compare_meanings, service), [word, first, other, same], compared,
+                          api_name="two_meanings", api_visibility="private", **compute)
     public = {"api_visibility": "public" if model is not None else "private"}
     suffix = "" if model is not None else "_sentiment"
     if model is not None:
