@@ -46,7 +46,7 @@ class LearnState(State):
 def loss(s: LearnState) -> Built:
     p = float(s.v["before"][s.step.target])
     return Built([bars(f"what the model predicted after …{s.tokens[-2]}", s.v["before"], s.tokenizer,
-                       s.c.vocab_size, mark=s.step.target)],
+                       s.c.vocab_size, mark=s.step.target, marked="the actual next token")],
                  [check("the loss, −log p(target), from the model's distribution", -s.v["before"][s.step.target].log(),
                         torch.tensor(s.step.loss_before))],
                  target=s.target, context=tok(s.context), p=num(p), loss=num(s.step.loss_before),
@@ -67,7 +67,7 @@ def gradient(s: LearnState) -> Built:
 def update(s: LearnState) -> Built:
     before, after = s.step.probability_before, s.step.probability_after
     return Built([bars("after one step, what the model predicts", s.v["after"], s.tokenizer, s.c.vocab_size,
-                       mark=s.step.target)],
+                       mark=s.step.target, marked="the actual next token")],
                  lr=f"{s.step.lr:g}", target=s.target, before=num(before), after=num(after),
                  vocab=f"{s.c.vocab_size:,}",
                  loss_after=num(s.step.loss_after), factor=f"{after / before:.1f}")

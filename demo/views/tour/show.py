@@ -51,8 +51,10 @@ def vocabulary_labels(tokenizer) -> tuple[str, ...]:
     return tuple(label(tokenizer, i) for i in range(tokenizer.vocab_size))
 
 
-def bars(name: str, values: torch.Tensor, tokenizer, vocab_size: int, mark: int | None = None) -> Panel:
+def bars(name: str, values: torch.Tensor, tokenizer, vocab_size: int, mark: int | None = None,
+         marked: str = "drawn") -> Panel:
+    """One bar per token of the vocabulary; the bar of token `mark`, if any, labelled `◀ {marked}`."""
     labels = list(vocabulary_labels(tokenizer)) + [f"<{i}>" for i in range(tokenizer.vocab_size, vocab_size)]
     if mark is not None:
-        labels[mark] += " ◀ drawn"
+        labels[mark] += f" ◀ {marked}"
     return Panel(name, values.float().numpy(), labels, kind="bars")
