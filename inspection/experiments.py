@@ -307,13 +307,16 @@ def lm_residual(r: Run) -> Outcome:
 
 def lm_ffn(r: Run) -> Outcome:
     i = r.layer
-    plain, _ = _lm_logits(r)
-    changed, _ = _lm_logits(r, {f"decoder.{i}.ffn.out": torch.zeros_like})
+
+    def guesses(seen_before, seen_after):  # the two passes' logits, read at their named point
+        changed = (seen_before["logits"].argmax(-1) != seen_after["logits"].argmax(-1)).sum()
+        return {"guesses_changed": (0.0, float(changed))}
+
     outcome = _lm_outcome(r, f"layer {i + 1}'s feed-forward network is skipped (it writes 0)",
-                          {f"decoder.{i}.ffn.out": torch.zeros_like}, _loss_sentence)
-    changed_guesses = int((plain.argmax(-1) != changed.argmax(-1)).sum())
-    outcome.measures["guesses_changed"] = (0.0, float(changed_guesses))
-    outcome.verdict += (f" {changed_guesses} of the {plain.size(0)} next-token guesses over your text change. The "
+                          {f"decoder.{i}.ffn.out": torch.zeros_like}, _loss_sentence, read=("logits",),
+                          measure=guesses)
+    changed_guesses = int(outcome.measures["guesses_changed"][1])
+    outcome.verdict += (f" {changed_guesses} of the {r.ids.size(1)} next-token guesses over your text change. The "
                         f"feed-forward network is {_ffn_share(r.model.config):.0%} of a layer's weights and works on "
                         "each position alone: attention moves information between tokens, the FFN transforms it.")
     return outcome
@@ -367,11 +370,16 @@ LM_EXPERIMENTS: dict[str, Callable[[Run], Outcome]] = {
 # -- the classifier ----------------------------------------------------------------------------------
 
 
+def _by_label(reader: Reader, probs: torch.Tensor) -> dict[str, float]:
+    """P(label) (K,) as the outcome shows it: label -> probability, 4 decimals."""
+    return dict(zip(reader.labels, [round(float(p), 4) for p in probs], strict=True))
+
+
 def _labels(r: Run, patch=None, reader: Reader | None = None) -> dict[str, float]:
     reader = reader or r.reader
     with torch.inference_mode(), reader.model.hooks(patch=patch or {}):
         probs = reader.read(r.ids)[0].exp()
-    return dict(zip(reader.labels, [round(float(p), 4) for p in probs], strict=True))
+    return _by_label(reader, probs)
 
 
 def _label_outcome(r: Run, change: str, patch: dict, why: str | Callable[[float], str]) -> Outcome:
@@ -455,7 +463,7 @@ def cls_padding(r: Run) -> Outcome:
     def read(p):
         with torch.inference_mode(), r.model.hooks(patch=p):
             probs = r.reader.read(ids, mask)[0].exp()
-        return dict(zip(r.reader.labels, [round(float(x), 4) for x in probs], strict=True))
+        return _by_label(r.reader, probs)
 
     before, after = read({}), read(patch)
     top = max(before, key=before.get)
@@ -515,7 +523,7 @@ def cls_label(r: Run) -> Outcome:
     t = r.reader.temperature
     with torch.inference_mode():
         scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0].float()
-    raw = dict(zip(r.reader.labels, [round(float(p), 4) for p in scores.softmax(-1)], strict=True))
+    raw = _by_label(r.reader, scores.softmax(-1))
     fitted = _labels(r)
     top = max(fitted, key=fitted.get)
     verdict = (f"At temperature 1 P({top}) would be {raw[top]:.3f}; at the fitted {t:.2f} it is {fitted[top]:.3f}: "

@@ -133,7 +133,7 @@ def _texts(path: Path, column: str = "text") -> list[str]:
     """The texts of a .txt file (its paragraphs), a folder of them (a document each, as `training.run
     --data` reads them) or of a table's column, as the models read them (`read_texts`), whatever the format."""
     if path.suffix == ".txt" or path.is_dir():
-        return [t for t in read_texts(read_own_text(str(path), min_documents=1).splits["train"]["text"]) if t]
+        return read_texts(read_own_text(str(path), min_documents=1).splits["train"]["text"])
     ds = load_table(path)
     require_columns(ds, [column], str(path))
     return read_texts(ds[column])

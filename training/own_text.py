@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
+from tokenization import read_texts
+
 from .data import DATA_SUFFIXES, load_table, require_columns
 from .errors import DataError, UsageError
 
@@ -100,9 +102,10 @@ def read_text_file(file: Path, encoding: str) -> str:
 
 
 def _own(table, unit: str, path: str, min_documents: int) -> OwnText:
-    """The table without its empty documents, or one line saying why there is nothing to train on."""
-    stripped = pc.utf8_trim_whitespace(pc.cast(table.with_format("arrow")["text"], "string"))
-    keep = pc.and_(pc.is_valid(stripped), pc.not_equal(stripped, "")).to_pylist()
+    """The table without its empty documents (empty once cleaned as the models read them, `read_texts`:
+    a paragraph of only markup is none), or one line saying why there is nothing to train on."""
+    texts = pc.cast(table.with_format("arrow")["text"], "string").to_pylist()
+    keep = [bool(t) for t in read_texts(t or "" for t in texts)]
     kept = [i for i, k in enumerate(keep) if k]
     if not kept:
         raise DataError(f"{path}: every one of its {len(keep):,} {unit} is empty")

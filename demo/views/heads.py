@@ -6,7 +6,10 @@ checkpoint (`heads.json`, written by `python -m benchmarks.heads --store`); a mo
 own run) is scored on the page's example sentences, and the page says so."""
 
 import json
+import weakref
 from dataclasses import dataclass
+
+import torch
 
 from demo.serving import DemoService
 from demo.text import CHAT_EXAMPLES, SENTIMENT_EXAMPLES
@@ -52,11 +55,20 @@ class HeadTable:
         return "\n".join(lines)
 
 
+_TABLES: "weakref.WeakKeyDictionary[torch.nn.Module, HeadTable]" = weakref.WeakKeyDictionary()
+
+
 def head_table(service: DemoService) -> HeadTable:
-    """The served LM's head table: the stored one when it fits the model, else scored here."""
-    ckpt = service.lm
-    model, tok = ckpt.require()
-    c = model.config
+    """The served LM's head table, read or scored once per model (every tour of the LM asks for it)."""
+    model, tok = service.lm.require()
+    if model not in _TABLES:
+        _TABLES[model] = _measure(service, model, tok)
+    return _TABLES[model]
+
+
+def _measure(service: DemoService, model, tok) -> HeadTable:
+    """The stored table when it fits the model, else scored here."""
+    ckpt, c = service.lm, model.config
     stored = ckpt.directory / HEADS_NAME if ckpt.directory is not None else None
     if stored is not None and stored.is_file():
         data = json.loads(stored.read_text(encoding="utf-8"))
