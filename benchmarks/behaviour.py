@@ -69,6 +69,7 @@ RENAMED = {"The Glass Orchard": "Harbor of Ashes", "Midnight on Route 9": "A Qui
            "Maya Okafor": "Ingrid Halvorsen", "Daniel Reyes": "Kenji Watanabe"}  # stand-in: one edit per base
 LINKS = ("https://www.example.com/reviews/8812", "www.moviechat.net/t/20931", "http://bit.ly/3xQz9")
 MENTIONS = ("@filmfan88", "@cinema_nerd", "@reelreviews")
+EMOJI = {POSITIVE: ("😍", "👍", "🍿"), NEGATIVE: ("😡", "👎", "🍿")}  # the base's own side, or neutral popcorn
 ADDED_COMPLAINTS = ("I want those two hours of my life back.", "Avoid it.", "I would not recommend it to anyone.",
                     "I walked out before the end.")
 ADDED_PRAISE = ("I would happily watch it again.", "Go and see it.", "I recommend it to everyone.",
@@ -136,9 +137,14 @@ BASE_TEMPLATES = ("I watched {title} last night and the {aspect} was {adj}.",
                   "With {actor} in the lead, {title} is {adj}.")
 
 
-def bases() -> list[tuple[str, dict[str, str]]]:
-    """The short reviews the INV and DIR edits start from: (template, filling), praise and complaints."""
-    return [(t, f) for label in (POSITIVE, NEGATIVE) for t in BASE_TEMPLATES
+# One-line texts, as a visitor types or pastes them: the edits a tweet-trained classifier meets
+ONE_LINE_TEMPLATES = ("The {aspect} was {adj}.", "This {film} is so {adj}.", "{Adj} {film}.")
+
+
+def bases(templates: Sequence[str] = BASE_TEMPLATES) -> list[tuple[str, dict[str, str]]]:
+    """The texts the INV and DIR edits start from: (template, filling), praise then complaints (the
+    filling's `label` says which side)."""
+    return [(t, {**f, "label": label}) for label in (POSITIVE, NEGATIVE) for t in templates
             for f in fillings(t, {**SHARED, **opinion(label)})]
 
 
@@ -159,9 +165,10 @@ def typo_elsewhere(text: str, sentiment_word: str) -> str:
     return text[: m.start()] + swap_letters(m.group(), rng) + text[m.end():]
 
 
-def invariance(name: str, about: str, edit: Callable[[int, str, dict[str, str]], str]) -> Capability:
+def invariance(name: str, about: str, edit: Callable[[int, str, dict[str, str]], str],
+               templates: Sequence[str] = BASE_TEMPLATES) -> Capability:
     """Every base with `edit(index, template, filling)` -> the edited text."""
-    cases = [Case(edit(i, t, f), base=t.format(**f)) for i, (t, f) in enumerate(bases())]
+    cases = [Case(edit(i, t, f), base=t.format(**f)) for i, (t, f) in enumerate(bases(templates))]
     return Capability(name, "INV", about, "its label flips", tuple(cases))
 
 
@@ -192,6 +199,18 @@ def link_or_mention(i: int, template: str, filling: dict[str, str]) -> str:
     return f"{text} {LINKS[i // 2 % len(LINKS)]}" if i % 2 == 0 else f"{MENTIONS[i // 2 % len(MENTIONS)]} {text}"
 
 
+def stretched(word: str) -> str:
+    """A word as typed with feeling: its first vowel after the first letter written three times
+    ("great" -> "greaaat", "dull" -> "duuull")."""
+    at = next((i for i in range(1, len(word)) if word[i] in "aeiou"), len(word) - 1)
+    return word[:at] + word[at] * 3 + word[at + 1:]
+
+
+def punctuated(i: int, text: str) -> str:
+    """The final full stop of a one-line text turned into "!!!" or "...", or dropped, in turn."""
+    return text[:-1] + ("!!!", "...", "")[i % 3]
+
+
 def capabilities() -> list[Capability]:
     """The check, in the order it is reported."""
     return [
@@ -218,6 +237,16 @@ def capabilities() -> list[Capability]:
         invariance("all_lower_case", "the whole text in lower case, as typed in a hurry",
                    lambda i, t, f: t.format(**f).lower()),
         invariance("link_or_mention", "an added link or @mention", link_or_mention),
+        invariance("one_line_link_or_mention", "a link or @mention on a one-line text", link_or_mention,
+                   ONE_LINE_TEMPLATES),
+        invariance("punctuation", 'the final full stop of a one-line text made "!!!" or "..." or dropped',
+                   lambda i, t, f: punctuated(i, t.format(**f)), ONE_LINE_TEMPLATES),
+        invariance("emoji", "an emoji of its own side, or popcorn, after a one-line text",
+                   lambda i, t, f: f"{t.format(**f)} {EMOJI[f['label']][i % 3]}", ONE_LINE_TEMPLATES),
+        invariance("repeated_letters", 'letters repeated, as in "sooo" or "greaaat"',
+                   lambda i, t, f: t.replace("so ", "sooo ").format(
+                       **{k: stretched(v) if k in ("adj", "Adj") else v for k, v in f.items()}),
+                   ONE_LINE_TEMPLATES),
         invariance("names", "another film title or actor",
                    lambda i, t, f: t.format(**{slot: RENAMED.get(word, word) for slot, word in f.items()})),
         directional("added_complaint", 'a complaint added at the end, like "Avoid it."', ADDED_COMPLAINTS, -1),

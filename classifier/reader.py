@@ -5,7 +5,8 @@
 is a use of it, and what makes it one lives here: the label words (`tokenization.label_candidates`),
 the temperature that turns scores into calibrated probabilities (temperature scaling, Guo et al.
 2017, fitted on held-out rows at the end of a sentiment run), and the batched reading of raw texts
-(`tokenization.source_ids`: the clean-up and the head + tail cut every reader of a review shares).
+(`tokenization.source_windows`: the reading every reader of a review shares, the whole review in
+windows of the encoder's length, their scores averaged).
 
     reader = Reader.from_pretrained("checkpoints/sentiment")
     reader.read_texts(["A wonderful film."]).exp()   # (1, K): P(label), in `reader.labels` order
@@ -22,7 +23,7 @@ import torch
 from torch import nn
 
 from model import EncoderDecoder, load_pretrained
-from tokenization import BPETokenizer, label_candidates, source_ids
+from tokenization import BPETokenizer, label_candidates, source_windows
 from tokenization.batches import length_batches
 
 DEFAULT_MAX_TOKENS = 16384  # padded source tokens per batch of `read_texts`
@@ -89,18 +90,32 @@ class Reader(nn.Module):
         """Source ids (B, S) as `tokenization.read_review` gives them -> log P(label) (B, K)."""
         return self.log_probs(self.encode(src_ids, src_mask)[0], candidates, src_mask)
 
+    @torch.inference_mode()
+    def read_windows(self, windows: list[list[int]]) -> torch.Tensor:
+        """One review's windows (`Review.window_ids`) -> its log P(label) (K,): the windows' label
+        scores averaged, then calibrated, as `read_texts` reads a review whole."""
+        return calibrated(self._score_rows(windows).mean(0), self.temperature)
+
     def read_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
         """Raw reviews -> log P(label) (N, K), in text order, each read as the app reads one."""
         return calibrated(self.score_texts(texts, max_tokens), self.temperature)
 
-    @torch.inference_mode()
     def score_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
         """Raw reviews -> the label scores (N, K) before any temperature (what a temperature is fitted
-        on): each text cleaned, cut (head + tail) and ended as the app reads one, in length-sorted
-        batches of at most `max_tokens` padded tokens."""
+        on): each text read whole as the app reads one (`tokenization.source_windows`), the scores
+        of a long review's windows averaged."""
+        per_text = source_windows(list(texts), self.tokenizer, self.model.config)
+        scores = self._score_rows([w for text in per_text for w in text], max_tokens)
+        owner = torch.tensor([i for i, text in enumerate(per_text) for _ in text], dtype=torch.long)
+        total = torch.zeros(len(per_text), scores.shape[1]).index_add_(0, owner, scores)
+        return total / torch.bincount(owner, minlength=len(per_text))[:, None]
+
+    @torch.inference_mode()
+    def _score_rows(self, rows: list[list[int]], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
+        """Source rows (ids ending in eos) -> their label scores (R, K), in length-sorted batches of at
+        most `max_tokens` padded tokens."""
         self.model.eval()
         device = next(self.model.parameters()).device
-        rows = source_ids(list(texts), self.tokenizer, self.model.config)
         out = torch.empty(len(rows), len(self.candidates))
         for idx in length_batches([len(r) for r in rows], max_tokens):
             width = max(len(rows[i]) for i in idx)

@@ -19,6 +19,7 @@ from demo.views.sentiment import SentimentResult, classify
 
 WORDS, FEW = 20, 5  # adjectives per side, and per side in the two-opinion templates
 BASES = (2 * 3 + 2 * 2) * WORDS * 2  # (titles × aspects + actors × titles) × adjectives × sides
+ONE_LINE = (3 + 3 + 3) * WORDS * 2  # "The {aspect} was {adj}.", "This {film} is so {adj}.", "{Adj} {film}."
 COUNTS = {
     "single_words": 3 * WORDS * 2,  # "{adj}", "{Adj}.", "{Adj}!"
     "short_phrases": (3 + 3) * WORDS * 2 + 4 * 3 * 2,  # aspects, films; 4 verbs × 3 films
@@ -28,7 +29,8 @@ COUNTS = {
     "contrast": (3 * FEW * FEW + FEW * FEW) * 2,
     "typo": BASES, "typo_in_sentiment_word": BASES, "capitals_in_sentiment_word": BASES, "all_capitals": BASES,
     "title_case": BASES, "all_lower_case": BASES,
-    "link_or_mention": BASES, "names": BASES,
+    "link_or_mention": BASES, "names": BASES, **dict.fromkeys(
+        ("one_line_link_or_mention", "punctuation", "emoji", "repeated_letters"), ONE_LINE),
     "added_complaint": BASES, "added_praise": BASES,
 }
 
@@ -90,6 +92,22 @@ def test_each_edit_is_the_one_its_capability_names(check: dict[str, Capability])
         assert case.base in case.text and any(x in case.text for x in behaviour.LINKS + behaviour.MENTIONS)
     for name in ("added_complaint", "added_praise"):
         assert all(case.text.startswith(case.base + " ") for case in check[name].cases)
+    for case in check["one_line_link_or_mention"].cases:
+        assert case.base in case.text and any(x in case.text for x in behaviour.LINKS + behaviour.MENTIONS)
+        assert case.base.count(" ") <= 4  # one line: a few words
+    endings = [case.text[len(case.base) - 1:] for case in check["punctuation"].cases]
+    assert all(case.base.endswith(".") and case.text.startswith(case.base[:-1]) for case in check["punctuation"].cases)
+    assert {e: endings.count(e) for e in set(endings)} == {"!!!": 120, "...": 120, "": 120}
+    for case in check["emoji"].cases:
+        side = behaviour.POSITIVE if any(w in case.base.lower() for w in behaviour.PRAISE) else behaviour.NEGATIVE
+        assert case.text[: len(case.base)] == case.base and case.text[len(case.base) + 1:] in behaviour.EMOJI[side]
+    for case in check["repeated_letters"].cases:
+        assert case.text != case.base and len(case.text) in (len(case.base) + 2, len(case.base) + 4)
+
+
+def test_a_stretched_word_repeats_its_first_vowel_after_the_first_letter():
+    assert [behaviour.stretched(w) for w in ("great", "Dull", "superb", "brr")] == ["greaaat", "Duuull", "suuuperb",
+                                                                                  "brrrr"]
 
 
 def test_scoring_a_fake_classifier_gives_the_rates_counted_by_hand():

@@ -11,13 +11,16 @@ from tokenization.review import (
     prompt_ids,
     read_review,
     read_texts,
+    review_text,
     source_ids,
+    source_windows,
+    windows,
 )
 from tokenization.text import clean_text, sentence_spans, sentences
 from tokenization.words import in_word, word_ids
 
 __all__ = [
     "SPECIAL_TOKENS", "BPETokenizer", "BatchEncoding", "Piece", "Review", "clean_text", "cut_source", "in_word",
-    "label_candidates", "prompt_ids", "read_review", "read_texts", "sentence_spans", "sentences", "source_ids",
-    "token_label", "truncate", "visible", "word_ids",
+    "label_candidates", "prompt_ids", "read_review", "read_texts", "review_text", "sentence_spans", "sentences",
+    "source_ids", "source_windows", "token_label", "truncate", "visible", "windows", "word_ids",
 ]

@@ -7,21 +7,27 @@ none of them can read a review differently from the others:
   them, cleaned by `clean_text` (IMDB's `<br />` to newlines, the ends stripped): what the tokenizer
   and the LM train on, what evaluation scores and what the short-text check splits into sentences;
 - `prompt_ids`: one text as the language model reads it, the start token then its tokens;
-- `read_review`: one review as the classifier reads it, a `Review`: the cleaned text, the tokens the
+- `review_text`: a text as the classifier reads it: cleaned, then what visitors type (links,
+  handles, SHOUTING, "sooo") normalised (`tokenization.normalise`);
+- `read_review`: one review as the classifier reads it, a `Review`: that text, the tokens the
   encoder reads with their character spans (`cut_source`: the head, or the head and the last
-  `src_keep_tail` tokens), their ids and the end token, and the word of each token (`word_ids`);
-- `source_ids`: many reviews as the classifier reads them, batched (training's `PairSet`);
+  `src_keep_tail` tokens), their ids and the end token, the word of each token (`word_ids`), and
+  for a review longer than the encoder's window, the windows that read the rest (`windows`);
+- `source_ids`: many reviews as the classifier trains on them, cut, batched (training's `PairSet`);
+- `source_windows`: many reviews as the classifier reads them whole: each review's windows' ids;
 - `label_candidates`: the label words' ids, the candidates the classifier scores.
 
 The classifier's config supplies the cut (`max_src_len`, `src_keep_tail`) and the labels; it lives
 in `model`, which reads no text, so it is only read here, never imported.
 """
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from tokenization.bpe import BPETokenizer, Piece, truncate
+from tokenization.normalise import normalise
 from tokenization.text import clean_text
 from tokenization.words import word_ids
 
@@ -54,21 +60,62 @@ def cut_source(tokens: Sequence[T], config: SourceConfig, max_len: int | None = 
     return truncate(tokens, min(max_len or config.max_src_len, config.max_src_len) - 1, config.src_keep_tail)
 
 
+def windows(tokens: Sequence[T], config: SourceConfig) -> list[list[T]]:
+    """Every token of a source read, window by window, the end token aside: first the cut training
+    reads (`cut_source`), then, where that cut leaves out a middle, windows of the same length
+    centred on equal parts of that middle, so that each token is in at least one window.
+
+    A review longer than the encoder's window has its middle unread by head + tail; Sun et al.
+    (2019) found head + tail best on IMDB and reading in chunks within a few tenths of it, so the
+    cut stays the first window and the middle is read besides. Works on ids and `Piece`s alike."""
+    size, cut = config.max_src_len - 1, cut_source(tokens, config)
+    start, end = size - min(config.src_keep_tail, size), len(tokens) - min(config.src_keep_tail, size)
+    if len(tokens) <= size or end <= start:
+        return [cut]
+    parts = math.ceil((end - start) / size)
+    centres = (start + (i + 0.5) * (end - start) / parts for i in range(parts))
+    firsts = (min(max(round(c - size / 2), 0), len(tokens) - size) for c in centres)
+    return [cut, *(list(tokens[f : f + size]) for f in firsts)]
+
+
+def review_text(text: str, tokenizer: BPETokenizer) -> str:
+    """A raw text as the classifier reads it: cleaned (`clean_text`), then normalised
+    (`tokenization.normalise`: links, handles, emoji and markup out, case and stretched letters as
+    reviews write them, judged by how many tokens each spelling takes)."""
+    return normalise(clean_text(text), lambda word: len(tokenizer.encode(" " + word)))
+
+
+def _rows(texts: list[str], tokenizer: BPETokenizer) -> list[list[int]]:
+    read = [review_text(text, tokenizer) for text in texts]
+    return tokenizer.encode_batch(read, padding=False, return_tensors=False).input_ids
+
+
 def source_ids(texts: list[str], tokenizer: BPETokenizer, config: SourceConfig) -> list[list[int]]:
-    """Many reviews as the encoder reads them: `cut_source(encode(clean_text(text))) + [eos]` each,
-    batched in Rust (the clean-up leaves a text `read_texts` gave unchanged)."""
-    rows = tokenizer.encode_batch(read_texts(texts), padding=False, return_tensors=False).input_ids
-    return [[*cut_source(row, config), tokenizer.eos_id] for row in rows]
+    """Many reviews as the encoder trains on them: `cut_source(encode(review_text(text))) + [eos]`
+    each, batched in Rust."""
+    return [[*cut_source(row, config), tokenizer.eos_id] for row in _rows(texts, tokenizer)]
+
+
+def source_windows(texts: list[str], tokenizer: BPETokenizer, config: SourceConfig) -> list[list[list[int]]]:
+    """Many reviews as the encoder reads them whole: each review's `windows`, each ended by eos (one
+    window, `source_ids`' row, for a review the encoder reads at once)."""
+    return [[[*w, tokenizer.eos_id] for w in windows(row, config)] for row in _rows(texts, tokenizer)]
 
 
 @dataclass
 class Review:
     """One review as the classifier reads it."""
 
-    text: str  # cleaned: the pieces' spans index into it
+    text: str  # as read (`review_text`): the pieces' spans index into it
     pieces: list[Piece]  # the tokens the encoder reads, cut as `cut_source` cuts them
     ids: list[int]  # the pieces' ids, then the end token: the encoder's input
     n_tokens: int  # the tokens of the whole text, before the cut
+    windows: list[list[Piece]]  # every token read (`windows`): `pieces` first, then the middle's
+
+    @property
+    def window_ids(self) -> list[list[int]]:
+        """Each window's ids, then the end token: what the whole-review verdict reads."""
+        return [[*(p.id for p in w), self.ids[-1]] for w in self.windows]
 
     @property
     def word_ids(self) -> list[int]:
@@ -78,12 +125,13 @@ class Review:
 
 
 def read_review(text: str, tokenizer: BPETokenizer, config: SourceConfig, max_len: int | None = None) -> Review:
-    """A raw review as the classifier reads it: cleaned, tokenized with character spans, cut
-    (`cut_source`, `max_len` as there), then the end token: the ids `source_ids` gives the same text."""
-    text = clean_text(text)
+    """A raw review as the classifier reads it (`review_text`), tokenized with character spans, cut
+    (`cut_source`, `max_len` as there), then the end token: the ids `source_ids` gives the same
+    text; its `windows` are `source_windows`' (the model's own window: `max_len` only cuts a view)."""
+    text = review_text(text, tokenizer)
     every = tokenizer.pieces(text)
     pieces = cut_source(every, config, max_len)
-    return Review(text, pieces, [*(p.id for p in pieces), tokenizer.eos_id], len(every))
+    return Review(text, pieces, [*(p.id for p in pieces), tokenizer.eos_id], len(every), windows(every, config))
 
 
 def label_candidates(tokenizer: BPETokenizer, config: SourceConfig) -> list[list[int]]:

@@ -37,6 +37,7 @@ class Source:
     ids: torch.Tensor  # (1, S): the pieces' ids, then eos
     words: list[int]  # (S,) the word of each id, the end token a word of its own
     notices: list[str]
+    windows: list[list[int]] = field(default_factory=list)  # a long review's windows' ids (`Review.window_ids`)
 
 
 def read_source(text: str, tok: BPETokenizer, config: EncoderDecoderConfig, what: str, device,
@@ -47,13 +48,31 @@ def read_source(text: str, tok: BPETokenizer, config: EncoderDecoderConfig, what
     review = read_review(text, tok, config, max_len)
     notices = []
     if len(review.pieces) < review.n_tokens:
-        limit = len(review.ids)
-        tail = min(config.src_keep_tail, limit - 1)
-        read = f"the first {limit - 1 - tail} and the last {tail}" if tail else f"the first {limit - 1}"
-        notices.append(f"The {what} is {review.n_tokens} tokens; only {read} are read "
-                       f"(the model's limit is {limit} including the end token).")
+        size, shown = config.max_src_len - 1, len(review.pieces)
+        view = _cut_words(shown, min(config.src_keep_tail, shown))
+        if len(review.windows) == 1:
+            notices.append(f"The {what} is {review.n_tokens:,} tokens; this view shows {view} (it draws at most "
+                           f"{shown + 1} tokens, the end token included); the model reads them all.")
+        else:
+            notices.append(_windows_notice(review, what, size, config.src_keep_tail)
+                           + (f" This view draws {view} of the first window." if shown < size else ""))
     ids = torch.tensor([review.ids], device=device)
-    return Source(review.text, review.pieces, ids, review.word_ids, notices)
+    return Source(review.text, review.pieces, ids, review.word_ids, notices, review.window_ids)
+
+
+def _cut_words(read: int, tail: int) -> str:
+    """How a cut of `read` tokens keeping the last `tail` reads: "the first 639 and the last 384"."""
+    parts = [f"the first {read - tail:,}" if read > tail else "", f"the last {tail:,}" if tail else ""]
+    return " and ".join(p for p in parts if p)
+
+
+def _windows_notice(review, what: str, size: int, tail: int) -> str:
+    """What a review longer than the encoder's window gets read as: every window, and how they combine."""
+    middle = " and ".join(f"{w[0].start:,}–{w[-1].end:,}" for w in review.windows[1:])
+    return (f"The {what} is {review.n_tokens:,} tokens, more than the {size:,} the model reads at once. It reads "
+            f"all of it, in {len(review.windows)} windows: {_cut_words(size, min(tail, size))} tokens, then "
+            f"characters {middle} (the middle those leave out); the verdict is the mean of the windows' scores. "
+            "The explanations and attention shown are the first window's.")
 
 
 def review_source(ckpt: Checkpoint, text: object) -> Source:
@@ -114,6 +133,8 @@ def read_by_all(service: DemoService, source: Source, forward: torch.Tensor) -> 
     gave it); the backward reader, if one is served, reads the same ids (it reverses them itself:
     `EncoderDecoderConfig.reverse_source`)."""
     served = Classifier([Reader(c.model, c.tokenizer, READER_NAMES[c.name]) for c in service.readers])
+    if len(source.windows) > 1:  # a long review: every reader reads every window (the attribution saw the first)
+        return served.combine({r.name: r.read_windows(source.windows)[None] for r in served.readers})
     with torch.inference_mode():  # no gradient: the explanations are the forward reader's
         return served.read(source.ids, known={READER_NAMES[SENTIMENT]: forward.log()[None]})
 
