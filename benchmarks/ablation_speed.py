@@ -26,9 +26,10 @@ from benchmarks.common import (
     speed_review,
     write_json,
 )
+from classifier import Reader
 from inspection import MODES, all_heads, classifier_head_effects, lm_head_effects
 from model import load_pretrained
-from tokenization import BPETokenizer, label_candidates, prompt_ids, read_review
+from tokenization import prompt_ids, read_review
 
 TARGET_SECONDS = 2.0  # the classifier's ranking
 LM_TOKENS = 200
@@ -44,15 +45,14 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv)
 
     review = speed_review(args.data_dir)
-    classifier = load_pretrained(args.sentiment, "cpu").eval()
-    tokenizer = BPETokenizer.from_file(args.sentiment)
-    candidates = label_candidates(tokenizer, classifier.config)
-    ids = torch.tensor(read_review(review, tokenizer, classifier.config).ids)
+    classifier = Reader.from_pretrained(args.sentiment, "cpu").eval()  # its tokenizer.json, classifier.json
+    tokenizer, candidates = classifier.tokenizer, classifier.candidates
+    ids = torch.tensor(read_review(review, tokenizer, classifier.reading).ids)
     lm = load_pretrained(args.lm, "cpu").eval()
     prompt = torch.tensor([prompt_ids(review, tokenizer)[:LM_TOKENS]])
     token = int(lm(prompt).logits[0, -1].argmax())
 
-    figures, heads = {}, {"classifier": len(all_heads(classifier)), "lm": len(all_heads(lm))}
+    figures, heads = {}, {"classifier": len(all_heads(classifier.model)), "lm": len(all_heads(lm))}
     for mode in MODES:
         figures[f"classifier_{mode}"] = median_seconds(
             lambda m=mode: classifier_head_effects(classifier, ids[None], candidates, 1, m), args.repeats)

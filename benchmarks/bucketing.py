@@ -20,8 +20,7 @@ import torch
 
 from benchmarks.common import SEED, VAL_SIZE, add_checkpoint, benchmark_parser, parse, write_json
 from benchmarks.sentiment_baseline import imdb_split
-from model import load_pretrained
-from tokenization import BPETokenizer, label_candidates
+from classifier import Reader
 from tokenization.batches import cut_by_budget, length_batches
 from training.bucketing import BucketSampler
 from training.data import PairSet, step_generator
@@ -38,9 +37,9 @@ def padding_figures(batches: list[list[int]], lengths: np.ndarray) -> dict:
 
 
 @torch.inference_mode()
-def sorted_fixed_scores(model, pairs: PairSet, tokenizer, batch_size: int) -> torch.Tensor:
+def sorted_fixed_scores(reader: Reader, pairs: PairSet, tokenizer, batch_size: int) -> torch.Tensor:
     """The previous evaluation: batches of `batch_size` reviews in length order."""
-    candidates = label_candidates(tokenizer, model.config)
+    model, candidates = reader.model, reader.candidates
     ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
     out = torch.empty(len(pairs), len(candidates))
     for idx, batch in pairs.batches(batch_size, **ids):
@@ -64,11 +63,11 @@ def arguments() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv)
 
-    model = load_pretrained(args.checkpoint)
-    tokenizer = BPETokenizer.from_file(args.checkpoint)
+    reader = Reader.from_pretrained(args.checkpoint)
+    model, tokenizer = reader.model, reader.tokenizer
     train_texts, train_labels, selection_texts, _ = imdb_split(args.data_dir, VAL_SIZE, SEED, "selection")
-    words = [model.config.labels[y] for y in train_labels]
-    pairs = PairSet.from_texts(train_texts, words, tokenizer, model.config)
+    words = [reader.labels[y] for y in train_labels]
+    pairs = PairSet.from_texts(train_texts, words, tokenizer, model.config, classifier=reader.classifier_config)
     lengths = np.array([len(s) for s in pairs.sources])
     n, B = len(lengths), args.batch_size
     random_batches = [torch.randint(0, n, (B,), generator=step_generator(TrainConfig.seed, s)).tolist()
@@ -84,12 +83,13 @@ def main(argv: list[str] | None = None) -> dict:
                          length_batches(lengths, args.eval_tokens), lengths)},
     }
     if args.time:
-        held = PairSet.from_texts(selection_texts[: args.time], [words[0]] * args.time, tokenizer, model.config)
+        held = PairSet.from_texts(selection_texts[: args.time], [words[0]] * args.time, tokenizer, model.config,
+                                  classifier=reader.classifier_config)
         start = time.perf_counter()
-        before = sorted_fixed_scores(model, held, tokenizer, B)
+        before = sorted_fixed_scores(reader, held, tokenizer, B)
         fixed_s = time.perf_counter() - start
         start = time.perf_counter()
-        after = classify(model, held, tokenizer, args.eval_tokens)
+        after = classify(reader, held, args.eval_tokens)
         bucketed_s = time.perf_counter() - start
         result["timing"] = {"reviews": args.time, f"sorted {B} s": round(fixed_s, 1),
                             f"bucketed {args.eval_tokens} s": round(bucketed_s, 1),

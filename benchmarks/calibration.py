@@ -13,12 +13,13 @@ that are wrong at a confidence of 0.9 or more ("confidently wrong").
 
 With `--also`, the figures are those of the readers' verdict (`classifier.combine_readers`), the
 probabilities the app shows: each reader keeps the temperature its run fitted, the pair's own
-temperature is fitted on the selection rows, and `--store` writes it into the last reader's config
-(`pair_temperature`). It prints
+temperature is fitted on the selection rows, and `--store` writes it into the last reader's
+classifier.json (`pair_temperature`). It prints
 ECE at T = 1 and at the fitted T, and writes benchmarks/results/calibration.json with both
 reliability diagrams (the About tab draws the one at the fitted T). Scores are float32 whatever the
 machine: the fitted T is the checkpoint's, not a precision's. `--store` writes each fitted T
-into its checkpoint's config.json, where the app, `training.evaluate` and `/classify` read it.
+into its checkpoint's classifier.json (config.json and the weights stay as they are), where the app,
+`training.evaluate` and `/classify` read it.
 """
 
 import argparse
@@ -65,7 +66,7 @@ def arguments() -> argparse.ArgumentParser:
     add_held_out_arguments(parser)
     parser.add_argument("--limit", type=int, default=None, help="only the first N rows of each part (a quick look)")
     parser.add_argument("--max-tokens", type=int, default=16384, help="padded source tokens per batch")
-    parser.add_argument("--store", action="store_true", help="write the fitted temperature into config.json")
+    parser.add_argument("--store", action="store_true", help="write the fitted temperature into classifier.json")
     return parser
 
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.limit:
         parts = {part: rows.select(range(min(args.limit, len(rows)))) for part, rows in parts.items()}
     checks = {(part, kind): (texts, torch.tensor(truth)) for part, rows in parts.items()
-              for kind, (texts, truth) in held_out_texts(rows, part, models[0].config.labels).items()}
+              for kind, (texts, truth) in held_out_texts(rows, part, readers[0].labels).items()}
     scored = [{key: reader.score_texts(texts, args.max_tokens) for key, (texts, _) in checks.items()}
               for reader in readers]  # (N, K) label scores, before any temperature
     if len(models) == 1:  # one model's own T, fitted at T = 1 on the selection rows (its stored T plays no part)
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
     labels = checks["report", "full_reviews"][1]
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}), "bins": ECE_BINS,
               "temperature": fitted, "fitted": "the model's temperature" if len(models) == 1 else
-              f"the pair's temperature (readers at theirs: {', '.join(f'{m.config.temperature:.4g}' for m in models)})",
+              f"the pair's temperature (readers at theirs: {', '.join(f'{r.temperature:.4g}' for r in readers)})",
               "fitted_on": f"selection rows ({len(checks['selection', 'full_reviews'][1])})",
               "measured_on": f"report rows ({len(labels)})",
               "accuracy": (verdict["report", "full_reviews"].argmax(-1) == labels).float().mean().item()}
@@ -109,9 +110,9 @@ def main(argv: list[str] | None = None) -> dict:
           f"{after['wrong_and_sure']:.1%} wrong at {SURE:.0%} or more")
     write_json(result, args)
     if args.store:
-        model, folder = models[-1], folders[-1]
-        setattr(model.config, "temperature" if len(models) == 1 else "pair_temperature", round(fitted, 4))
-        model.save_config(folder)
+        settings, folder = readers[-1].classifier_config, folders[-1]
+        setattr(settings, "temperature" if len(models) == 1 else "pair_temperature", round(fitted, 4))
+        settings.save_pretrained(folder)
     return result
 
 

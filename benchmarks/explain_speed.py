@@ -28,9 +28,10 @@ from benchmarks.common import (
     speed_review,
     write_json,
 )
+from classifier import Reader
 from inspection import METHODS, attribute, attribute_methods, logit_lens
 from model import GenerationConfig, autocast, load_pretrained
-from tokenization import BPETokenizer, label_candidates, prompt_ids, read_review
+from tokenization import prompt_ids, read_review
 
 TARGETS = {"attention": None, "rollout": 0.5, "grad_x_input": 0.5, "integrated_gradients": 1.5, "occlusion": 1.0,
            "random": None, "all_methods": 3.0, "logit_lens_64": 0.5}
@@ -47,10 +48,9 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv)
 
     review = speed_review(args.data_dir)
-    classifier = load_pretrained(args.sentiment, "cpu").eval()
-    tokenizer = BPETokenizer.from_file(args.sentiment)  # the folder holding tokenizer.json
-    candidates = label_candidates(tokenizer, classifier.config)
-    read = read_review(review, tokenizer, classifier.config)
+    classifier = Reader.from_pretrained(args.sentiment, "cpu").eval()  # its tokenizer.json, classifier.json
+    tokenizer, candidates = classifier.tokenizer, classifier.candidates
+    read = read_review(review, tokenizer, classifier.reading)
     ids, words = torch.tensor(read.ids), read.word_ids
 
     figures = {}

@@ -38,9 +38,10 @@ import time
 import torch
 
 from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
+from classifier import Reader
 from inspection import ERASER_FRACTIONS, METHODS, attribute, attribute_token, faithfulness, token_faithfulness
 from model import load_pretrained
-from tokenization import BPETokenizer, label_candidates, prompt_ids, read_review
+from tokenization import BPETokenizer, prompt_ids, read_review
 from training.data import validation_rows
 from training.heldout import add_held_out_arguments
 
@@ -116,13 +117,12 @@ def main(argv: list[str] | None = None) -> dict:
 
 def classifier_task(args: argparse.Namespace, texts: list[str]) -> dict:
     """The classifier's label, explained on each review."""
-    model = load_pretrained(args.checkpoint, args.device).eval()
-    tokenizer = BPETokenizer.from_file(args.checkpoint)  # the folder holding tokenizer.json
-    candidates = label_candidates(tokenizer, model.config)
+    model = Reader.from_pretrained(args.checkpoint, args.device).eval()  # its tokenizer.json, classifier.json
+    tokenizer, candidates = model.tokenizer, model.candidates
     scores = {m: {"comprehensiveness": [], "sufficiency": [], "seconds": []} for m in args.methods}
     ig_gaps, lengths = [], []
     for i, text in enumerate(texts):
-        review = read_review(text, tokenizer, model.config)
+        review = read_review(text, tokenizer, model.reading)
         ids = torch.tensor(review.ids, device=args.device)
         lengths.append(ids.numel())
         for method in args.methods:

@@ -22,15 +22,16 @@ import torch
 from benchmarks.common import add_checkpoint, add_device, benchmark_parser, parse, write_json
 from classifier import Reader
 from inspection import attribute, rank_correlation
-from model import autocast, bf16_native, load_pretrained
-from tokenization import BPETokenizer, label_candidates, read_review
+from model import autocast, bf16_native
+from tokenization import read_review
 from training.heldout import add_held_out_arguments, held_out_rows
 
 
-def probabilities(model, ids: torch.Tensor, candidates: list[list[int]], precision: str, device: str) -> torch.Tensor:
+def probabilities(model: Reader, ids: torch.Tensor, candidates: list[list[int]], precision: str,
+                  device: str) -> torch.Tensor:
     """(n_labels,) float32 class probabilities of one review, the products in `precision`."""
     with torch.inference_mode(), autocast(device, precision):
-        return Reader(model).read(ids[None], None, candidates)[0].float().exp().cpu()
+        return model.read(ids[None], None, candidates)[0].float().exp().cpu()
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -45,15 +46,14 @@ def arguments() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv, precision="fp32 and bf16")  # compared
-    model = load_pretrained(args.checkpoint, args.device).eval()
-    tokenizer = BPETokenizer.from_file(args.checkpoint)
-    candidates = label_candidates(tokenizer, model.config)
+    model = Reader.from_pretrained(args.checkpoint, args.device).eval()  # its tokenizer.json, classifier.json
+    tokenizer, candidates = model.tokenizer, model.candidates
     rows = held_out_rows(args.data_dir, args.val_size, args.seed, "validation")
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
 
     same, changes, correlations = [], [], []
     for i, text in enumerate(rows["text"]):
-        review = read_review(text, tokenizer, model.config)
+        review = read_review(text, tokenizer, model.reading)
         ids, words = torch.tensor(review.ids), review.word_ids
         ids = ids.to(args.device)
         fp32, bf16 = (probabilities(model, ids, candidates, p, args.device) for p in ("fp32", "bf16"))

@@ -20,6 +20,7 @@ import torch
 from safetensors import safe_open
 
 from benchmarks.common import add_checkpoint, benchmark_parser, parse, write_json
+from classifier import ClassifierConfig, Reader
 from model import load_pretrained
 from storage import STATE_NAME, WEIGHTS_NAME
 from tokenization import BPETokenizer, read_texts
@@ -56,10 +57,12 @@ def main(argv: list[str] | None = None) -> dict:
     rows = validation_rows(args.data_dir, args.val_size, args.seed)
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
     texts, labels = read_texts(rows["text"]), torch.tensor(rows["label"])
-    words = [stored.config.labels[y] for y in labels.tolist()]
-    pairs = PairSet.from_texts(texts, words, tokenizer, stored.config)
+    settings = ClassifierConfig.from_pretrained(ckpt)
+    words = [settings.labels[y] for y in labels.tolist()]
+    pairs = PairSet.from_texts(texts, words, tokenizer, stored.config, classifier=settings)
 
-    p16, p32 = (classify(m, pairs, tokenizer, max_tokens=16384).softmax(-1) for m in (stored, full))
+    p16, p32 = (classify(Reader(m, tokenizer, classifier_config=settings), pairs, max_tokens=16384).softmax(-1)
+                for m in (stored, full))
     result = {
         "checkpoint": str(ckpt), "stored_dtype": str(stored_dtype), "step": state["step"], "examples": len(rows),
         "accuracy_stored": (p16.argmax(-1) == labels).float().mean().item(),

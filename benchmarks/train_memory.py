@@ -53,7 +53,7 @@ def config_of(shape: str, changes: dict, length: int):
     """The config of that shape, its longest length set to `length`."""
     raw = {**read_config(CLASSIFIER if shape == "classifier" else LM), **changes}
     if shape == "classifier":
-        raw.update(max_src_len=length, src_keep_tail=0)  # the kept tail is a reading rule, no memory
+        raw["max_src_len"] = length  # (how a longer review is cut is classifier.json's, no memory)
     else:
         raw["block_size"] = length
     return MODEL_TYPES[raw.pop("model_type")].config_class(**raw)

@@ -2,11 +2,12 @@
 
 `model/` has the architecture: an encoder-decoder that scores a target sequence given a source
 (`EncoderDecoder.candidate_scores`, the summed log-likelihood of each label's words). A classifier
-is a use of it, and what makes it one lives here: the label words (`tokenization.label_candidates`),
-the temperature that turns scores into calibrated probabilities (temperature scaling, Guo et al.
-2017, fitted on held-out rows at the end of a sentiment run), and the batched reading of raw texts
-(`tokenization.source_windows`: the reading every reader of a review shares, the whole review in
-windows of the encoder's length, their scores averaged).
+is a use of it, and what makes it one lives here: its `ClassifierConfig` (classifier.json: the label
+words, `tokenization.label_candidates`; the temperature that turns scores into calibrated
+probabilities, temperature scaling, Guo et al. 2017, fitted on held-out rows at the end of a
+sentiment run; the head + tail cut), and the batched reading of raw texts (`tokenization.source_windows`: the
+reading every reader of a review shares, the whole review in windows of the encoder's length, their
+scores averaged).
 
     reader = Reader.from_pretrained("checkpoints/sentiment")
     reader.read_texts(["A wonderful film."]).exp()   # (1, K): P(label), in `reader.labels` order
@@ -26,6 +27,8 @@ from model import EncoderDecoder, load_pretrained
 from tokenization import BPETokenizer, label_candidates, source_windows
 from tokenization.batches import length_batches
 
+from .config import ClassifierConfig, Reading
+
 DEFAULT_MAX_TOKENS = 16384  # padded source tokens per batch of `read_texts`
 
 
@@ -36,32 +39,45 @@ def calibrated(scores: torch.Tensor, temperature: float) -> torch.Tensor:
 
 
 class Reader(nn.Module):
-    """A sentiment checkpoint (`model`, with its `tokenizer` when it reads raw text) as a classifier."""
+    """A sentiment checkpoint (`model`, with its `tokenizer` when it reads raw text) as a classifier,
+    used as its `classifier_config` says (None: an encoder-decoder read as it is, at temperature 1,
+    with the candidates given to each call)."""
 
-    def __init__(self, model: EncoderDecoder, tokenizer: BPETokenizer | None = None, name: str = ""):
+    def __init__(self, model: EncoderDecoder, tokenizer: BPETokenizer | None = None, name: str = "",
+                 classifier_config: ClassifierConfig | None = None):
         super().__init__()
         self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.classifier_config = classifier_config
+        if classifier_config is not None:
+            classifier_config.check(model.config)
         self.training = model.training  # a wrapper in the model's own mode: putting the wrapper back in train
         # mode (`inspection.attribution.evaluating` restores what it switched) must never turn dropout on in
         # a served model that was in eval mode
-        self.labels: list[str] = list(model.config.labels or [])
+        self.labels: list[str] = list(self.reading.labels or [])
         # each label's words: the candidates scored (a checkpoint without two labels: `ValueError`)
-        self.candidates = label_candidates(tokenizer, model.config) if tokenizer is not None else None
+        self.candidates = label_candidates(tokenizer, self.reading) if tokenizer is not None else None
 
     @classmethod
     def from_pretrained(cls, folder: str | Path, device: str | torch.device = "cpu", name: str = "") -> "Reader":
         model = load_pretrained(folder, device)
         if not isinstance(model, EncoderDecoder):
             raise ValueError(f"{folder}: a sentiment checkpoint is an encoder-decoder, this is a {model.model_type!r}")
-        return cls(model, BPETokenizer.from_file(folder), name or Path(folder).name)
+        return cls(model, BPETokenizer.from_file(folder), name or Path(folder).name,
+                   ClassifierConfig.from_pretrained(folder))
 
     @property
     def config(self):
+        """The architecture (`EncoderDecoderConfig`, config.json)."""
         return self.model.config
 
     @property
+    def reading(self) -> Reading:
+        """How this reader reads a review (`tokenization.review`'s `SourceConfig`)."""
+        return Reading(self.model.config, self.classifier_config)
+
+    @property
     def temperature(self) -> float:
-        return self.model.config.temperature
+        return self.classifier_config.temperature if self.classifier_config is not None else 1.0
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.model.embed(ids)
@@ -104,7 +120,7 @@ class Reader(nn.Module):
         """Raw reviews -> the label scores (N, K) before any temperature (what a temperature is fitted
         on): each text read whole as the app reads one (`tokenization.source_windows`), the scores
         of a long review's windows averaged."""
-        per_text = source_windows(list(texts), self.tokenizer, self.model.config)
+        per_text = source_windows(list(texts), self.tokenizer, self.reading)
         scores = self._score_rows([w for text in per_text for w in text], max_tokens)
         owner = torch.tensor([i for i, text in enumerate(per_text) for _ in text], dtype=torch.long)
         total = torch.zeros(len(per_text), scores.shape[1]).index_add_(0, owner, scores)

@@ -8,8 +8,8 @@ temperature (a geometric mean of the probabilities, renormalised and tempered). 
 picks the same label as the mean of the probabilities, at any temperature. The pair needs a
 temperature of its own: it is right more often than either reader but no surer, so each reader's
 calibration leaves it underconfident. The pair's is fitted on the selection rows, as each reader's
-is (`benchmarks.calibration --also ... --store`), and kept in the last reader's config
-(`EncoderDecoderConfig.pair_temperature`); docs/results.md gives the calibration it buys.
+is (`benchmarks.calibration --also ... --store`), and kept in the last reader's classifier.json
+(`ClassifierConfig.pair_temperature`); docs/results.md gives the calibration it buys.
 
     classifier = Classifier.from_pretrained(["checkpoints/sentiment", "checkpoints/sentiment-backward"])
     verdict = classifier.read_texts(["A wonderful film."])
@@ -36,8 +36,8 @@ def combine_readers(log_probs: Sequence[torch.Tensor], temperature: float = 1.0)
 
 
 def pair_temperature(configs: Sequence) -> float:
-    """The temperature of the verdict of readers with these configs, in the order they are combined:
-    the last one's `pair_temperature` when there are several, else 1."""
+    """The temperature of the verdict of readers with these `ClassifierConfig`s, in the order they are
+    combined: the last one's `pair_temperature` when there are several, else 1."""
     return configs[-1].pair_temperature if len(configs) > 1 else 1.0
 
 
@@ -72,7 +72,7 @@ class Classifier:
             raise ValueError(f"the readers need distinct names, got {[r.name for r in readers]}")
         self.readers = list(readers)
         self.labels = first.labels
-        self.temperature = pair_temperature([r.config for r in readers])
+        self.temperature = pair_temperature([r.classifier_config for r in readers])
 
     @classmethod
     def from_pretrained(cls, folders: Sequence[str | Path], device: str | torch.device = "cpu") -> "Classifier":

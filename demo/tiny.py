@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from classifier import ClassifierConfig
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 from storage import METRICS_NAME, SNAPSHOTS_DIR, snapshot_name, write_index
 from tokenization import BPETokenizer, read_texts
@@ -61,7 +62,7 @@ def make_tiny_checkpoints(out: str | Path, vocab_size: int = 384, block_size: in
                                          n_head=2, d_model=32, d_ff=64, dropout=0.0))
     sentiment = EncoderDecoder(EncoderDecoderConfig(
         vocab_size=tokenizer.vocab_size, max_src_len=max_src_len, max_tgt_len=8, n_encoder_layer=2,
-        n_decoder_layer=2, n_head=2, d_model=32, d_ff=64, dropout=0.0, labels=["negative", "positive"]))
+        n_decoder_layer=2, n_head=2, d_model=32, d_ff=64, dropout=0.0))
     for name, model, metrics in [
         ("lm", lm, {"val_loss": 5.9, "val_ppl": 365.0, "val_bpb": 2.1, "steps": 0, "device": "cpu",
                     "command": "python -m demo.tiny (random init)"}),
@@ -69,6 +70,8 @@ def make_tiny_checkpoints(out: str | Path, vocab_size: int = 384, block_size: in
                                   "command": "python -m demo.tiny (random init)"}),
     ]:
         model.save_pretrained(out / name)
+        if name == "sentiment":
+            ClassifierConfig(labels=["negative", "positive"]).save_pretrained(out / name)
         tokenizer.save(out / name)
         if with_metrics:
             metrics["parameters"] = model.num_parameters()

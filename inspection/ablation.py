@@ -157,11 +157,14 @@ def lm_head_effects(model: DecoderOnlyLM, input_ids: torch.Tensor, token: int, m
 
 
 @torch.inference_mode()
-def classifier_head_effects(model: EncoderDecoder, src_ids: torch.Tensor, candidates: list[list[int]], label: int,
-                            mode: str = "zero") -> HeadEffects:
-    """P(label | source) among the candidate labels (as the classifier gives it, `classifier.Reader`),
-    with every head in place and with each one ablated. src_ids: (1, S), one unpadded source."""
-    encoder, reader = model.encoder, Reader(model)
+def classifier_head_effects(model: EncoderDecoder | Reader, src_ids: torch.Tensor, candidates: list[list[int]],
+                            label: int, mode: str = "zero") -> HeadEffects:
+    """P(label | source) among the candidate labels (as the classifier gives it, `classifier.Reader`:
+    pass one to read at its temperature), with every head in place and with each one ablated.
+    src_ids: (1, S), one unpadded source."""
+    reader = model if isinstance(model, Reader) else Reader(model)
+    model = reader.model
+    encoder = model.encoder
 
     def score(x):  # encoder output (B, S, C) -> (B,)
         return reader.log_probs(encoder.norm(x), candidates)[:, label].exp()

@@ -13,7 +13,7 @@ method explains the label the model writes (the argmax), unless another `label` 
     erase(model, src_ids, candidates, result.scores, result.label, (0.1,))  # P(label) once the top 10% are deleted
     attribute_methods(model, src_ids, candidates, METHODS)   # {method: Attribution}, one shared encoder pass
 
-`candidates` are the label words as token ids (`tokenization.label_candidates(tokenizer, model.config)`).
+`candidates` are the label words as token ids (`classifier.Reader.candidates`, from its classifier.json's labels).
 The methods, registered by name in `ATTRIBUTIONS` (`METHODS` lists the names, `DESCRIPTIONS` gives
 each a line for the app). Adding a method is one `ATTRIBUTIONS` entry, a function of `Request`
 returning `Scores`, plus its `DESCRIPTIONS` line: `attribute`, the app, the faithfulness and speed

@@ -3,6 +3,7 @@ at a time while cross-attending to the encoder output (the "memory")."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -18,47 +19,39 @@ from .reading_order import reading_order, reorder, reorder_map
 
 @dataclass
 class EncoderDecoderConfig(TransformerConfig):
-    """Source and target share one vocabulary and one embedding matrix."""
+    """Source and target share one vocabulary and one embedding matrix.
+
+    The architecture only (config.json): what the weights' shapes and the forward pass need. How a
+    classifier uses the model (its label words, how it cuts a long review, its temperatures) is the
+    classifier's own config, `classifier.ClassifierConfig` (classifier.json beside config.json)."""
 
     is_encoder_decoder = True
+    # fields a config.json written before that split still holds: ignored by `from_pretrained`,
+    # which builds the architecture; `classifier.ClassifierConfig.from_pretrained` reads them instead
+    moved_to_classifier: ClassVar[tuple[str, ...]] = ("labels", "src_keep_tail", "temperature", "pair_temperature")
 
     norm_first: bool = False  # the paper's post-norm; True gives pre-norm
     max_src_len: int = bounded(512, 1, MAX_POSITIONS)
     max_tgt_len: int = bounded(64, 1, MAX_POSITIONS)
     n_encoder_layer: int = bounded(4, 1, MAX_LAYERS)
     n_decoder_layer: int = bounded(2, 1, MAX_LAYERS)
-    labels: list[str] | None = None  # for a classifier trained text-to-text: its label words
-    src_keep_tail: int = bounded(0, 0)  # a source over max_src_len keeps this many of its last tokens (the cut:
-    # `tokenization.review`, which training, evaluation, the benchmarks and the app all read a review with)
     # the encoder keeps a decoder-only LM's causal mask: position t reads tokens <= t only. An encoder
     # started from the LM (`training.transfer`) then begins exactly where the LM stands, instead of
     # reading with a bidirectional mask its weights never saw; the decoder's cross-attention still
     # reads every position of the memory.
     causal_encoder: bool = False
-    # the encoder reads each source from its last token to its first: a classifier started from a
+    # the encoder reads each source from its last token to its first (architecture: the weights learned
+    # one reading order, and the forward pass reads this field): a classifier started from a
     # backward LM (`DecoderOnlyConfig.reverse`), the other half of ULMFiT's forward + backward ensemble.
     # Only the encoder's reading order changes: its output and attention maps are put back in the
     # source's order (`EncoderDecoder.encode`), so whatever reads them (the decoder, attributions,
     # heatmaps) sees position i as the source's token i, as with a forward encoder.
     reverse_source: bool = False
-    # the classifier's softmax temperature over label scores (temperature scaling, Guo et al. 2017),
-    # fitted on the selection rows at the end of a sentiment run so that its probabilities are calibrated
-    temperature: float = bounded(1.0, 1e-2, 100.0)
-    # a second reader's (reverse_source): the temperature of the verdict it gives with the reader it
-    # was paired with (`classifier.Classifier`), fitted on the selection rows as `temperature` is
-    pair_temperature: float = bounded(1.0, 1e-2, 100.0)
 
     @property
     def max_positions(self) -> int:
         """Rows of the positional table, which source and target share."""
         return max(self.max_src_len, self.max_tgt_len)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.src_keep_tail > self.max_src_len:
-            raise ValueError(f"src_keep_tail ({self.src_keep_tail}) must be at most max_src_len ({self.max_src_len})")
-        if self.labels is not None and (len(set(self.labels)) != len(self.labels) or not all(self.labels)):
-            raise ValueError(f"labels must be distinct non-empty words, got {self.labels!r}")
 
     def decoder_input_ids(self, target: Sequence[int]) -> list[int]:
         """What the decoder reads to write `target`: the target shifted right behind the start token."""

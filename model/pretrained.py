@@ -85,8 +85,8 @@ class PreTrainedModel(torch.nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def save_config(self, directory: str | os.PathLike) -> None:
-        """Write config.json alone: a change of the config that leaves the weights as they are (a
-        fitted temperature) rewrites a few hundred bytes, not the weights file."""
+        """Write config.json alone, the architecture (a classifier's own settings, which change
+        without the weights, are `classifier.ClassifierConfig`'s classifier.json)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         config = {"model_type": self.model_type, **asdict(self.config)}
@@ -107,6 +107,8 @@ class PreTrainedModel(torch.nn.Module):
         if model_type != cls.model_type:
             raise ValueError(f"{Path(directory) / CONFIG_NAME} describes a {model_type!r} model, "
                              f"not a {cls.model_type!r} ({cls.__name__})")
+        for name in getattr(cls.config_class, "moved_to_classifier", ()):  # an older config.json's
+            raw.pop(name, None)  # classifier settings: the classifier reads them, the architecture does not
         known = {f.name for f in fields(cls.config_class)}
         unknown = sorted(set(raw) - known)
         if unknown:

@@ -24,6 +24,7 @@ from pathlib import Path
 from model import load_pretrained
 from storage import (
     CARD_NAME,
+    CLASSIFIER_NAME,
     CONFIG_NAME,
     CURVE_NAME,
     IN_PROGRESS_NAME,
@@ -36,7 +37,7 @@ from training.errors import UsageError
 
 from .report import write_card
 
-UPLOADED = (CONFIG_NAME, WEIGHTS_NAME, TOKENIZER_NAME, METRICS_NAME, CURVE_NAME, CARD_NAME)
+UPLOADED = (CONFIG_NAME, CLASSIFIER_NAME, WEIGHTS_NAME, TOKENIZER_NAME, METRICS_NAME, CURVE_NAME, CARD_NAME)
 
 
 def files_to_push(directory: Path) -> list[str]:

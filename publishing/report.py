@@ -13,8 +13,10 @@ the Hub reads, then intended use, limitations, training and evaluation.
 import argparse
 import json
 import shlex
+from dataclasses import asdict
 from pathlib import Path
 
+from classifier import ClassifierConfig
 from storage import CARD_NAME, CONFIG_NAME, METRICS_NAME, atomic_write_text, chain, tokens_in_all
 from training.data import HUB_IMDB
 from training.tasks import TASKS
@@ -109,22 +111,28 @@ BACKWARD_NOTE = (" This one reads each review from its last token to its first: 
                  "classifier's (ULMFiT's forward + backward ensemble, Howard & Ruder 2018).")
 
 
-def model_card(name: str, m: dict, config: dict) -> str:
-    """A checkpoint's README.md: metadata, what it is, intended use, limitations, training, evaluation."""
+def model_card(name: str, m: dict, config: dict, classifier: dict | None = None) -> str:
+    """A checkpoint's README.md: metadata, what it is, intended use, limitations, training, evaluation.
+    `config`: its config.json (the architecture); `classifier`: a classifier's classifier.json."""
     card = TASKS[m["task"]].card
+    settings = classifier or {}
     facts = {"params": f"{m['parameters'] / 1e6:.1f}", "context": config.get("block_size"),
-             "labels": " / ".join(config.get("labels") or []), "max_src": config.get("max_src_len"),
-             "head": (config.get("max_src_len") or 0) - (config.get("src_keep_tail") or 0) - 1,  # - the end token
-             "tail": config.get("src_keep_tail"), "temperature": config.get("temperature", 1.0)}
+             "labels": " / ".join(settings.get("labels") or []), "max_src": config.get("max_src_len"),
+             "head": (config.get("max_src_len") or 0) - (settings.get("src_keep_tail") or 0) - 1,  # - the end token
+             "tail": settings.get("src_keep_tail"), "temperature": settings.get("temperature", 1.0)}
     rows = "\n".join(f"| {label} | {fmt.format(m[key])} | {split} |" for key, label, split, fmt in reported(m))
     confusion = ""
-    if "val_confusion" in m and config.get("labels"):
-        header = " | ".join(f"predicted {label}" for label in config["labels"])
+    if "val_confusion" in m and settings.get("labels"):
+        header = " | ".join(f"predicted {label}" for label in settings["labels"])
         body = "\n".join(f"| true {label} | " + " | ".join(f"{v:,}" for v in row) + " |"
-                         for label, row in zip(config["labels"], m["val_confusion"], strict=True))
+                         for label, row in zip(settings["labels"], m["val_confusion"], strict=True))
         confusion = (f"\nConfusion matrix on validation:\n\n| | {header} |\n|---|"
-                     + "---|" * len(config["labels"]) + f"\n{body}\n")
+                     + "---|" * len(settings["labels"]) + f"\n{body}\n")
     shape = ", ".join(f"{k}={v}" for k, v in config.items() if k != "model_type")
+    classifier_line = ("" if not settings else "; as a classifier (`classifier.json`): "
+                       + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    files = "`config.json` (the architecture), " + ("`classifier.json` (labels, review cut, temperatures), "
+                                                    if settings else "")
     note, command = _command_note(m["command"])
     return f"""---
 {card_metadata(name, m).strip()}
@@ -134,8 +142,8 @@ def model_card(name: str, m: dict, config: dict) -> str:
 
 {card.what}{BACKWARD_NOTE if config.get("reverse_source") else ""}
 
-- {m['parameters']:,} parameters (`{m['model_type']}`): {shape}
-- Files: `config.json`, `model.safetensors` (weights, safetensors only), `tokenizer.json` (byte-level BPE)
+- {m['parameters']:,} parameters (`{m['model_type']}`): {shape}{classifier_line}
+- Files: {files}`model.safetensors` (weights, safetensors only), `tokenizer.json` (byte-level BPE)
 
 ## Intended use
 
@@ -259,13 +267,14 @@ def _copied(name: str, command: str) -> str:
 
 
 def write_card(directory: Path) -> Path:
-    """Write `directory/README.md` from its metrics.json and config.json; return the path."""
+    """Write `directory/README.md` from its metrics.json, config.json and classifier.json; return the path."""
     m = json.loads((directory / METRICS_NAME).read_text(encoding="utf-8"))
     if m.get("task") not in TASKS:
         raise ValueError(f"{directory}: no model card for task {m.get('task')!r} (known: {sorted(TASKS)})")
     config = json.loads((directory / CONFIG_NAME).read_text(encoding="utf-8"))
     path = directory / CARD_NAME
-    atomic_write_text(path, model_card(directory.name, m, config))
+    settings = ClassifierConfig.from_pretrained(directory)
+    atomic_write_text(path, model_card(directory.name, m, config, asdict(settings) if settings else None))
     return path
 
 

@@ -10,6 +10,7 @@ from storage.atomic import atomic_write, atomic_write_text
 from storage.hub import resolve_checkpoint
 from storage.layout import (
     CARD_NAME,
+    CLASSIFIER_NAME,
     CONFIG_NAME,
     CURVE_NAME,
     IN_PROGRESS_NAME,
@@ -40,7 +41,7 @@ from storage.snapshots import (
 )
 
 __all__ = [
-    "CARD_NAME", "CONFIG_NAME", "CURVE_NAME", "IN_PROGRESS_NAME", "METRICS_NAME", "STATE_NAME",
+    "CARD_NAME", "CLASSIFIER_NAME", "CONFIG_NAME", "CURVE_NAME", "IN_PROGRESS_NAME", "METRICS_NAME", "STATE_NAME",
     "TOKENIZER_NAME", "WEIGHTS_NAME", "REPLACED_FILES", "RUN_FILES", "atomic_write", "atomic_write_text",
     "finish_run", "interrupt_run", "is_being_written", "resolve_checkpoint", "run_files", "run_marker", "start_run",
     "SHIPPED_SNAPSHOTS", "SNAPSHOT_INDEX", "SNAPSHOTS_DIR", "find_snapshots", "read_index", "snapshot_name",

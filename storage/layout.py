@@ -2,6 +2,7 @@
 
     checkpoints/lm/
         config.json           CONFIG_NAME       the architecture (model_type + config dataclass fields)
+        classifier.json       CLASSIFIER_NAME   a classifier's labels, cut and temperatures (`ClassifierConfig`)
         model.safetensors     WEIGHTS_NAME      the weights, safetensors only (no pickle)
         tokenizer.json        TOKENIZER_NAME    the BPE tokenizer the model was trained with
         metrics.json          METRICS_NAME      what the training run measured, and its commands
@@ -12,6 +13,7 @@
 """
 
 CONFIG_NAME = "config.json"
+CLASSIFIER_NAME = "classifier.json"  # beside config.json in a classifier's folder only
 WEIGHTS_NAME = "model.safetensors"
 TOKENIZER_NAME = "tokenizer.json"
 METRICS_NAME = "metrics.json"

@@ -27,8 +27,8 @@ def lm() -> DecoderOnlyLM:
 def classifier() -> EncoderDecoder:
     torch.manual_seed(1)
     return EncoderDecoder(EncoderDecoderConfig(vocab_size=40, max_src_len=16, max_tgt_len=4, n_encoder_layer=2,
-                                               n_decoder_layer=2, n_head=4, d_model=16, d_ff=32, dropout=0.0,
-                                               labels=["a", "b"])).eval()
+                                               n_decoder_layer=2, n_head=4, d_model=16, d_ff=32,
+                                               dropout=0.0)).eval()
 
 
 def heads_by_hand(attn: MultiHeadAttention, x: torch.Tensor, causal: bool) -> torch.Tensor:

@@ -16,7 +16,6 @@ import torch
 
 gradio_client = pytest.importorskip("gradio_client")
 
-from classifier import Reader  # noqa: E402
 from demo.app import build_app, launch  # noqa: E402
 from demo.serving import DemoService  # noqa: E402
 from demo.serving.queue import ACTIVE_REQUESTS, IDLE_POLL_SECONDS, QUEUE_POLL_SECONDS, QUEUE_SIZE  # noqa: E402
@@ -28,7 +27,7 @@ from demo.tiny import REPO_ROOT, shared_tiny_checkpoints  # noqa: E402
 from demo.views import chat as chat_view  # noqa: E402
 from demo.views.attention import attention_shape, served  # noqa: E402
 from demo.views.chat import continue_text  # noqa: E402
-from demo.views.sentiment import classify, labels_and_candidates  # noqa: E402
+from demo.views.sentiment import classify, labels_and_candidates, reader_of  # noqa: E402
 from inspection import METHODS  # noqa: E402
 from tokenization import source_ids  # noqa: E402
 
@@ -147,10 +146,11 @@ def test_tour_walks_the_lm_and_the_sentiment_model(client, service: DemoService)
     titles = [s["title"] for s in sentiment["steps"]]
     assert any(t.startswith("Cross-attention") for t in titles) and any("padding mask" in t for t in titles)
     model, tok = service.sentiment.require()
-    labels, candidates = labels_and_candidates(model, tok)
+    labels, candidates = labels_and_candidates(service.sentiment)
+    reader = reader_of(service.sentiment)  # at its temperature (classifier.json)
     with torch.inference_mode():  # the classifier's probabilities in float32 (the Sentiment tab may run bf16)
-        memory = model.encode(torch.tensor(source_ids(["A fine film, well acted."], tok, model.config)))[0]
-        expected = Reader(model).log_probs(memory, candidates)[0].exp().tolist()
+        memory = model.encode(torch.tensor(source_ids(["A fine film, well acted."], tok, reader.reading)))[0]
+        expected = reader.log_probs(memory, candidates)[0].exp().tolist()
     assert sentiment["label_probabilities"] == pytest.approx(dict(zip(labels, expected, strict=True)), abs=1e-5)
     toy = tour_json(client.predict("This movie was", "lm", 0, 0, True, api_name="/tour"))
     assert toy["toy"] and "(4, 8)" in toy["steps"][1]["shape"]  # d_model 8
@@ -239,10 +239,10 @@ def test_classify(client) -> None:
 
 
 def test_classify_probabilities_are_the_calibrated_ones(client, service: DemoService, monkeypatch) -> None:
-    """/classify softmaxes the label scores at the checkpoint's fitted temperature (config.json), as the
-    shipped classifier has one (issue 19: the probabilities a visitor reads are calibrated)."""
+    """/classify softmaxes the label scores at the checkpoint's fitted temperature (classifier.json), as
+    the shipped classifier has one (issue 19: the probabilities a visitor reads are calibrated)."""
     text = "A wonderful, moving film. Loved it!"
-    config = service.sentiment.model.config
+    config = service.sentiment.classifier
     monkeypatch.setattr(config, "temperature", 1.0)
     plain = classify(service, text).probabilities
     monkeypatch.setattr(config, "temperature", 0.1)  # a sharper softmax: the scores are 10 times as far apart
@@ -251,7 +251,7 @@ def test_classify_probabilities_are_the_calibrated_ones(client, service: DemoSer
     log_p = torch.tensor([plain[k] for k in shown]).log()
     assert list(shown.values()) == pytest.approx((log_p / 0.1).softmax(-1).tolist(), abs=1e-4)
     assert shown != pytest.approx(plain, abs=1e-3)
-    shipped = REPO_ROOT / "checkpoints" / "sentiment" / "config.json"
+    shipped = REPO_ROOT / "checkpoints" / "sentiment" / "classifier.json"
     if shipped.is_file():
         assert json.loads(shipped.read_text())["temperature"] != 1.0  # fitted: `python -m benchmarks.calibration`
 

@@ -91,7 +91,8 @@ def test_about_says_when_the_classifier_reads_the_end_of_long_reviews(tmp_path: 
     ckpt = tmp_path / "ckpts"
     shutil.copytree(shared_tiny_checkpoints(), ckpt)
     config = json.loads((ckpt / "sentiment" / "config.json").read_text())
-    (ckpt / "sentiment" / "config.json").write_text(json.dumps({**config, "src_keep_tail": 40}))
+    settings = json.loads((ckpt / "sentiment" / "classifier.json").read_text())
+    (ckpt / "sentiment" / "classifier.json").write_text(json.dumps({**settings, "src_keep_tail": 40}))
     about = about_markdown(DemoService(ckpt, device="cpu"))
     assert f"reads up to {config['max_src_len']} tokens (a longer review: its start and its last 40)" in about
 

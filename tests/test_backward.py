@@ -172,11 +172,11 @@ def test_a_cuda_device_keeps_fused_attention_off_cudnn(monkeypatch):
 
 
 def test_the_pair_has_its_own_temperature_kept_by_its_last_reader():
-    from classifier import combine_readers, pair_temperature
+    from classifier import ClassifierConfig, combine_readers, pair_temperature
 
     forward, backward = torch.tensor([[0.8, 0.2]]).log(), torch.tensor([[0.6, 0.4]]).log()
     sharpened = torch.tensor([[0.48 ** (0.5 / 0.5), 0.08 ** (0.5 / 0.5)]])  # mean of logs / T, T = 0.5
     torch.testing.assert_close(combine_readers([forward, backward], 0.5).exp(), sharpened / sharpened.sum())
-    one = EncoderDecoderConfig(vocab_size=100, **SHAPE)
-    two = EncoderDecoderConfig(vocab_size=100, reverse_source=True, pair_temperature=0.87, **SHAPE)
+    one = ClassifierConfig(labels=["negative", "positive"])
+    two = ClassifierConfig(labels=["negative", "positive"], pair_temperature=0.87)
     assert pair_temperature([one, two]) == 0.87 and pair_temperature([two]) == 1.0

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from classifier import Reader
+from classifier import ClassifierConfig, Reader
 from model import EncoderDecoder, EncoderDecoderConfig
 from training.calibration import expected_calibration_error, fit_temperature, reliability
 
@@ -43,11 +43,13 @@ def test_ece_and_reliability_bins_by_hand():
 def test_label_log_probs_apply_the_config_temperature():
     torch.manual_seed(0)
     config = EncoderDecoderConfig(vocab_size=50, n_encoder_layer=1, n_decoder_layer=1, n_head=2, d_model=16,
-                                  d_ff=32, max_src_len=10, max_tgt_len=4, dropout=0.0, temperature=2.0)
+                                  d_ff=32, max_src_len=10, max_tgt_len=4, dropout=0.0)
     model = EncoderDecoder(config).eval()
     memory, _ = model.encode(torch.randint(3, 50, (2, 6)))
     candidates = [[7], [8, 9]]
     scores = model.candidate_scores(memory, candidates)
-    torch.testing.assert_close(Reader(model).log_probs(memory, candidates), (scores / 2.0).log_softmax(-1))
+    reader = Reader(model, classifier_config=ClassifierConfig(labels=["a", "b"], temperature=2.0))
+    torch.testing.assert_close(reader.log_probs(memory, candidates), (scores / 2.0).log_softmax(-1))
+    torch.testing.assert_close(Reader(model).log_probs(memory, candidates), scores.log_softmax(-1))  # none: T = 1
     with pytest.raises(ValueError, match="temperature"):
-        EncoderDecoderConfig(temperature=0.0)
+        ClassifierConfig(labels=["a", "b"], temperature=0.0)

@@ -24,14 +24,14 @@ def test_batched_texts_equal_one_review_at_a_time(pair):
     for reader in pair.readers:
         batched = reader.read_texts(REVIEWS, max_tokens=64)  # several batches, each padded to its longest
         for i, text in enumerate(REVIEWS):
-            alone = reader.read(torch.tensor([read_review(text, reader.tokenizer, reader.config).ids]))[0]
+            alone = reader.read(torch.tensor([read_review(text, reader.tokenizer, reader.reading).ids]))[0]
             torch.testing.assert_close(batched[i], alone, atol=1e-4, rtol=0)
 
 
 def test_the_verdict_is_the_readers_mean_at_the_pairs_temperature(pair):
     verdict = pair.read_texts(REVIEWS)
     forward, backward = (r.read_texts(REVIEWS) for r in pair.readers)
-    t = pair.readers[-1].config.pair_temperature
+    t = pair.readers[-1].classifier_config.pair_temperature
     by_hand = ((forward + backward) / 2 / t).log_softmax(-1)
     torch.testing.assert_close(verdict.log_probs, by_hand, atol=1e-5, rtol=0)
     assert pair.temperature == t != 1.0 and list(verdict.readers) == ["sentiment", "sentiment-backward"]
@@ -41,7 +41,7 @@ def test_the_verdict_is_the_readers_mean_at_the_pairs_temperature(pair):
 
 
 def test_known_log_probs_are_not_computed_again(pair, monkeypatch):
-    ids = torch.tensor([read_review(REVIEWS[0], pair.readers[0].tokenizer, pair.readers[0].config).ids])
+    ids = torch.tensor([read_review(REVIEWS[0], pair.readers[0].tokenizer, pair.readers[0].reading).ids])
     known = pair.readers[0].read(ids)
     monkeypatch.setattr(pair.readers[0], "read", lambda *a, **k: pytest.fail("read again"))
     verdict = pair.read(ids, known={"sentiment": known})
@@ -62,7 +62,7 @@ def test_readers_that_do_not_agree_are_refused(pair):
         Classifier([])
     with pytest.raises(ValueError, match="distinct names"):
         Classifier([forward, forward])
-    other = Reader(forward.model, forward.tokenizer, "other")
+    other = Reader(forward.model, forward.tokenizer, "other", forward.classifier_config)
     other.labels = ["bad", "good"]
     with pytest.raises(ValueError, match="share two or more labels"):
         Classifier([forward, other])
@@ -75,7 +75,7 @@ def test_explaining_or_reading_never_switches_a_served_model_to_training(pair):
 
     reader = pair.readers[0]
     model = reader.model.eval()
-    ids = torch.tensor(read_review(REVIEWS[0], reader.tokenizer, reader.config).ids)
+    ids = torch.tensor(read_review(REVIEWS[0], reader.tokenizer, reader.reading).ids)
     attribute_methods(model, ids, reader.candidates, METHODS)
     assert not any(m.training for m in model.modules())
     assert not Reader(model).training and Reader(model.train()).training

@@ -8,6 +8,7 @@ from demo.serving import DemoError, DemoService
 from demo.tabs import compare_panel
 from demo.tiny import shared_tiny_checkpoints
 from demo.views.compare import MINIMAL_PAIRS, align, compare
+from demo.views.sentiment import reader_of
 from inspection import attribute
 from model import autocast
 
@@ -30,14 +31,15 @@ def test_align_pairs_shared_tokens_and_keeps_every_token() -> None:
 def test_both_versions_are_explained_for_the_first_label(service: DemoService, pair: str, served_atol) -> None:
     text_a, text_b = MINIMAL_PAIRS[pair]
     c = compare(service, text_a, text_b, "grad_x_input")
-    model, tok = service.sentiment.require()
-    candidates = [tok.encode(w) for w in model.config.labels]
+    _, tok = service.sentiment.require()
+    model = reader_of(service.sentiment)  # the served reader: its temperature (classifier.json)
+    candidates = model.candidates
     ids_a = torch.tensor([[*tok.encode(text_a), tok.eos_id]])
     ids_b = torch.tensor([[*tok.encode(text_b), tok.eos_id]])
     with autocast(service.device, service.precision):  # like with like: the service's own precision
         first = attribute(model, ids_a, candidates, "grad_x_input")
         second = attribute(model, ids_b, candidates, "grad_x_input", label=first.label)
-    assert c.label == model.config.labels[first.label]
+    assert c.label == model.labels[first.label]
     atol = served_atol(service)
     assert c.probabilities_a[c.label] == pytest.approx(float(first.probabilities[first.label]), abs=atol)
     assert c.change == pytest.approx(float(second.probabilities[first.label] - first.probabilities[first.label]),

@@ -339,8 +339,9 @@ def test_classify_matches_candidate_scores(service: DemoService, served_atol) ->
     text = "Terrible, boring film."
     src = torch.tensor([tok.encode(text, add_eos=True)])
     with autocast(service.device, service.precision):  # like with like: the service's own precision
-        scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in model.config.labels])
-    expected = scores.softmax(-1)[0].tolist()
+        labels = service.sentiment.classifier.labels
+        scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in labels])
+    expected = (scores / service.sentiment.classifier.temperature).softmax(-1)[0].tolist()
     assert list(classify(service, text).probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
 
@@ -353,19 +354,20 @@ def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
 
 
 def test_head_and_tail_truncation_reads_what_training_read(service: DemoService, monkeypatch, served_atol) -> None:
-    model, tok = service.sentiment.model, service.sentiment.tokenizer
-    monkeypatch.setattr(model.config, "src_keep_tail", 8)
+    model, tok, settings = service.sentiment.model, service.sentiment.tokenizer, service.sentiment.classifier
+    monkeypatch.setattr(settings, "src_keep_tail", 8)
     text = "great acting and a boring plot. " * 30 + "In the end I loved it."
     result = classify(service, text)
     assert any(f"only the first {model.config.max_src_len - 9} and the last 8 are read" in n for n in result.notices)
     assert "".join(s for s, _ in result.highlights) == text
     scored = [w is not None for _, w in result.highlights]
     assert scored[-1] and scored.count(False) == 1  # one unread middle; the ending is read
-    src = PairSet.from_texts([text], [model.config.labels[0]], tok, model.config).sources[0]
+    src = PairSet.from_texts([text], [settings.labels[0]], tok, model.config, classifier=settings).sources[0]
     assert src[-9:] == [*tok.encode(text)[-8:], tok.eos_id]
-    candidates = [tok.encode(label) for label in model.config.labels]
+    candidates = [tok.encode(label) for label in settings.labels]
     with autocast(service.device, service.precision):  # like with like: the service's own precision
-        expected = model.candidate_scores(model.encode(torch.tensor([src]))[0], candidates).softmax(-1)[0].tolist()
+        scores = model.candidate_scores(model.encode(torch.tensor([src]))[0], candidates)
+        expected = (scores / settings.temperature).softmax(-1)[0].tolist()
     assert list(result.probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
 
@@ -376,15 +378,15 @@ def test_training_and_serving_read_a_review_alike(service: DemoService, monkeypa
     """The data path (PairSet: `source_ids`), the app's read path and the benchmarks' (`read_review`)
     cut a review into the same ids: the head and the last `src_keep_tail` tokens of encode(text), then
     eos (checked by slicing)."""
-    model, tok = service.sentiment.model, service.sentiment.tokenizer
-    monkeypatch.setattr(model.config, "src_keep_tail", tail)
+    model, tok, settings = service.sentiment.model, service.sentiment.tokenizer, service.sentiment.classifier
+    monkeypatch.setattr(settings, "src_keep_tail", tail)
     text = " ".join(["A slow start, but great acting."] * repeats + ["In the end I loved it."])
     every, limit = tok.encode(text), model.config.max_src_len
     expected = every if len(every) < limit else every[: limit - 1 - tail] + every[len(every) - tail :]
     assert (len(every) >= limit) == (repeats > 1)
-    trained = PairSet.from_texts([text], [model.config.labels[0]], tok, model.config).sources[0]
+    trained = PairSet.from_texts([text], [settings.labels[0]], tok, model.config, classifier=settings).sources[0]
     served = review_source(service.sentiment, text)
-    benchmarked = read_review(text, tok, model.config)
+    benchmarked = read_review(text, tok, service.sentiment.reading)
     assert trained == served.ids[0].tolist() == benchmarked.ids == [*expected, tok.eos_id]
     assert [p.id for p in served.pieces] == expected
 

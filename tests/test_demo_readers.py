@@ -9,35 +9,39 @@ from pathlib import Path
 import pytest
 import torch
 
+from classifier import ClassifierConfig
 from demo.serving import SENTIMENT, SENTIMENT_BACKWARD, DemoService
 from demo.tabs.about import about_markdown, header_markdown
 from demo.tiny import shared_tiny_checkpoints
 from demo.views.sentiment import classify, explain
-from model import EncoderDecoder
+from model import EncoderDecoder, EncoderDecoderConfig
 
 REVIEW = "A wonderful film, I loved the acting, but the ending dragged."
 
 
 def with_backward(tmp_path: Path, **changes) -> Path:
-    """The tiny checkpoints plus a backward reader: the tiny sentiment model's shape with `changes`,
-    other weights (seed 1), the same tokenizer."""
+    """The tiny checkpoints plus a backward reader: the tiny sentiment model's shape (and classifier
+    settings) with `changes`, other weights (seed 1), the same tokenizer."""
     root = tmp_path / "ckpt"
     shutil.copytree(shared_tiny_checkpoints(), root)
     forward = EncoderDecoder.from_pretrained(root / SENTIMENT)
+    settings = ClassifierConfig.from_pretrained(root / SENTIMENT)
     torch.manual_seed(1)
-    backward = EncoderDecoder(replace(forward.config, **{"reverse_source": True, "temperature": 0.7,
-                                                         "pair_temperature": 0.8, **changes}))
+    changes = {"reverse_source": True, "temperature": 0.7, "pair_temperature": 0.8, **changes}
+    policy = {k: changes.pop(k) for k in EncoderDecoderConfig.moved_to_classifier if k in changes}
+    backward = EncoderDecoder(replace(forward.config, **changes))
     backward.save_pretrained(root / SENTIMENT_BACKWARD)
+    replace(settings, **policy).save_pretrained(root / SENTIMENT_BACKWARD)
     shutil.copy(root / SENTIMENT / "tokenizer.json", root / SENTIMENT_BACKWARD / "tokenizer.json")
     return root
 
 
-def own_probabilities(model: EncoderDecoder, service: DemoService, text: str) -> torch.Tensor:
-    """P(label) of one reader, by its own candidate_scores, at its own temperature."""
-    tok = service.sentiment.tokenizer
+def own_probabilities(ckpt, service: DemoService, text: str) -> torch.Tensor:
+    """P(label) of one reader, by its own candidate_scores, at its own temperature (classifier.json)."""
+    tok, model, settings = service.sentiment.tokenizer, ckpt.model, ckpt.classifier
     src = torch.tensor([tok.encode(text, add_eos=True)])
-    scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in model.config.labels])
-    return (scores / model.config.temperature).softmax(-1)[0]
+    scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in settings.labels])
+    return (scores / settings.temperature).softmax(-1)[0]
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +58,8 @@ def test_the_backward_reader_is_served_and_described(service):
 
 def test_the_verdict_is_the_mean_of_both_readers_own_probabilities(service):
     result = classify(service, REVIEW)
-    forward = own_probabilities(service.sentiment.model, service, REVIEW)
-    backward = own_probabilities(service.sentiment_backward.model, service, REVIEW)
+    forward = own_probabilities(service.sentiment, service, REVIEW)
+    backward = own_probabilities(service.sentiment_backward, service, REVIEW)
     assert not torch.allclose(forward, backward, atol=1e-3)  # two different readers
     assert list(result.readers) == ["left to right", "right to left"]
     assert list(result.readers["left to right"].values()) == pytest.approx(forward.tolist(), abs=1e-5)

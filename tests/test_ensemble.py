@@ -11,6 +11,7 @@ import torch
 from benchmarks import calibration, ensemble
 from benchmarks.common import read_classifier
 from benchmarks.sentiment_baseline import fit_baseline, imdb_split
+from classifier import ClassifierConfig
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, read_texts
 from training.calibration import expected_calibration_error
@@ -39,10 +40,11 @@ def readers(tmp_path_factory) -> tuple[Path, list[str]]:
         torch.manual_seed(seed)
         config = EncoderDecoderConfig(vocab_size=tok.vocab_size, n_head=2, d_model=32, d_ff=64, n_encoder_layer=1,
                                       n_decoder_layer=1, max_src_len=64, max_tgt_len=4, causal_encoder=True,
-                                      reverse_source=reverse, labels=["negative", "positive"],
-                                      temperature=temperature, pair_temperature=0.8)
+                                      reverse_source=reverse)
         folder = tmp_path / f"m{seed}"
         EncoderDecoder(config).save_pretrained(folder)
+        ClassifierConfig(labels=["negative", "positive"], temperature=temperature,
+                         pair_temperature=0.8).save_pretrained(folder)
         tok.save(folder / "tokenizer.json")
         folders.append(str(folder))
     return data, folders

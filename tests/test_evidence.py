@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
+from classifier import Reader
 from demo.tiny import shared_tiny_checkpoints
 from inspection import attribute
-from model import load_pretrained
 from storage import STATE_NAME
-from tokenization import BPETokenizer, label_candidates, sentence_spans, sentences, source_ids
+from tokenization import BPETokenizer, sentence_spans, sentences, source_ids
 from training import evidence, run
 from training.data import validation_split
 from training.trainer import STOPS, Trainer
@@ -41,12 +41,13 @@ def test_sentence_spans_are_where_the_sentences_are():
 
 
 def test_sentence_sums_are_the_sums_of_their_tokens_integrated_gradients(teacher):
-    model, tokenizer = load_pretrained(teacher).eval(), BPETokenizer.from_file(teacher)
+    model = Reader.from_pretrained(teacher).eval()
+    tokenizer = model.tokenizer
     text = "The acting was wonderful. But the plot made no sense at all!\nI left early."
-    pieces, scores = evidence.read_scores(model, tokenizer, label_candidates(tokenizer, model.config), text, 1)
-    # the scores are the project's integrated gradients of the review as the model reads it
-    ids = torch.tensor(source_ids([text], tokenizer, model.config)[0])
-    direct = attribute(model, ids, label_candidates(tokenizer, model.config), "integrated_gradients", label=1,
+    pieces, scores = evidence.read_scores(model, tokenizer, model.candidates, text, 1)
+    # the scores are the project's integrated gradients of the review as the reader reads it
+    ids = torch.tensor(source_ids([text], tokenizer, model.reading)[0])
+    direct = attribute(model, ids, model.candidates, "integrated_gradients", label=1,
                        steps=evidence.IG_STEPS, max_steps=evidence.IG_STEPS)
     torch.testing.assert_close(torch.tensor(scores), direct.scores[:-1])
     found = evidence.sentence_sums(text, pieces, scores)

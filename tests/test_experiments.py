@@ -180,7 +180,7 @@ def readers():
 
 @pytest.fixture(scope="module")
 def review(readers):
-    return torch.tensor([read_review(REVIEW, readers[0].tokenizer, readers[0].config).ids])
+    return torch.tensor([read_review(REVIEW, readers[0].tokenizer, readers[0].reading).ids])
 
 
 @pytest.fixture(scope="module")

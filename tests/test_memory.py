@@ -52,7 +52,7 @@ def test_the_attention_term_is_what_autograd_keeps_under_dropout():
     alone: every other saved tensor has as many elements either way."""
     def saved(rows, length):
         torch.manual_seed(0)
-        model = EncoderDecoder(EncoderDecoderConfig(**{**SHIPPED, "max_src_len": 256, "src_keep_tail": 0})).train()
+        model = EncoderDecoder(EncoderDecoderConfig(**{**SHIPPED, "max_src_len": 256})).train()
         params = {p.untyped_storage().data_ptr() for p in model.parameters()}
         kept = {}
 

@@ -11,7 +11,6 @@ from classifier import Reader
 from tokenization import read_review, review_text, source_ids, source_windows, windows
 from tokenization.normalise import fix_case, normalise, sentence_case, unstretch
 
-
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "sentiment"
 
 
@@ -116,7 +115,7 @@ def test_source_windows_end_each_window_and_match_source_ids_on_the_first(tokeni
 
 def test_a_long_review_s_verdict_is_the_mean_of_its_windows_scores(reader):
     long = " ".join(f"Scene {i} was fine." for i in range(300))  # 2,115 tokens: three windows
-    review = read_review(long, reader.tokenizer, reader.config)
+    review = read_review(long, reader.tokenizer, reader.reading)
     assert len(review.windows) == 3 and review.window_ids[0] == review.ids
     with torch.inference_mode():  # each window alone, through the model itself
         by_window = torch.cat([reader.model.candidate_scores(reader.model.encode(torch.tensor([ids]))[0],

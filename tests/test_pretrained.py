@@ -15,8 +15,7 @@ from storage import SHIPPED_SNAPSHOTS, read_index
 
 LM_CONFIG = DecoderOnlyConfig(vocab_size=30, block_size=16, n_layer=2, n_head=2, d_model=16, d_ff=32)
 SEQ2SEQ_CONFIG = EncoderDecoderConfig(vocab_size=30, max_src_len=16, max_tgt_len=8, n_encoder_layer=2,
-                                      n_decoder_layer=1, n_head=2, d_model=16, d_ff=32,
-                                      labels=["negative", "positive"])
+                                      n_decoder_layer=1, n_head=2, d_model=16, d_ff=32)
 IDS = torch.tensor([[1, 5, 9, 3, 17, 2], [1, 4, 4, 8, 0, 0]])
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
 
@@ -55,9 +54,8 @@ def test_config_json_round_trips(saved):
     model, path = saved
     raw = json.loads((path / "config.json").read_text(encoding="utf-8"))
     assert raw == {"model_type": model.model_type, **asdict(model.config)}
-    if isinstance(model, EncoderDecoder):
-        assert raw["labels"] == ["negative", "positive"]
-        assert type(model).from_pretrained(path).config.labels == ["negative", "positive"]
+    # the architecture only: a classifier's labels, cut and temperatures are classifier.json's (test_classifier_config)
+    assert not set(raw) & {"labels", "src_keep_tail", "temperature", "pair_temperature"}
 
 
 def test_float16_checkpoint(saved, tmp_path):
@@ -204,12 +202,9 @@ def test_shipped_checkpoints_give_the_recorded_logits(name):
     ("max_src_len", 0, "max_src_len must be between 1 and 16384, got 0"),
     ("eos_token_id", 30, r"eos_token_id \(30\) must be below vocab_size \(30\)"),
     ("pad_token_id", -1, "pad_token_id must be >= 0, got -1"),
-    ("labels", ["negative", 1], r"labels must be a list of str, got \['negative', 1\]"),
-    ("labels", ["yes", "yes"], "labels must be distinct non-empty words"),
-    ("src_keep_tail", 17, r"src_keep_tail \(17\) must be at most max_src_len \(16\)"),
 ])
 def test_config_json_is_checked_before_any_allocation(tmp_path, monkeypatch, field, value, message):
-    cls = EncoderDecoder if field in ("n_encoder_layer", "max_src_len", "labels", "src_keep_tail") else DecoderOnlyLM
+    cls = EncoderDecoder if field in ("n_encoder_layer", "max_src_len") else DecoderOnlyLM
     make(cls).save_pretrained(tmp_path)
     raw = json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))
     (tmp_path / "config.json").write_text(json.dumps({**raw, field: value}), encoding="utf-8")

@@ -12,6 +12,7 @@ import pytest
 import torch
 from datasets import Dataset
 
+from classifier import ClassifierConfig, Reading
 from demo.tiny import shared_tiny_checkpoints
 from model import load_pretrained
 from storage import STATE_NAME
@@ -35,9 +36,9 @@ def teachers(tmp_path_factory) -> list[Path]:
     first = shared_tiny_checkpoints() / "sentiment"
     second = tmp_path_factory.mktemp("teachers") / "second"
     shutil.copytree(first, second)
-    config = json.loads((second / "config.json").read_text())
+    config = json.loads((second / "classifier.json").read_text())
     config.update(temperature=0.3, pair_temperature=0.5)
-    (second / "config.json").write_text(json.dumps(config))
+    (second / "classifier.json").write_text(json.dumps(config))
     return [first, second]
 
 
@@ -65,11 +66,12 @@ def build(teachers: list[Path], data: Path, out: Path, *extra: str) -> list[dict
 def calibrated_log_probs(teacher: Path, text: str) -> np.ndarray:
     """One reader's log P(label) of one text, computed here: its label scores at its temperature."""
     model, tokenizer = load_pretrained(teacher).eval(), BPETokenizer.from_file(teacher)
-    ids = torch.tensor(source_ids([text], tokenizer, model.config))
+    reading = Reading(model.config, ClassifierConfig.from_pretrained(teacher))
+    ids = torch.tensor(source_ids([text], tokenizer, reading))
     with torch.no_grad():
         mask = torch.ones_like(ids)
-        scores = model.candidate_scores(model.encode(ids, mask)[0], label_candidates(tokenizer, model.config), mask)[0]
-    z = scores.double().numpy() / model.config.temperature
+        scores = model.candidate_scores(model.encode(ids, mask)[0], label_candidates(tokenizer, reading), mask)[0]
+    z = scores.double().numpy() / reading.classifier.temperature
     return z - np.logaddexp.reduce(z)
 
 
@@ -140,7 +142,7 @@ def test_training_adds_the_confident_reviews_with_their_verdict(teachers, data_d
     assert data.description["pseudo_rows"] == 4 and len(train) == 20 + 4
     assert train.sources[:20] == plain.splits["train"].sources
     kept = [UNLABELED[0], UNLABELED[4], UNLABELED[5], UNLABELED[6]]
-    assert train.sources[20:] == source_ids(kept, tokenizer, data.config)
+    assert train.sources[20:] == source_ids(kept, tokenizer, Reading(data.config, data.classifier))
     assert train.labels[20:] == [1, 0, 1, 0] and data.splits["val"].sources == plain.splits["val"].sources
     strict = task.prepare(tokenizer, overrides, TrainConfig(batch_size=8, recipe=Recipe(pseudo_labels=labels,
                                                                                          pseudo_confidence=0.96)))

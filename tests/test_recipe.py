@@ -7,6 +7,7 @@ import pytest
 import torch
 from datasets import Dataset
 
+from classifier import Reading
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, source_ids
 from training import evidence
@@ -245,7 +246,7 @@ def test_sentence_copies_add_each_training_reviews_first_and_last_sentence_with_
     assert added.sources[: len(reviews)] == plain.splits["train"].sources
     assert data.splits["val"].sources == plain.splits["val"].sources
     for row, (sentence, label) in enumerate(expected * 2, start=len(reviews)):  # both copies, in review order
-        assert added.sources[row] == source_ids([sentence], tokenizer, data.config)[0]
+        assert added.sources[row] == source_ids([sentence], tokenizer, Reading(data.config, data.classifier))[0]
         assert added.labels[row] == label and added.targets[row] == added.targets[reviews.index(texts[1 - label])]
 
 

@@ -9,7 +9,7 @@ import pytest
 from huggingface_hub import ModelCard
 
 from publishing import report
-from storage import CARD_NAME, CONFIG_NAME, METRICS_NAME
+from storage import CARD_NAME, CLASSIFIER_NAME, CONFIG_NAME, METRICS_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ["lm", "sentiment"]
@@ -17,8 +17,10 @@ SHIPPED = ["lm", "sentiment"]
 
 def generated_card(name: str) -> str:
     folder = ROOT / "checkpoints" / name
+    classifier = folder / CLASSIFIER_NAME  # a classifier's labels, cut and temperatures
     return report.model_card(name, json.loads((folder / METRICS_NAME).read_text()),
-                             json.loads((folder / CONFIG_NAME).read_text()))
+                             json.loads((folder / CONFIG_NAME).read_text()),
+                             json.loads(classifier.read_text()) if classifier.is_file() else None)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -62,8 +64,9 @@ def test_committed_cards_are_up_to_date(name):
 def test_cards_cli_writes_one_card_per_run_folder(tmp_path):
     for name in SHIPPED:
         (tmp_path / name).mkdir()
-        for file in (CONFIG_NAME, METRICS_NAME):
-            shutil.copy(ROOT / "checkpoints" / name / file, tmp_path / name / file)
+        for file in (CONFIG_NAME, CLASSIFIER_NAME, METRICS_NAME):
+            if (ROOT / "checkpoints" / name / file).is_file():
+                shutil.copy(ROOT / "checkpoints" / name / file, tmp_path / name / file)
     report.main([str(tmp_path), "--cards"])
     for name in SHIPPED:
         assert (tmp_path / name / CARD_NAME).read_text(encoding="utf-8") == generated_card(name)

@@ -3,10 +3,10 @@ benchmarks and the app, checked against the tokenizer's own pieces, and the only
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from model import EncoderDecoderConfig
 from tokenization import (
     BPETokenizer,
     label_candidates,
@@ -29,9 +29,10 @@ def tok() -> BPETokenizer:
     return BPETokenizer.train(CORPUS, vocab_size=300)
 
 
-def config(max_src_len: int = 512, src_keep_tail: int = 0, labels=("negative", "positive")) -> EncoderDecoderConfig:
-    return EncoderDecoderConfig(vocab_size=300, max_src_len=max_src_len, src_keep_tail=src_keep_tail,
-                                labels=None if labels is None else list(labels))
+def config(max_src_len: int = 512, src_keep_tail: int = 0, labels=("negative", "positive")) -> SimpleNamespace:
+    """A `tokenization.review.SourceConfig` (`classifier.Reading` is the one the classifier passes)."""
+    return SimpleNamespace(max_src_len=max_src_len, src_keep_tail=src_keep_tail,
+                           labels=None if labels is None else list(labels))
 
 
 def test_read_texts_cleans_every_text():

@@ -10,7 +10,8 @@ import torch
 
 from benchmarks.bootstrap import accuracy_with_interval, bootstrap_interval
 from benchmarks.sentiment_baseline import imdb_split
-from model import EncoderDecoder, EncoderDecoderConfig, load_pretrained
+from classifier import ClassifierConfig, Reader
+from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, sentences
 from training import evaluate
 from training.data import PairSet, validation_rows
@@ -40,9 +41,10 @@ def checkpoint(tmp_path_factory, data_dir):
     torch.manual_seed(0)
     model = EncoderDecoder(EncoderDecoderConfig(vocab_size=tokenizer.vocab_size, n_encoder_layer=1, n_decoder_layer=1,
                                                 n_head=2, d_model=32, d_ff=64, max_src_len=64, max_tgt_len=8,
-                                                dropout=0.0, labels=["negative", "positive"]))
+                                                dropout=0.0))
     path = tmp_path_factory.mktemp("ckpt")
     model.save_pretrained(path)
+    ClassifierConfig(labels=["negative", "positive"]).save_pretrained(path)
     tokenizer.save(path)
     return path
 
@@ -83,21 +85,21 @@ def test_bootstrap_interval_matches_the_normal_approximation():
 
 
 def test_bucketed_classification_gives_each_review_its_own_score(checkpoint, data_dir):
-    model = load_pretrained(checkpoint)
-    tokenizer = BPETokenizer.from_file(checkpoint)
+    reader = Reader.from_pretrained(checkpoint)
+    model, tokenizer = reader.model, reader.tokenizer
     texts = pd.read_parquet(data_dir / "train.parquet")["text"].tolist()[:40]
     pairs = PairSet.from_texts(texts, ["positive"] * 40, tokenizer, model.config)
-    scores = classify(model, pairs, tokenizer, max_tokens=64)  # a budget of one longest review: many batches
-    candidates = [tokenizer.encode(w) for w in model.config.labels]
+    scores = classify(reader, pairs, max_tokens=64)  # a budget of one longest review: many batches
+    candidates = [tokenizer.encode(w) for w in reader.labels]
     alone = torch.cat([model.candidate_scores(model.encode(torch.tensor([s]))[0], candidates) for s in pairs.sources])
     torch.testing.assert_close(scores, alone, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(classify(model, pairs, tokenizer, max_tokens=64, limit=7), alone[:7], atol=1e-5,
+    torch.testing.assert_close(classify(reader, pairs, max_tokens=64, limit=7), alone[:7], atol=1e-5,
                                rtol=1e-5)
 
 
 def test_evaluate_cli_scores_the_report_rows_and_their_short_texts(checkpoint, data_dir):
-    model = load_pretrained(checkpoint)
-    tokenizer = BPETokenizer.from_file(checkpoint)
+    reader = Reader.from_pretrained(checkpoint)
+    model, tokenizer = reader.model, reader.tokenizer
     rows = held_out_rows(str(data_dir), 2500, 1337, "report")
     for short in (False, True):
         texts, labels = rows["text"], rows["label"]
@@ -107,7 +109,7 @@ def test_evaluate_cli_scores_the_report_rows_and_their_short_texts(checkpoint, d
         result = evaluate.main(["--checkpoint", str(checkpoint), "--data-dir", str(data_dir), "--split", "report",
                                 "--max-tokens", "512", *["--short-text"] * short])
         pairs = PairSet.from_texts(texts, ["negative"] * len(texts), tokenizer, model.config)
-        predicted = classify(model, pairs, tokenizer, 4096).argmax(-1)
+        predicted = classify(reader, pairs, 4096).argmax(-1)
         assert result["examples"] == len(texts) > 1500 * short
         assert result["accuracy"] == pytest.approx((predicted == torch.tensor(labels)).float().mean().item())
         assert sum(map(sum, result["confusion"])) == len(texts)

@@ -95,7 +95,7 @@ def tiny_ed(vocab: int, **kw) -> EncoderDecoder:
 
 def test_init_from_a_span_model_takes_everything_and_the_first_embedding_rows():
     torch.manual_seed(0)
-    span_model, classifier = tiny_ed(50 + N_SENTINELS), tiny_ed(50, labels=["negative", "positive"])
+    span_model, classifier = tiny_ed(50 + N_SENTINELS), tiny_ed(50)
     init_from(classifier, span_model)
     theirs = span_model.state_dict()
     for name, value in classifier.state_dict().items():

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from classifier import Reader
+from classifier import ClassifierConfig
 from demo.serving import LM, SENTIMENT, Checkpoint, DemoError, DemoService
 from demo.tabs import tour as tour_tab
 from demo.text import TOY_NOTE
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
 from demo.views import tour
-from demo.views.sentiment import labels_and_candidates
+from demo.views.sentiment import labels_and_candidates, reader_of
 from demo.views.tokens import EMPTY_TEXT
 from demo.views.tour import lesson_text
 from demo.views.toy import SHAPE, toy_checkpoint, toy_tokenizer
@@ -28,7 +28,8 @@ LM_KEYS = ["tokens", "embedding", "position", "norm", "qkv", "scores", "scaling"
 LEARN_KEYS = ["loss", "gradient", "update"]
 SENTIMENT_KEYS = ["source_tokens", "source_embedding", "qkv", "scores", "scaling", "padding_mask", "softmax", "memory",
                   "decoder_input", "cross", "label"]
-FITTED = 0.932732880115509  # the shipped classifier's fitted temperature, as its config.json writes it
+FITTED = 0.932732880115509  # the shipped classifier's fitted temperature, as its classifier.json writes it
+LABELS = ClassifierConfig(labels=["negative", "positive"])  # a test classifier's settings: nothing fitted
 # what each step's source lines must hold: the computation the step names
 COMPUTATION = {
     "tokens": "models.BPE()", "source_tokens": "cut_source(", "embedding": "self.lut(idx) * self.scale",
@@ -161,10 +162,11 @@ def test_sentiment_track_pads_masks_and_cross_attends(service: DemoService) -> N
     steps = by_key(t)
     assert [s.key for s in t.steps] == SENTIMENT_KEYS and all(c.ok for s in t.steps for c in s.checks)
     model, tok = service.sentiment.require()
-    labels, candidates = labels_and_candidates(model, tok)
+    labels, candidates = labels_and_candidates(service.sentiment)
+    reader = reader_of(service.sentiment)  # at its temperature (classifier.json)
     with torch.inference_mode():  # the classifier's own reading in float32 (the Sentiment tab may run bf16)
-        memory = model.encode(torch.tensor(source_ids([text], tok, model.config)))[0]
-        expected = Reader(model).log_probs(memory, candidates)[0].exp().tolist()
+        memory = model.encode(torch.tensor(source_ids([text], tok, reader.reading)))[0]
+        expected = reader.log_probs(memory, candidates)[0].exp().tolist()
     classified = dict(zip(labels, expected, strict=True))
     assert t.label_probabilities == pytest.approx(classified, abs=1e-5)
     assert sum(t.label_probabilities.values()) == pytest.approx(1)
@@ -191,11 +193,11 @@ def test_label_words_of_different_lengths_are_toured_by_the_winners_own_rows(ser
     trained on other text can split "negative" into more pieces than "positive"): the cross-attention
     step shows the winning label's own rows, and its checks against the model still hold."""
     model, tok = service.sentiment.require()
-    labels, _ = labels_and_candidates(model, tok)
+    labels, _ = labels_and_candidates(service.sentiment)
     short, long = [tok.encode(" great")[0]], tok.encode(" not good at all")
     assert len(long) > 2
     # one token and its end cost far less log-probability than four and theirs: the short one wins
-    monkeypatch.setattr(tour.sentiment, "label_words", lambda m, t: (labels, [short, long]))
+    monkeypatch.setattr(tour.sentiment, "label_words", lambda ckpt: (labels, [short, long]))
     t = tour.tour(service, "A fine film.", "sentiment", 0, 0)
     assert all(c.ok for s in t.steps for c in s.checks), [c for s in t.steps for c in s.checks if not c.ok]
     cross = by_key(t)["cross"].panels[0]
@@ -208,8 +210,8 @@ def test_a_causal_encoder_masks_the_future_too() -> None:
     torch.manual_seed(0)
     model = EncoderDecoder(EncoderDecoderConfig(vocab_size=toy_tokenizer().vocab_size, max_src_len=8, max_tgt_len=4,
                                                 n_encoder_layer=1, n_decoder_layer=1, causal_encoder=True,
-                                                labels=["negative", "positive"], **SHAPE)).eval()
-    ckpt = Checkpoint(SENTIMENT, "test", "ready", model=model, tokenizer=toy_tokenizer())
+                                                **SHAPE)).eval()
+    ckpt = Checkpoint(SENTIMENT, "test", "ready", model=model, tokenizer=toy_tokenizer(), classifier=LABELS)
     steps = by_key(tour.tour_of(ckpt, "this film was great"))
     assert all(c.ok for s in steps.values() for c in s.checks)
     masked = steps["padding_mask"].panels[0].masked
@@ -240,12 +242,13 @@ def test_the_toy_is_small_enough_to_read_and_checks_like_the_real_model(service:
     assert figure.data[0].texttemplate == "%{z:.2f}"  # every number in its cell
 
 
-# every config field that is not a size (widths, counts, lengths), a training setting (dropout) or a fitted number
-# (temperatures): what makes the architecture; the model class and its parameters' names (tied embeddings: one
-# table, no separate output matrix; pre-norm: a final norm on each stack) are compared too
+# every config field that is not a size (widths, counts, lengths) or a training setting (dropout): what makes the
+# architecture (the labels and temperatures are classifier.json's, compared apart); the model class and its
+# parameters' names (tied embeddings: one table, no separate output matrix; pre-norm: a final norm on each stack)
+# are compared too
 SIZES = {"vocab_size", "n_head", "d_model", "d_ff", "block_size", "n_layer", "max_src_len", "max_tgt_len",
-         "n_encoder_layer", "n_decoder_layer", "src_keep_tail"}
-NOT_ARCHITECTURE = {"dropout", "attention_dropout", "temperature", "pair_temperature"}
+         "n_encoder_layer", "n_decoder_layer"}
+NOT_ARCHITECTURE = {"dropout", "attention_dropout"}
 
 
 def structure(config) -> dict:
@@ -269,14 +272,17 @@ def test_each_toy_has_its_shipped_models_architecture(model: str, folder: str) -
                                  if k != "model_type"})
     assert structure(toy.config) == structure(config)
     assert set(structure(config)) >= {"norm_first", "pad_token_id", "bos_token_id", "eos_token_id"}
-    assert model == LM or {"causal_encoder", "reverse_source", "labels"} <= set(structure(config))
+    assert model == LM or {"causal_encoder", "reverse_source"} <= set(structure(config))
     with safe_open(shipped / "model.safetensors", "pt") as f:
         names = set(f.keys())
 
     def shape(keys):  # parameter names, layers counted once
         return {re.sub(r"\.\d+\.", ".N.", k) for k in keys}
     assert shape(toy.state_dict()) == shape(names)
-    assert getattr(toy.config, "temperature", 1.0) == 1.0  # nothing fitted: the toy is untrained
+    if model == SENTIMENT:  # the shipped labels; nothing fitted: the toy is untrained
+        settings = ClassifierConfig.from_pretrained(shipped)
+        assert toy_checkpoint(model).classifier == replace(settings, temperature=1.0, pair_temperature=1.0,
+                                                          src_keep_tail=0)
 
 
 def test_numbers_are_written_for_people_and_each_sentence_is_true_of_its_model(service: DemoService) -> None:
@@ -295,8 +301,9 @@ def test_numbers_are_written_for_people_and_each_sentence_is_true_of_its_model(s
     # the classifier: its temperature rounded, and called fitted only when it was
     fitted = EncoderDecoder(EncoderDecoderConfig(vocab_size=toy_tokenizer().vocab_size, max_src_len=8, max_tgt_len=4,
                                                  n_encoder_layer=1, n_decoder_layer=1, causal_encoder=True,
-                                                 labels=["negative", "positive"], temperature=FITTED, **SHAPE)).eval()
-    label = by_key(tour.tour_of(Checkpoint(SENTIMENT, "test", "ready", model=fitted, tokenizer=toy_tokenizer()),
+                                                 **SHAPE)).eval()
+    label = by_key(tour.tour_of(Checkpoint(SENTIMENT, "test", "ready", model=fitted, tokenizer=toy_tokenizer(),
+                                           classifier=replace(LABELS, temperature=FITTED)),
                                 "this film was great"))["label"].explanation
     assert "T = 0.933 fitted on held-out reviews" in label and "0.932733" not in label
     untrained = by_key(tour.tour(service, "this film was great", "sentiment", toy=True))
@@ -347,11 +354,12 @@ def states(service: DemoService):
     """(track, state) for passes that between them take every branch of every step's text."""
     causal = EncoderDecoder(EncoderDecoderConfig(vocab_size=toy_tokenizer().vocab_size, max_src_len=8, max_tgt_len=4,
                                                  n_encoder_layer=1, n_decoder_layer=1, causal_encoder=True,
-                                                 labels=["negative", "positive"], temperature=FITTED,
                                                  **SHAPE)).eval()
+    settings = replace(LABELS, temperature=FITTED)
     for ckpt, layer, head in [(service.lm, 0, 0), (service.lm, 1, 1), (service.sentiment, 1, 1),
                               (toy_checkpoint(LM), 0, 1), (toy_checkpoint(SENTIMENT), 0, 0),
-                              (Checkpoint(SENTIMENT, "test", "ready", model=causal, tokenizer=toy_tokenizer()), 0, 0)]:
+                              (Checkpoint(SENTIMENT, "test", "ready", model=causal, tokenizer=toy_tokenizer(),
+                                          classifier=settings), 0, 0)]:
         track = tour.TRACKS[ckpt.name]
         p, _ = track.run(ckpt, "this film was not great", layer)
         yield track, track.state(p, head)

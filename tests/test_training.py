@@ -15,13 +15,14 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from classifier import ClassifierConfig
 from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, load_pretrained
 from publishing import report
 from storage import SNAPSHOTS_DIR, STATE_NAME, chain, read_index
 from tokenization import BPETokenizer, clean_text
 from training import evaluate, run
 from training.recipe import Recipe
-from training.tasks import TASKS
+from training.tasks import CLASSIFIER_SETTINGS, TASKS
 from training.trainer import FINAL_OVERHEAD_S, FINAL_SHARE, STOPS, DistInfo, Trainer, snapshot_steps
 from training.training_args import TrainConfig
 
@@ -93,9 +94,15 @@ def test_sentiment_end_to_end_and_evaluate_cli(tmp_path, tokenizer_path, capsys)
     # validated on the selection part of the 40 held-out reviews (training.heldout): 16 of them
     assert metrics["val_examples"] == 16 and sum(map(sum, metrics["val_confusion"])) == 16
     model = load_pretrained(tmp_path / "s")
-    assert isinstance(model, EncoderDecoder) and model.config.labels == ["negative", "positive"]
-    assert model.config.src_keep_tail == 32  # saved, so evaluation and the app cut reviews the same way
-    assert model.config.temperature == metrics["temperature"] != 1.0  # fitted at the end and written to config.json
+    # the new layout: config.json the architecture, classifier.json the classifier's settings
+    assert isinstance(model, EncoderDecoder)
+    moved = set(EncoderDecoderConfig.moved_to_classifier)
+    assert not set(json.loads((tmp_path / "s" / "config.json").read_text())) & moved
+    settings = ClassifierConfig.from_pretrained(tmp_path / "s")
+    assert json.loads((tmp_path / "s" / "classifier.json").read_text()) == metrics["classifier_config"]
+    assert settings.labels == ["negative", "positive"]
+    assert settings.src_keep_tail == 32  # saved, so evaluation and the app cut reviews the same way
+    assert settings.temperature == metrics["temperature"] != 1.0  # fitted at the end and written to classifier.json
     assert metrics["history"][-1]["train_loss"] < metrics["history"][0]["train_loss"] or \
         metrics["history"][0]["train_loss"] < 1.0
 
@@ -149,8 +156,10 @@ def test_every_task_registers_its_presets_and_card(name):
     model_fields = {f.name for f in fields(task.model_class.config_class)}
     for preset in task.presets.values():
         # every task starts from a trained model (--init-from) and says how each preset fine-tunes
-        assert preset.keys() == {"model", "train", "finetune"}
+        assert {"model", "train", "finetune"} <= preset.keys() <= {"model", "classifier", "train", "finetune"}
         assert preset["model"].keys() <= model_fields
+        assert preset.get("classifier", {}).keys() <= set(CLASSIFIER_SETTINGS) and (task.name == "sentiment"
+                                                                                    or "classifier" not in preset)
         assert {**preset["train"], **preset["finetune"]}.keys() <= {f.name for f in fields(TrainConfig)}
         assert preset["train"].get("recipe", {}).keys() <= {f.name for f in fields(Recipe)}
     card = task.card
@@ -161,7 +170,8 @@ def test_every_task_registers_its_presets_and_card(name):
 def test_base_preset_holds_the_settings_the_shipped_checkpoint_was_trained_with(task):
     shipped = json.loads((ROOT / "checkpoints" / task / "metrics.json").read_text())
     preset = TASKS[task].presets["base"]
-    assert {k: shipped["model_config"][k] for k in preset["model"]} == preset["model"]
+    chosen = {**preset["model"], **preset.get("classifier", {})}  # the shipped run's config.json held both
+    assert {k: shipped["model_config"][k] for k in chosen} == chosen
     train = {k: v for k, v in preset["train"].items() if k != "recipe"}
     first = (chain(shipped) or [None])[-1]
     if task == "lm" and first is not None:  # the shipped LM continues a from-scratch run: the preset's two halves
@@ -499,7 +509,7 @@ def test_tokenized_splits_are_read_back_from_the_cache(tokenizer_path, monkeypat
     tokenizer = BPETokenizer.from_file(tokenizer_path)
     texts = [clean_text(t) for t in pd.read_parquet(IMDB / "train.parquet")["text"][:50]]
     config = TASKS["sentiment"].presets["tiny"]["model"]
-    config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size, labels=["negative", "positive"], **config)
+    config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size, **config)
     labels = ["negative", "positive"] * 25
     stream, pairs = TokenStream.from_texts(texts, tokenizer), PairSet.from_texts(texts, labels, tokenizer, config)
 
@@ -518,3 +528,6 @@ def test_tokenized_splits_are_read_back_from_the_cache(tokenizer_path, monkeypat
     assert key != cache_key("stream", BPETokenizer.train(texts, vocab_size=300), texts, {})
     with pytest.raises(AssertionError, match="tokenized again"):
         PairSet.from_texts(texts, labels, tokenizer, replace(config, max_src_len=64))
+    with pytest.raises(AssertionError, match="tokenized again"):
+        PairSet.from_texts(texts, labels, tokenizer, config,
+                           classifier=ClassifierConfig(labels=["negative", "positive"], src_keep_tail=8))

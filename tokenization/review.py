@@ -17,8 +17,10 @@ none of them can read a review differently from the others:
 - `source_windows`: many reviews as the classifier reads them whole: each review's windows' ids;
 - `label_candidates`: the label words' ids, the candidates the classifier scores.
 
-The classifier's config supplies the cut (`max_src_len`, `src_keep_tail`) and the labels; it lives
-in `model`, which reads no text, so it is only read here, never imported.
+The classifier supplies the cut and the labels: `max_src_len` from its architecture (config.json,
+`model`), `src_keep_tail` and `labels` from its own settings (classifier.json, `classifier`), side by
+side in a `classifier.Reading`. Both live above or beside this package, so they are only read here,
+never imported.
 """
 
 import math
@@ -35,11 +37,11 @@ T = TypeVar("T")
 
 
 class SourceConfig(Protocol):
-    """What of an `EncoderDecoderConfig` the reading needs."""
+    """What the reading needs (`classifier.Reading` gives it, each field from its owner)."""
 
-    max_src_len: int  # the most tokens the encoder reads, its end token included
-    src_keep_tail: int  # a longer source keeps this many of its last tokens
-    labels: list[str] | None  # a classifier's label words
+    max_src_len: int  # the most tokens the encoder reads, its end token included (config.json)
+    src_keep_tail: int  # a longer source keeps this many of its last tokens (classifier.json)
+    labels: list[str] | None  # a classifier's label words (classifier.json)
 
 
 def read_texts(texts: Iterable[str]) -> list[str]:
@@ -138,6 +140,6 @@ def label_candidates(tokenizer: BPETokenizer, config: SourceConfig) -> list[list
     """Each label word's token ids, in `labels` order: the candidates a classifier scores. A config
     with fewer than two labels is a `ValueError`: there is nothing to choose between."""
     if not config.labels or len(config.labels) < 2:
-        raise ValueError(f"this checkpoint is not a classifier: config.json `labels` is {config.labels!r}, "
+        raise ValueError(f"this checkpoint is not a classifier: its `labels` (classifier.json) are {config.labels!r}, "
                          "it needs at least two label words")
     return [tokenizer.encode(label) for label in config.labels]

@@ -6,8 +6,8 @@ accuracy cannot say so; calibration can. Expected calibration error (Naeini et a
 weighted by their sizes. Temperature scaling (Guo et al. 2017, section 4.2) divides the label
 scores by one number T > 0, fitted by minimising the negative log-likelihood on held-out rows: the
 predicted labels do not change, only how sure the model says it is. A sentiment run fits T on its
-selection rows (`SentimentTask.finalize`) and stores it in the checkpoint's config, which the app,
-`training.evaluate` and `/classify` read (`classifier.Reader`).
+selection rows (`SentimentTask.finalize`) and stores it in the checkpoint's classifier.json
+(`classifier.ClassifierConfig`), which the app, `training.evaluate` and `/classify` read (`classifier.Reader`).
 """
 
 import torch

@@ -56,13 +56,16 @@ class Corpus:
 class TaskData:
     """What `Task.prepare` makes of the rows once the tokenizer exists; the input of every later step."""
 
-    config: Any  # the model config `Task.build` instantiates
+    config: Any  # the model config `Task.build` instantiates: the architecture (config.json)
     tokenizer: BPETokenizer
     train_cfg: TrainConfig  # batch size, seed and evaluation size the splits are drawn with
     splits: dict[str, Any]  # "train" (what `batch` draws from), "val", and "test" when the data has one
     description: dict = field(default_factory=dict)  # token counts, for metrics.json
     sampler: BucketSampler | None = None  # length-bucketed batches (--max-tokens, span chunks); None: random rows
     short: ShortExamples | None = None  # short text in place of reviews (--crop-prob, --evidence-prob)
+    # a classifier's `classifier.ClassifierConfig` (labels, cut, temperature): saved as classifier.json
+    # beside config.json wherever the run saves the model; None for a task that trains no classifier
+    classifier: Any = None
 
 
 @dataclass(frozen=True)
@@ -134,8 +137,9 @@ class Task(ABC):
 
     def finalize(self, model: PreTrainedModel, data: TaskData, limit: int | None = None,
                  progress: Callable[[int], object] | None = None) -> dict:
-        """Adjust the kept checkpoint's config once training is over (a classifier fits its
-        temperature on the first `limit` validation rows); returns what to add to metrics.json, with
-        the validation metrics (`val_` keys) when the pass that adjusted the model scored them too
-        (the final evaluation then does not read the rows again). Nothing by default."""
+        """Adjust the kept checkpoint's settings once training is over (a classifier fits its
+        temperature on the first `limit` validation rows, into `data.classifier`: classifier.json);
+        returns what to add to metrics.json, with the validation metrics (`val_` keys) when the pass
+        that adjusted the model scored them too (the final evaluation then does not read the rows
+        again). Nothing by default."""
         return {}

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow.compute as pc
 import torch
 
+from classifier import ClassifierConfig, Reading
 from model import IGNORE_INDEX
 from tokenization import read_texts, source_ids
 
@@ -227,16 +228,18 @@ class PairSet:
 
     @classmethod
     def from_texts(cls, sources: list[str], targets: list[str], tokenizer, config,
-                   labels: list[int] | None = None) -> "PairSet":
-        """Encode as the model `config` reads them: sources by `tokenization.source_ids` (the reading
-        the app and the benchmarks share), targets to `max_tgt_len`; read from the `token_cache` when an
-        earlier run encoded the same texts for the same config."""
+                   labels: list[int] | None = None, classifier: ClassifierConfig | None = None) -> "PairSet":
+        """Encode as the model `config` reads them (and, for a classifier, its `classifier` settings: the
+        cut of a long review): sources by `tokenization.source_ids` (the reading the app and the
+        benchmarks share), targets to `max_tgt_len`; read from the `token_cache` when an earlier run
+        encoded the same texts for the same configs."""
         def build() -> dict[str, np.ndarray]:
-            src = ragged(source_ids(sources, tokenizer, config))
+            src = ragged(source_ids(sources, tokenizer, Reading(config, classifier)))
             tgt = ragged(cls.target_ids(targets, tokenizer, config))
             return {"src_ids": src["ids"], "src_ends": src["ends"], "tgt_ids": tgt["ids"], "tgt_ends": tgt["ends"]}
 
-        arrays = cached_arrays("pairs", tokenizer, [*sources, *targets], {"n": len(sources), **asdict(config)}, build)
+        settings = {"n": len(sources), **asdict(config), "src_keep_tail": Reading(config, classifier).src_keep_tail}
+        arrays = cached_arrays("pairs", tokenizer, [*sources, *targets], settings, build)
         return cls(rows_of(arrays["src_ids"], arrays["src_ends"]), rows_of(arrays["tgt_ids"], arrays["tgt_ends"]),
                    labels)
 

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import torch
 
-from classifier import calibrated
+from classifier import ClassifierConfig, Reader, calibrated
 from cli import Parser
-from model import DecoderOnlyLM, EncoderDecoder
+from model import DecoderOnlyLM
 from storage import METRICS_NAME, resolve_checkpoint
-from tokenization import BPETokenizer, label_candidates, read_texts
+from tokenization import read_texts
 from tokenization.batches import length_batches
 
 from .calibration import expected_calibration_error
@@ -82,14 +82,14 @@ def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = N
 
 
 @torch.inference_mode()
-def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max_tokens: int,
-             limit: int | None = None, progress: Callable[[int], object] | None = None) -> torch.Tensor:
-    """log P(label words | review) for the first `limit` pairs -> (N, K), in pair order. Reviews go
-    in length-bucketed batches of at most `max_tokens` padded source tokens (`bucketing`);
-    `progress(n)` after each batch of n."""
+def classify(reader: Reader, pairs: PairSet, max_tokens: int, limit: int | None = None,
+             progress: Callable[[int], object] | None = None) -> torch.Tensor:
+    """log P(label words | review) for the first `limit` pairs -> (N, K), in pair order, by the
+    reader's model and label words. Reviews go in length-bucketed batches of at most `max_tokens`
+    padded source tokens (`bucketing`); `progress(n)` after each batch of n."""
+    model, tokenizer, candidates = reader.model, reader.tokenizer, reader.candidates
     model.eval()
     device = next(model.parameters()).device
-    candidates = label_candidates(tokenizer, model.config)
     n = len(pairs) if limit is None else min(limit, len(pairs))
     scores = torch.empty(n, len(candidates))
     ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
@@ -102,21 +102,21 @@ def classify(model: EncoderDecoder, pairs: PairSet, tokenizer: BPETokenizer, max
     return scores
 
 
-def evaluate_classifier(model: EncoderDecoder, pairs: PairSet, labels: list[int], tokenizer: BPETokenizer,
-                        batch_size: int = 32, limit: int | None = None, max_tokens: int | None = None,
+def evaluate_classifier(reader: Reader, pairs: PairSet, labels: list[int], batch_size: int = 32,
+                        limit: int | None = None, max_tokens: int | None = None,
                         progress: Callable[[int], object] | None = None) -> dict:
     """Accuracy of text-to-text classification: each review gets the label whose word sequence the
     decoder finds most likely (`classifier_metrics` of `classify`'s scores). The token budget
     defaults to batch_size full-length reviews."""
-    scores = classify(model, pairs, tokenizer, max_tokens or batch_size * model.config.max_src_len, limit, progress)
-    return classifier_metrics(model, scores, labels, tokenizer)
+    scores = classify(reader, pairs, max_tokens or batch_size * reader.config.max_src_len, limit, progress)
+    return classifier_metrics(reader, scores, labels)
 
 
-def classifier_metrics(model: EncoderDecoder, scores: torch.Tensor, labels: list[int], tokenizer: BPETokenizer) -> dict:
+def classifier_metrics(reader: Reader, scores: torch.Tensor, labels: list[int]) -> dict:
     """Accuracy, the confusion matrix and the target loss (cross-entropy per target token, label words
     and end token, read off the true label's score, so that the encoder runs once per review) of
-    `classify`'s scores (N, K) for the first N `labels`; ECE at the model's temperature."""
-    candidates = label_candidates(tokenizer, model.config)
+    `classify`'s scores (N, K) for the first N `labels`; ECE at the reader's temperature."""
+    candidates = reader.candidates
     k, n = len(candidates), len(scores)
     truth = torch.tensor(labels[:n])
     predicted = scores.argmax(-1)
@@ -124,7 +124,7 @@ def classifier_metrics(model: EncoderDecoder, scores: torch.Tensor, labels: list
                                                                accumulate=True)  # rows: true, columns: predicted
     n_tokens = sum(len(candidates[y]) + 1 for y in labels[:n])  # label words + the end token
     nll = -scores.gather(1, truth[:, None]).sum().item()
-    probs = calibrated(scores, model.config.temperature).exp()  # what a reader is shown (`classifier.Reader`)
+    probs = calibrated(scores, reader.temperature).exp()  # what a reader is shown (`classifier.Reader`)
     return {"accuracy": (predicted == truth).float().mean().item(), "loss": nll / n_tokens, "examples": n,
             "ece": expected_calibration_error(probs, truth), "confusion": confusion.tolist()}
 
@@ -198,24 +198,26 @@ def main(argv: list[str] | None = None) -> dict:
             stream = TokenStream.from_texts(texts, tokenizer)
             result = evaluate_lm(model, stream.reversed() if model.config.reverse else stream, args.limit)
         else:
-            label_candidates(tokenizer, model.config)  # a checkpoint without labels says so before any row is judged
+            reader = Reader(model, tokenizer, classifier_config=ClassifierConfig.from_pretrained(
+                resolve_checkpoint(args.checkpoint)))  # a checkpoint without labels says so before any row is judged
             ds = held_out if held_out is not None else load_table(args.data)
             require_columns(ds, ["text", "label"], what)
             rows = ds.select(range(min(args.limit, len(ds)))) if args.limit else ds
             name = split if held_out is not None else args.data
             texts = read_texts(text_column(rows, "text", name))
-            labels = label_column(rows, "label", name, model.config.labels)
+            labels = label_column(rows, "label", name, reader.labels)
             if args.short_text:
                 short = short_texts(texts, labels)
                 texts, labels = [r.text for r in short], [r.label for r in short]
-            pairs = PairSet.from_texts(texts, [model.config.labels[y] for y in labels], tokenizer, model.config)
-            result = evaluate_classifier(model, pairs, labels, tokenizer, max_tokens=args.max_tokens)
+            pairs = PairSet.from_texts(texts, [reader.labels[y] for y in labels], tokenizer, model.config,
+                                       classifier=reader.classifier_config)
+            result = evaluate_classifier(reader, pairs, labels, max_tokens=args.max_tokens)
     except (DataError, FileNotFoundError, ValueError) as e:
         sys.exit(f"error: {e}")
     if "confusion" in result:
-        names = model.config.labels
+        names = reader.labels
         print(f"accuracy {result['accuracy']:.4f} on {result['examples']} examples (loss {result['loss']:.4f}, "
-              f"ECE {result['ece']:.4f} at temperature {model.config.temperature:g})")
+              f"ECE {result['ece']:.4f} at temperature {reader.temperature:g})")
         print("confusion matrix (rows: true, columns: predicted)")
         print(" " * 10 + "".join(f"{n:>10}" for n in names))
         for name, row in zip(names, result["confusion"], strict=True):

@@ -82,13 +82,12 @@ from tqdm.auto import tqdm
 from classifier import Reader
 from cli import Parser
 from inspection import attribute
-from model import PRECISIONS, autocast, load_pretrained, resolve_precision
+from model import PRECISIONS, autocast, resolve_precision
 from storage import WEIGHTS_NAME
 from tokenization import (
     BPETokenizer,
     Piece,
     cut_source,
-    label_candidates,
     read_texts,
     sentence_spans,
     source_ids,
@@ -209,12 +208,12 @@ def short_spans(text: str, pieces: list[Piece], scores: list[float], tokens: lis
     return snippets
 
 
-def read_scores(model, tokenizer: BPETokenizer, candidates: list[list[int]], text: str,
+def read_scores(model: Reader, tokenizer: BPETokenizer, candidates: list[list[int]], text: str,
                 label: int) -> tuple[list[Piece], list[float]]:
-    """The review's tokens and their integrated-gradients scores toward `label`, as the model reads
+    """The review's tokens and their integrated-gradients scores toward `label`, as the reader reads
     the review (`tokenization.cut_source`: head + tail past max_src_len); NaN for the tokens cut out."""
     pieces = tokenizer.pieces(text)
-    read = cut_source(list(range(len(pieces))), model.config)
+    read = cut_source(list(range(len(pieces))), model.reading)
     ids = torch.tensor([*(pieces[i].id for i in read), tokenizer.eos_id])
     result = attribute(model, ids, candidates, METHOD, label=label, steps=IG_STEPS, max_steps=IG_STEPS)
     scores = [math.nan] * len(pieces)
@@ -224,10 +223,10 @@ def read_scores(model, tokenizer: BPETokenizer, candidates: list[list[int]], tex
 
 
 @torch.inference_mode()
-def teacher_label(model, tokenizer: BPETokenizer, candidates: list[list[int]], text: str) -> tuple[int, float]:
+def teacher_label(model: Reader, tokenizer: BPETokenizer, candidates: list[list[int]], text: str) -> tuple[int, float]:
     """The teacher's label of a whole review and its calibrated probability."""
-    ids = torch.tensor(source_ids([text], tokenizer, model.config))
-    probs = Reader(model).log_probs(model.encode(ids)[0], candidates)[0].exp()
+    ids = torch.tensor(source_ids([text], tokenizer, model.reading))
+    probs = model.log_probs(model.encode(ids)[0], candidates)[0].exp()
     return int(probs.argmax()), float(probs.max())
 
 
@@ -373,10 +372,9 @@ def build(args: argparse.Namespace) -> Path:
         return out
     ds = splits[args.split]
     texts = read_texts(text_column(ds, "text", args.split, todo))
-    model = load_pretrained(args.teacher).eval()
-    tokenizer = BPETokenizer.from_file(args.teacher)
-    candidates = label_candidates(tokenizer, model.config)
-    gold = label_column(ds, "label", args.split, model.config.labels) if args.split == "train" else None
+    model = Reader.from_pretrained(args.teacher).eval()
+    tokenizer, candidates = model.tokenizer, model.candidates
+    gold = label_column(ds, "label", args.split, model.labels) if args.split == "train" else None
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with open(out, "a", encoding="utf-8") as f, autocast("cpu", resolve_precision(args.precision, "cpu")):

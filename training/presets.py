@@ -5,7 +5,9 @@ checkpoints were trained with on one GPU (their metrics.json spells the same set
 options); `laptop` is ten minutes on a 2-core CPU, measured in docs/experiments/laptop-2026-11-25.
 
 A preset is `{"model": {...}, "train": {...}, "finetune": {...}}`: `finetune` holds the settings that
-replace `train`'s when the model starts from a trained one (`--init-from`).
+replace `train`'s when the model starts from a trained one (`--init-from`). A classifier's preset may add
+`"classifier": {...}`, its `classifier.ClassifierConfig` settings (classifier.json, not config.json: how it
+cuts a long review); `--set` reaches both.
 A fine-tune must never take a from-scratch learning rate or schedule (a sentiment fine-tune of the
 shipped LM at the `small` preset's 1e-3 stays at chance); `{}` says the preset's `train` settings are
 already a fine-tune's (`base`: the shipped classifier was trained with them, from the shipped LM).
@@ -30,7 +32,8 @@ LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_siz
                            eval_batches=40, max_minutes=9.0)}
 LAPTOP_SENTIMENT = {  # with --init-from checkpoints/lm its encoder is the LM's 6 layers x 320 (this shape: without)
     "model": dict(n_encoder_layer=4, n_decoder_layer=1, n_head=4, d_model=256, d_ff=1024, max_src_len=256,
-                  src_keep_tail=0, max_tgt_len=8, dropout=0.1, norm_first=True, causal_encoder=True),
+                  max_tgt_len=8, dropout=0.1, norm_first=True, causal_encoder=True),
+    "classifier": dict(src_keep_tail=0),
     "train": dict(batch_size=16, max_steps=300, lr=1e-3, warmup_steps=30, eval_every=75, eval_batches=32,
                   max_tokens=4096, max_minutes=9.0,
                   recipe=dict(schedule="stlr", layer_decay=0.385, unfreeze_every=25, crop_prob=0.3,
@@ -69,8 +72,8 @@ SENTIMENT: dict[str, dict] = {
     # LM): ULMFiT's fine-tuning of the causal encoder, 1,900 steps of up to 16,384 tokens (22 M in
     # all; docs/experiments/sentiment-full-2026-11-25); eval_batches 32 covers the 1,000 selection rows
     "base": {"model": dict(n_encoder_layer=6, n_decoder_layer=1, n_head=5, d_model=320, d_ff=1280,
-                           max_src_len=1024, src_keep_tail=384, max_tgt_len=8, dropout=0.1, norm_first=True,
-                           causal_encoder=True),
+                           max_src_len=1024, max_tgt_len=8, dropout=0.1, norm_first=True, causal_encoder=True),
+             "classifier": dict(src_keep_tail=384),
              "train": dict(batch_size=32, max_steps=1900, lr=1e-3, warmup_steps=190, eval_every=50,
                            eval_batches=32, max_tokens=16384,
                            recipe=dict(schedule="stlr", layer_decay=0.385, unfreeze_every=100, crop_prob=0.3,

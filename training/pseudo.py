@@ -22,7 +22,7 @@ on one fp32 thread of the project's 2-core AVX2 CPU, beside a training run: abou
 
 The labels file is a header line (teachers, their weights' SHA-256, the held-out rows, the split's
 size; checked on every later call and by training) and one line per unlabeled review,
-`{"review": row in the split's file, "label": index of the verdict in config.labels, "p": its
+`{"review": row in the split's file, "label": index of the verdict in the teacher's labels, "p": its
 probability}`, appended and flushed batch by batch: a second call skips the reviews already there,
 a killed one loses at most its last batch. It holds row numbers, not text, so it is no copy of the
 data. Reviews whose text is a held-out review's (IMDB repeats 21 of them among its unlabeled ones)
@@ -78,8 +78,8 @@ def build_parser() -> Parser:
 
 def summary(path: str | Path, confidences: tuple[float, ...] = (0.8, 0.9, 0.95)) -> dict:
     """What a labels file holds, for a build that runs in stretches: how many of the split's reviews
-    it has labelled, and per confidence how many verdicts of each label (by index in
-    config.labels) reach it and how many rows training would then add (as many of each label)."""
+    it has labelled, and per confidence how many verdicts of each label (by index in the teacher's
+    labels, classifier.json) reach it and how many rows training would then add (as many of each label)."""
     found, _ = read_cache(Path(path))
     if found is None:
         raise UsageError(f"--out {path}: no labels file there yet")

@@ -44,6 +44,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from classifier import ClassifierConfig
 from cli import Parser
 from model import PRECISIONS, PreTrainedModel, load_pretrained, read_config, resolve_device
 from storage import (
@@ -69,7 +70,7 @@ from .plots import plot_curve
 from .presets import DEFAULT_PRESET, PRESET_HELP, preset_table
 from .recipe import SCHEDULES, Recipe
 from .sample import SAMPLE_SETTINGS
-from .tasks import TASKS, LMTask
+from .tasks import CLASSIFIER_SETTINGS, TASKS, LMTask, split_settings
 from .tokenizer_choice import DEFAULT_TOKENIZER, choose_tokenizer
 from .trainer import (
     DistInfo,
@@ -207,10 +208,18 @@ def train_config(args: argparse.Namespace, preset: dict) -> TrainConfig:
                           "full_eval": args.full_eval, "recipe": Recipe(**recipe)})
 
 
+def model_settings(preset: dict, given: dict) -> dict:
+    """The model settings of a run: the preset's architecture and classifier settings, then `given`
+    (the --init-from shape, --set); the task splits them (`training.tasks.split_settings`)."""
+    return {**preset["model"], **preset.get("classifier", {}), **given}
+
+
 def parse_sets(task: str, pairs: list[str]) -> dict:
     """`--set KEY=VALUE` pairs -> model config fields, typed like the config dataclass."""
     types = {f.name: f.type for f in fields(TASKS[task].model_class.config_class)}
-    allowed = sorted(set(types) - {"vocab_size", "labels"})
+    if getattr(TASKS[task], "labels", None):  # a classifier: its own settings too (classifier.json)
+        types |= {f.name: f.type for f in fields(ClassifierConfig) if f.name in CLASSIFIER_SETTINGS}
+    allowed = sorted(set(types) - {"vocab_size"})
     overrides = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -305,7 +314,10 @@ def run(args: argparse.Namespace, argv: list[str], started: float) -> dict | Non
     cfg = train_config(args, preset)
     explicit = parse_sets(args.task, args.overrides)  # parsed now: a bad --set fails before data loading
     try:  # the shape is checked now too, with the default vocabulary (the tokenizer's comes later)
-        TASKS[args.task].model_class.config_class(**{**preset["model"], **explicit})
+        architecture, chosen = split_settings(model_settings(preset, explicit))
+        config = TASKS[args.task].model_class.config_class(**architecture)
+        if chosen:  # a classifier's cut must fit its window
+            ClassifierConfig(labels=list(TASKS[args.task].labels), **chosen).check(config)
     except ValueError as e:
         given = " ".join([f"--preset {args.preset}", *(f"--set {pair}" for pair in args.overrides)])
         raise UsageError(f"{given}: {e}") from None
@@ -374,7 +386,7 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
     tokenizer = args.tokenizer or (f"{args.init_from}'s" if args.init_from else
                                    "its own, trained on the training part" if args.data else DEFAULT_TOKENIZER)
     vocab = args.vocab_size or ("sized to the text" if args.data and not (args.tokenizer or args.init_from) else None)
-    model = {**preset["model"], **explicit}
+    model = model_settings(preset, explicit)
     print(json.dumps({"task": args.task, "preset": args.preset, **data, "val_size": held_out,
                       "split_seed": split_seed(args), "max_examples": args.max_examples,
                       "tokenizer": tokenizer, "vocab_size": vocab, "init_from": args.init_from,
@@ -422,7 +434,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
         if lm_shape is None:
             raise UsageError(f"--init-from {args.init_from}: needs {STARTS_FROM[model_class]} using {choice.origin}")
 
-    data = task.prepare(tokenizer, {**preset["model"], **lm_shape, **explicit}, cfg)  # an explicit --set wins
+    data = task.prepare(tokenizer, model_settings(preset, {**lm_shape, **explicit}), cfg)  # an explicit --set wins
     if cfg.recipe.lm_weight and not getattr(data.config, "causal_encoder", False):
         raise UsageError("--lm-weight needs a causal encoder (--set causal_encoder=1): a bidirectional one sees "
                          "the token it would predict")
@@ -497,6 +509,7 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         "tokenizer": tokenizer,
         **({"sample_prompts": task.sample_prompts()} if samples else {}),
         "model_config": asdict(best.config), "train_config": asdict(cfg),
+        **({"classifier_config": asdict(data.classifier)} if data.classifier is not None else {}),
         "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "history": trainer.history, **({"samples": samples} if samples else {}),
     }

@@ -19,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from classifier import ClassifierConfig, Reader
 from model import (
     IGNORE_INDEX,
     DecoderOnlyConfig,
@@ -55,6 +56,16 @@ from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
 from .training_args import TrainConfig
 
 SENTIMENT_LABELS = ["negative", "positive"]  # label 0 and 1 of IMDB, written out as the decoder's target
+# the classifier settings a --set (or a preset's "classifier") may choose; the labels are the task's, the
+# temperatures are fitted (`SentimentTask.finalize`, `benchmarks.calibration --store`)
+CLASSIFIER_SETTINGS = ("src_keep_tail",)
+
+
+def split_settings(settings: dict) -> tuple[dict, dict]:
+    """A run's model settings (preset, --init-from shape, --set) -> (the architecture's, for config.json;
+    the classifier's, for classifier.json)."""
+    return ({k: v for k, v in settings.items() if k not in CLASSIFIER_SETTINGS},
+            {k: v for k, v in settings.items() if k in CLASSIFIER_SETTINGS})
 
 
 class LMTask(Task):
@@ -184,20 +195,26 @@ class Seq2SeqTask(Task):
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig,
                 train_rows: tuple[list[str], list[str]] | None = None) -> TaskData:
-        """The encoded splits; `train_rows` (sources, targets) in place of the task's training rows."""
+        """The encoded splits; `train_rows` (sources, targets) in place of the task's training rows. A
+        task with labels trains a classifier: its settings (`ClassifierConfig`) go beside the model's."""
+        architecture, settings = split_settings(model_overrides)
+        if settings and not self.labels:
+            raise ValueError(f"{', '.join(settings)}: a classifier's setting, and the {self.name} task trains none")
         config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id,
-                                      bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id,
-                                      labels=self.labels, **model_overrides)
+                                      bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, **architecture)
+        classifier = ClassifierConfig(labels=list(self.labels), **settings) if self.labels else None
+        if classifier is not None:
+            classifier.check(config)
         rows = {"train": train_rows or self.train_rows, "val": self.val_rows}
         rows |= {"test": self.test_rows} if self.test_rows else {}
-        splits = {name: PairSet.from_texts(sources, targets, tokenizer, config, self._label_ids(targets))
+        splits = {name: PairSet.from_texts(sources, targets, tokenizer, config, self._label_ids(targets), classifier)
                   for name, (sources, targets) in rows.items()}
         sampler = None
         if train_cfg.max_tokens is not None:  # length-bucketed batches; their plan is a pure function of (seed, step)
             pairs = splits["train"]
             lengths = [len(s) + len(t) + 1 for s, t in zip(pairs.sources, pairs.targets, strict=True)]
             sampler = BucketSampler(lengths, train_cfg.max_tokens, train_cfg.seed)
-        return TaskData(config, tokenizer, train_cfg, splits, sampler=sampler)
+        return TaskData(config, tokenizer, train_cfg, splits, sampler=sampler, classifier=classifier)
 
     def _label_ids(self, targets: list[str]) -> list[int] | None:
         return [self.labels.index(t) for t in targets] if self.labels else None
@@ -335,8 +352,13 @@ class SentimentTask(Seq2SeqTask):
     def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", limit: int | None = None,
                  progress=None) -> dict:
         pairs = data.splits[split]
-        return evaluate_classifier(model, pairs, pairs.labels, data.tokenizer, data.train_cfg.batch_size, limit,
+        return evaluate_classifier(self.reader(model, data), pairs, pairs.labels, data.train_cfg.batch_size, limit,
                                    progress=progress)
+
+    @staticmethod
+    def reader(model: EncoderDecoder, data: TaskData) -> Reader:
+        """The model being trained as the classifier it is becoming (`data.classifier`'s labels and temperature)."""
+        return Reader(model, data.tokenizer, classifier_config=data.classifier)
 
     def better(self, new: dict, old: dict) -> bool:
         return (new["accuracy"], -new["loss"]) > (old["accuracy"], -old["loss"])
@@ -344,14 +366,13 @@ class SentimentTask(Seq2SeqTask):
     def finalize(self, model: EncoderDecoder, data: TaskData, limit: int | None = None, progress=None) -> dict:
         """Temperature scaling (`training.calibration`) fitted on the validation (selection) rows; the
         same pass scores them (the val_ metrics), so the final evaluation reads them once."""
-        pairs = data.splits["val"]
-        scores = classify(model, pairs, data.tokenizer, data.train_cfg.batch_size * model.config.max_src_len, limit,
-                          progress)
+        pairs, reader = data.splits["val"], self.reader(model, data)
+        scores = classify(reader, pairs, data.train_cfg.batch_size * model.config.max_src_len, limit, progress)
         labels = torch.tensor(pairs.labels[: len(scores)])
         before = expected_calibration_error(scores.softmax(-1), labels)
-        model.config.temperature = fit_temperature(scores, labels)
-        metrics = classifier_metrics(model, scores, pairs.labels, data.tokenizer)  # ECE at the fitted temperature
-        return {"temperature": model.config.temperature, "val_ece_at_temperature_1": before,
+        data.classifier.temperature = fit_temperature(scores, labels)  # saved to classifier.json by the trainer
+        metrics = classifier_metrics(reader, scores, pairs.labels)  # ECE at the fitted temperature
+        return {"temperature": data.classifier.temperature, "val_ece_at_temperature_1": before,
                 **{f"val_{k}": v for k, v in metrics.items()}}
 
 

@@ -306,10 +306,18 @@ class Trainer:
         self.window_losses = []
         if self.best is None or self.task.better(metrics, self.best):
             self.best = {**metrics, "step": self.step}
-            model.save_pretrained(self.out, dtype=self.save_dtype)
-            self.data.tokenizer.save(self.out / TOKENIZER_NAME)
+            self.save_model(model, self.out, self.save_dtype)
         self.save_state()
         self.eval_seconds = time.perf_counter() - started
+
+    def save_model(self, model: PreTrainedModel, folder: Path, dtype: torch.dtype | None) -> None:
+        """The model in `folder`: config.json + model.safetensors, and for a classifier its classifier.json
+        (`data.classifier`); the tokenizer beside them, except in a snapshot (its folder shares one)."""
+        model.save_pretrained(folder, dtype=dtype)
+        if self.data.classifier is not None:
+            self.data.classifier.save_pretrained(folder)
+        if folder == self.out:
+            self.data.tokenizer.save(self.out / TOKENIZER_NAME)
 
     def sample_rows(self, split: str) -> int:
         """The rows of `split` periodic evaluation reads, and the fewest the final one reads."""
@@ -330,7 +338,7 @@ class Trainer:
         validation sample, and rewrite the index (`storage.snapshots`)."""
         folder = self.out / SNAPSHOTS_DIR
         metrics = self._periodic_metrics(self.model)
-        self.model.save_pretrained(folder / snapshot_name(self.step), dtype=torch.float16)
+        self.save_model(self.model, folder / snapshot_name(self.step), torch.float16)
         self.data.tokenizer.save(folder / TOKENIZER_NAME)
         self.snapshots = [s for s in self.snapshots if s["step"] != self.step] + [
             {"step": self.step, "tokens": self.tokens_seen, "path": snapshot_name(self.step),
@@ -393,8 +401,8 @@ class Trainer:
                       mininterval=1.0 if os.isatty(2) else 30.0, disable=not self.info.is_main) as bar, self.autocast:
                 if split == "val":
                     finalized = self.task.finalize(model, self.data, limit, bar.update)
-                    if finalized:
-                        model.save_config(self.out)
+                    if finalized and self.data.classifier is not None:  # a fitted temperature: the weights stay
+                        self.data.classifier.save_pretrained(self.out)
                     metrics.update(finalized)
                 if not any(key.startswith(f"{split}_") for key in metrics):  # finalize did not score them
                     scores = self.task.evaluate(model, self.data, split, limit, bar.update)

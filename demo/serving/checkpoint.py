@@ -1,4 +1,4 @@
-"""One record per served model: the model, its tokenizer, config, metrics and what to tell the
+"""One record per served model: the model, its tokenizer, configs, metrics and what to tell the
 visitor about it, loaded from one checkpoint folder (the layout in `storage`).
 
 Loading never raises: a missing, broken, untrained or still-training checkpoint becomes a record
@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from classifier import ClassifierConfig, Reading
 from demo.serving.errors import DemoError, scrub_paths
 from model import DecoderOnlyLM, EncoderDecoder, PreTrainedModel, load_pretrained
 from storage import (
@@ -48,7 +49,8 @@ class Checkpoint:
     message: str = ""
     model: PreTrainedModel | None = None
     tokenizer: BPETokenizer | None = None
-    config: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)  # the architecture (config.json)
+    classifier: ClassifierConfig | None = None  # a sentiment model's labels, cut, temperatures (classifier.json)
     metrics: dict = field(default_factory=dict)
     training_curve_png: bytes | None = None
 
@@ -68,6 +70,11 @@ class Checkpoint:
     @property
     def device(self):
         return next(self.model.parameters()).device if self.model is not None else None
+
+    @property
+    def reading(self) -> Reading:
+        """How a sentiment model reads a review (`classifier.Reading`: its window, cut and labels)."""
+        return Reading(self.model.config, self.classifier)
 
     def require(self) -> tuple[PreTrainedModel, BPETokenizer]:
         """The model and tokenizer, or the visitor's explanation of why there are none."""
@@ -166,6 +173,9 @@ def _load(ckpt: Checkpoint, device: str, shared_tokenizer: BPETokenizer | None, 
         if tokenizer is None:
             raise DemoError(f"no tokenizer ({why}{elsewhere})")
         model = load_pretrained(directory, device)
+        classifier = ClassifierConfig.from_pretrained(directory) if cls is EncoderDecoder else None
+        if classifier is not None:
+            classifier.check(model.config)
         if not isinstance(model, cls):
             raise DemoError(f"`{ckpt.location}` holds a {model.model_type!r} model, expected {cls.model_type!r}")
         if tokenizer.vocab_size > model.config.vocab_size:
@@ -176,7 +186,7 @@ def _load(ckpt: Checkpoint, device: str, shared_tokenizer: BPETokenizer | None, 
             log.exception("could not load checkpoint %s", directory)
         ckpt.status, ckpt.message = "error", scrub(str(e))
         return ckpt
-    ckpt.status, ckpt.model, ckpt.tokenizer = "ready", model, tokenizer
+    ckpt.status, ckpt.model, ckpt.tokenizer, ckpt.classifier = "ready", model, tokenizer, classifier
     ckpt.config = dict(vars(model.config))
     if not ckpt.trained:
         ckpt.message = f"no {METRICS_NAME}: probably untrained (random weights), expect gibberish"
@@ -190,8 +200,9 @@ def pair_readers(forward: Checkpoint, backward: Checkpoint) -> Checkpoint:
     the same labels, one reading forwards and the other backwards."""
     if not (forward.ready and backward.ready):
         return backward
-    f, b = forward.model.config, backward.model.config
-    why = ("it does not read backwards (reverse_source is false)" if not b.reverse_source or f.reverse_source
+    f, b = forward.reading, backward.reading
+    why = ("it does not read backwards (reverse_source is false)"
+           if not b.model.reverse_source or f.model.reverse_source
            else f"its labels are {b.labels}, the sentiment model's {f.labels}" if b.labels != f.labels
            else "it cuts reviews differently (max_src_len, src_keep_tail)"
            if (b.max_src_len, b.src_keep_tail) != (f.max_src_len, f.src_keep_tail)

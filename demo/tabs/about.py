@@ -6,6 +6,7 @@ and measure the figures the app shows) sits in About's "For developers" section,
 import base64
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 
 import gradio as gr
@@ -117,13 +118,18 @@ def _table_cell(text: str, code: bool = False) -> str:
     return f"`{text.replace('`', 'ʼ')}`" if code else text
 
 
+def _facts(ckpt: Checkpoint) -> dict:
+    """The architecture (config.json) and, for a classifier, how it reads (classifier.json), in one dict."""
+    return {**ckpt.config, **(asdict(ckpt.classifier) if ckpt.classifier is not None else {})}
+
+
 def checkpoint_markdown(ckpt: Checkpoint) -> str:
     """One model for learners: what it does, its size and shape, its data and how good it is."""
     lines = [f"## {MODEL_TITLES[ckpt.name]}", "", USES[ckpt.name], ""]
     if not ckpt.ready:
         return "\n".join(lines + [f"⚠️ Not loaded: {ckpt.message}."])
     facts = [("Size", f"{ckpt.parameters:,} parameters (numbers learned in training)"),
-             ("Shape", ARCHITECTURES[ckpt.name](ckpt.config)), ("Data", _data_line(ckpt)),
+             ("Shape", ARCHITECTURES[ckpt.name](_facts(ckpt))), ("Data", _data_line(ckpt)),
              ("Training", _training(ckpt.metrics)), ("How good", _score(ckpt.metrics))]
     lines += [f"- **{name}:** {text}" for name, text in facts if text] + [""]
     if ckpt.message:

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from classifier import Reader
 from demo.serving import LM, Checkpoint, DemoError, DemoService, visitor_text
-from demo.views.sentiment import labels_and_candidates, review_source
+from demo.views.sentiment import labels_and_candidates, reader_of, review_source
 from demo.views.tokens import EMPTY_TEXT
 from inspection import MODES, Head, ablate, all_heads, classifier_head_effects, lm_head_effects, rank_correlation
 from tokenization import in_word, prompt_ids, token_label, visible
@@ -103,9 +102,9 @@ def _target(ckpt: Checkpoint, text: object, model) -> Target:
         return Target(ids_t, [token_label(tok, i) for i in ids], token, visible(token_label(tok, token), True),
                       notices)
     source = review_source(ckpt, text)
-    labels, candidates = labels_and_candidates(model, tok)
+    labels, candidates = labels_and_candidates(ckpt)
     with torch.inference_mode():
-        label = int(Reader(model).read(source.ids, candidates=candidates)[0].argmax())
+        label = int(reader_of(ckpt, model).read(source.ids, candidates=candidates)[0].argmax())
     return Target(source.ids, [token_label(tok, i) for i in source.ids[0].tolist()], label, labels[label],
                   source.notices)
 
@@ -114,7 +113,7 @@ def _probability(ckpt: Checkpoint, model, target: Target) -> float:
     with torch.inference_mode():
         if ckpt.name == LM:
             return float(model(target.ids).logits[0, -1].float().softmax(-1)[target.index])
-        return float(Reader(model, ckpt.tokenizer).read(target.ids)[0, target.index].exp())
+        return float(reader_of(ckpt, model).read(target.ids)[0, target.index].exp())
 
 
 @dataclass
@@ -183,7 +182,7 @@ def _looks_at(ckpt: Checkpoint, model, target: Target) -> dict[Head, tuple[str, 
             return {Head("decoder_self", layer, h): (in_word(target.tokens, int(w.argmax())), float(w.max()))
                     for layer, ws in rows.items() for h, w in enumerate(ws)}
         memory, enc_maps = model.encode(target.ids, output_attentions=True)
-        label_ids = labels_and_candidates(model, tok)[1][target.index]
+        label_ids = labels_and_candidates(ckpt)[1][target.index]
         tgt = [model.config.bos_token_id, *label_ids]
         _, dec_maps = model.decode(torch.tensor([tgt], device=target.ids.device), memory, output_attentions=True)
     looks = {}
@@ -209,8 +208,8 @@ def rank_heads(service: DemoService, model_name: object, text: object, mode: obj
             if ckpt.name == LM:
                 effects = lm_head_effects(model, target.ids, target.index, mode)
             else:
-                candidates = labels_and_candidates(model, tok)[1]
-                effects = classifier_head_effects(model, target.ids, candidates, target.index, mode)
+                candidates = labels_and_candidates(ckpt)[1]
+                effects = classifier_head_effects(reader_of(ckpt, model), target.ids, candidates, target.index, mode)
             looks = _looks_at(ckpt, model, target)
         rows = [HeadRow(head_name(ckpt.name, h), p, p - effects.base, visible(looks[h][0].strip(), True), looks[h][1])
                 for h, p in effects.ablated.items()]

@@ -95,11 +95,11 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
     label the model predicts. Returns the maps, the source ids, the decoder ids and the label."""
     model, tok = ckpt.require()
     limit = min(model.config.max_src_len, MAX_ATTENTION_TOKENS)
-    source = read_source(text, tok, model.config, "text", ckpt.device, limit)
+    source = read_source(text, tok, ckpt.reading, "text", ckpt.device, limit)
     if not source.text:
         raise DemoError(EMPTY_TEXT)
     notices += [n + " (heatmap limit)" if limit < model.config.max_src_len else n for n in source.notices]
-    labels, candidates = labels_and_candidates(model, tok)
+    labels, candidates = labels_and_candidates(ckpt)
     memory, enc_maps = model.encode(source.ids, output_attentions=True)
     best = int(model.candidate_scores(memory, candidates).argmax(-1)[0])
     tgt_ids = model.config.decoder_input_ids(candidates[best])

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from demo.serving import DemoError, DemoService
-from demo.views.sentiment import _check_method, labels_and_candidates, review_source
+from demo.views.sentiment import _check_method, labels_and_candidates, reader_of, review_source
 from inspection import attribute
 
 MINIMAL_PAIRS = {  # name -> (first version, second version)
@@ -71,8 +71,8 @@ def compare(service: DemoService, text_a: object, text_b: object, method: object
     with service.compute(heavy=True, batched=True):
         ckpt = service.sentiment
         method = _check_method(method)
-        model, tok = ckpt.require()
-        labels, candidates = labels_and_candidates(model, tok)
+        labels, candidates = labels_and_candidates(ckpt)
+        model = reader_of(ckpt)
         sources, results, notices = [], [], []
         label = None
         for name, text in (("first", text_a), ("second", text_b)):

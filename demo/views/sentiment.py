@@ -8,8 +8,9 @@ import torch
 from classifier import Classifier, Reader, Verdict
 from demo.serving import SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoError, DemoService, visitor_text
 from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation, top_count
-from model import EncoderDecoder, EncoderDecoderConfig
+from model import EncoderDecoder
 from tokenization import BPETokenizer, Piece, label_candidates, read_review
+from tokenization.review import SourceConfig
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
 DELETION_FRACTIONS = (0.05, 0.1, 0.2)  # the live deletion test: top 5/10/20% of the review's tokens
@@ -40,11 +41,12 @@ class Source:
     windows: list[list[int]] = field(default_factory=list)  # a long review's windows' ids (`Review.window_ids`)
 
 
-def read_source(text: str, tok: BPETokenizer, config: EncoderDecoderConfig, what: str, device,
+def read_source(text: str, tok: BPETokenizer, config: SourceConfig, what: str, device,
                 max_len: int | None = None) -> Source:
     """Visitor text -> the source training read (`tokenization.read_review`: cleaned, the head or
     the head and the last `src_keep_tail` tokens, then eos), with a notice when it was cut.
-    `max_len`: a tighter limit than the model's (the attention heatmap's)."""
+    `config`: how the model reads (`Checkpoint.reading`); `max_len`: a tighter limit than the
+    model's (the attention heatmap's)."""
     review = read_review(text, tok, config, max_len)
     notices = []
     if len(review.pieces) < review.n_tokens:
@@ -78,23 +80,30 @@ def _windows_notice(review, what: str, size: int, tail: int) -> str:
 def review_source(ckpt: Checkpoint, text: object) -> Source:
     """Visitor text -> the source the classifier reads; the highlight shows its cleaned text, so
     it tiles what the model read."""
-    model, tok = ckpt.require()
+    _, tok = ckpt.require()
     text, notices = visitor_text(text)
-    source = read_source(text, tok, model.config, "review", ckpt.device)
+    source = read_source(text, tok, ckpt.reading, "review", ckpt.device)
     if not source.text:
         raise DemoError(EMPTY_REVIEW)
     source.notices[:0] = notices
     return source
 
 
-def labels_and_candidates(model: EncoderDecoder, tok: BPETokenizer) -> tuple[list[str], list[list[int]]]:
+def labels_and_candidates(ckpt: Checkpoint) -> tuple[list[str], list[list[int]]]:
     """The label words and their ids (`tokenization.label_candidates`); a checkpoint without labels
     is the visitor's error message."""
+    _, tok = ckpt.require()
     try:
-        candidates = label_candidates(tok, model.config)
+        candidates = label_candidates(tok, ckpt.reading)
     except ValueError as e:
         raise DemoError(f"The sentiment checkpoint cannot classify: {e}.") from None
-    return list(model.config.labels), candidates
+    return list(ckpt.reading.labels), candidates
+
+
+def reader_of(ckpt: Checkpoint, model: EncoderDecoder | None = None) -> Reader:
+    """A served sentiment checkpoint as a `classifier.Reader`, used as its classifier.json says (its
+    temperature): what the attributions explain. `model`: a private copy of the checkpoint's model."""
+    return Reader(model or ckpt.model, ckpt.tokenizer, READER_NAMES.get(ckpt.name, ckpt.name), ckpt.classifier)
 
 
 def merge_spans(text: str, pieces: list, scores: list[float]) -> list[tuple[str, float | None]]:
@@ -132,7 +141,7 @@ def read_by_all(service: DemoService, source: Source, forward: torch.Tensor) -> 
     gives it: `forward`, the sentiment model's P(label) (K,), is already computed (the attribution pass
     gave it); the backward reader, if one is served, reads the same ids (it reverses them itself:
     `EncoderDecoderConfig.reverse_source`)."""
-    served = Classifier([Reader(c.model, c.tokenizer, READER_NAMES[c.name]) for c in service.readers])
+    served = Classifier([reader_of(c) for c in service.readers])
     if len(source.windows) > 1:  # a long review: every reader reads every window (the attribution saw the first)
         return served.combine({r.name: r.read_windows(source.windows)[None] for r in served.readers})
     with torch.inference_mode():  # no gradient: the explanations are the forward reader's
@@ -165,10 +174,9 @@ def classify(service: DemoService, text: object) -> SentimentResult:
     """
     with service.compute(batched=True):
         ckpt = service.sentiment
-        model, tok = ckpt.require()
         source = review_source(ckpt, text)
-        labels, candidates = labels_and_candidates(model, tok)
-        result = attribute(model, source.ids, candidates, "attention")  # one pass each: scores and weights
+        labels, candidates = labels_and_candidates(ckpt)
+        result = attribute(reader_of(ckpt), source.ids, candidates, "attention")  # one pass each: scores and weights
         said = read_by_all(service, source, result.probabilities)
         probabilities, readers = said.probabilities(), said.reader_probabilities()
         label = max(probabilities, key=probabilities.get)
@@ -197,7 +205,7 @@ def _check_method(method: object) -> str:
     return method  # type: ignore[return-value]
 
 
-def _attribute(model: EncoderDecoder, source: Source, candidates: list[list[int]], methods: tuple[str, ...]):
+def _attribute(model: Reader, source: Source, candidates: list[list[int]], methods: tuple[str, ...]):
     """-> {method: Attribution}, the review encoded once for all `methods`."""
     return attribute_methods(model, source.ids, candidates, methods, word_ids=source.words)
 
@@ -210,9 +218,9 @@ def explain(service: DemoService, text: object, method: object) -> Explanation:
     with service.compute(heavy=True, batched=True):
         ckpt = service.sentiment
         method = _check_method(method)
-        model, tok = ckpt.require()
+        model = reader_of(ckpt)
         source = review_source(ckpt, text)
-        labels, candidates = labels_and_candidates(model, tok)
+        labels, candidates = labels_and_candidates(ckpt)
         results = _attribute(model, source, candidates, (method, "random"))  # one encoder pass for both
         result = results[method]
         left, chance = (erase(model, source.ids, candidates, r.scores, result.label, DELETION_FRACTIONS).tolist()
@@ -243,9 +251,8 @@ def agreement(service: DemoService, text: object) -> tuple[list[str], list[list[
     (NaN where a method gives every token the same score)."""
     with service.compute(heavy=True, batched=True):
         ckpt = service.sentiment
-        model, tok = ckpt.require()
         source = review_source(ckpt, text)
-        _, candidates = labels_and_candidates(model, tok)
-        results = _attribute(model, source, candidates, METHODS)
+        _, candidates = labels_and_candidates(ckpt)
+        results = _attribute(reader_of(ckpt), source, candidates, METHODS)
         scores = [results[m].scores[: len(source.pieces)] for m in METHODS]
         return list(METHODS), [[rank_correlation(a, b) for b in scores] for a in scores]

@@ -19,6 +19,7 @@ import functools
 import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
+from classifier import ClassifierConfig
 from demo.serving import LM, SENTIMENT, Checkpoint
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 from tokenization import SPECIAL_TOKENS, BPETokenizer
@@ -29,7 +30,8 @@ WORDS = ["this", "movie", "film", "was", "is", "great", "good", "bad", "boring",
 SHAPE = {"d_model": 8, "n_head": 2, "d_ff": 16, "dropout": 0.0, "norm_first": True}  # both toys, pre-norm as shipped
 # the shipped classifier's structure (its config's fields other than sizes, `tests/test_tour.py` compares them):
 # an encoder that keeps the language model's causal mask (it was started from the LM), reading forwards
-SENTIMENT_STRUCTURE = {"causal_encoder": True, "reverse_source": False, "labels": ["negative", "positive"]}
+SENTIMENT_STRUCTURE = {"causal_encoder": True, "reverse_source": False}
+TOY_CLASSIFIER = ClassifierConfig(labels=["negative", "positive"])  # the shipped labels; nothing fitted: T = 1
 MAX_TOKENS = 8  # the toy LM's context, start token included
 SEED = 0
 
@@ -72,4 +74,5 @@ def toy_checkpoint(name: str) -> Checkpoint:
             vocab_size=vocab, max_src_len=MAX_TOKENS, max_tgt_len=4, n_encoder_layer=2, n_decoder_layer=1,
             **SENTIMENT_STRUCTURE, **SHAPE))
     return Checkpoint(name=name if name in (LM, SENTIMENT) else SENTIMENT, location="toy (in memory)",
-                      status="ready", message="random weights", model=_one_decimal(model), tokenizer=tokenizer)
+                      status="ready", message="random weights", model=_one_decimal(model), tokenizer=tokenizer,
+                      classifier=None if name == LM else TOY_CLASSIFIER)

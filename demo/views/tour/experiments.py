@@ -17,8 +17,9 @@ def run_experiments(ckpt: Checkpoint, ids: list[int], layer: int, head: int, ste
     as the model read it (the LM's with its start token; the review's unpadded)."""
     model, tok = ckpt.require()
     registry = EXPERIMENTS[LM if ckpt.name == LM else "sentiment"]
-    reader = None if ckpt.name == LM else Reader(model, tok, ckpt.name)
-    other = Reader(backward.model, backward.tokenizer, SENTIMENT_BACKWARD) if backward is not None else None
+    reader = None if ckpt.name == LM else Reader(model, tok, ckpt.name, ckpt.classifier)
+    other = (Reader(backward.model, backward.tokenizer, SENTIMENT_BACKWARD, backward.classifier)
+             if backward is not None else None)
     run = Run(model, tok, torch.tensor([ids], device=next(model.parameters()).device), layer, head, reader, other)
     outcomes = {}
     for key in step_ids:

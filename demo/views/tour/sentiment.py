@@ -11,7 +11,7 @@ import torch
 
 from classifier import Reader
 from demo.serving import SENTIMENT, Checkpoint
-from demo.views.sentiment import labels_and_candidates, read_source
+from demo.views.sentiment import labels_and_candidates, read_source, reader_of
 from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass, capture, heads_to_rows, label
 from demo.views.tour.code import CodeRef
 from demo.views.tour.lesson_text import Part
@@ -25,20 +25,21 @@ PADDING = 2  # pad tokens added after a review, to show what the padding mask do
 # -- the classifier's label probabilities: the tour asks for them here only ---------------------------
 
 
-def label_words(model, tokenizer) -> tuple[list[str], list[list[int]]]:
+def label_words(ckpt: Checkpoint) -> tuple[list[str], list[list[int]]]:
     """The labels and each one's token ids, as the classifier scores them."""
-    return labels_and_candidates(model, tokenizer)
+    return labels_and_candidates(ckpt)
 
 
-def classified(model, memory: torch.Tensor, candidates: list[list[int]], real: torch.Tensor | None = None):
+def classified(reader: Reader, memory: torch.Tensor, candidates: list[list[int]], real: torch.Tensor | None = None):
     """log P(label | review), (B, K), from the encoder's memory (`real`: 1 on the review's tokens, 0 on
     padding), as the classifier gives them (`classifier.Reader`)."""
-    return Reader(model).log_probs(memory, candidates, real)
+    return reader.log_probs(memory, candidates, real)
 
 
-def temperature(config) -> float:
-    """The temperature the label scores are divided by before their softmax (`classifier.Reader`'s)."""
-    return config.temperature
+def temperature(extra: dict) -> float:
+    """The temperature the label scores are divided by before their softmax (`classifier.Reader`'s,
+    from classifier.json), as the pass recorded it."""
+    return extra["temperature"]
 
 
 # -- the pass ---------------------------------------------------------------------------------------
@@ -49,9 +50,10 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
     with `PADDING` pad tokens after it as a batch would add them, and the label words scored by the
     decoder; also the same review classified without the padding (the padding must change nothing)."""
     model, tokenizer = ckpt.require()
-    c = model.config
-    source = read_source(text, tokenizer, c, "review", ckpt.device, min(MAX_TOUR_TOKENS, c.max_src_len) - PADDING)
-    labels, candidates = label_words(model, tokenizer)
+    c, reader = model.config, reader_of(ckpt)
+    source = read_source(text, tokenizer, ckpt.reading, "review", ckpt.device,
+                         min(MAX_TOUR_TOKENS, c.max_src_len) - PADDING)
+    labels, candidates = label_words(ckpt)
     ids = source.ids[0].tolist() + [c.pad_token_id] * PADDING
     real = torch.tensor([[1] * source.ids.size(1) + [0] * PADDING], device=ckpt.device)
     cross_layer = min(layer, c.n_decoder_layer - 1)
@@ -64,11 +66,11 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
 
     def run():
         memory, _ = model.encode(torch.tensor([ids], device=ckpt.device), real)
-        return memory, classified(model, memory, candidates, real)
+        return memory, classified(reader, memory, candidates, real)
 
     seen, (memory, log_probs) = capture(model, points, run)
     with torch.inference_mode():
-        unpadded = classified(model, model.encode(source.ids)[0], candidates)
+        unpadded = classified(reader, model.encode(source.ids)[0], candidates)
     best = int(log_probs[0].argmax())
     decoder_ids = c.decoder_input_ids(candidates[best])
     t = len(decoder_ids)  # the decoder pass padded every candidate to the longest: the winner's own rows
@@ -89,7 +91,8 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
                "encoder_norm": owner("encoder.norm").norm, "cross": owner(f"{cross}.q")}
     p = Pass(SENTIMENT, c, ids, [label(tokenizer, i) for i in ids], layer, values, modules, {
         "is_causal": c.causal_encoder, "mask": mask[0, 0].cpu(), "real": real[0].cpu().bool(), "labels": labels,
-        "candidates": candidates, "best": best, "cross_layer": cross_layer, "decoder_ids": decoder_ids,
+        "candidates": candidates, "best": best, "temperature": reader.temperature, "cross_layer": cross_layer,
+        "decoder_ids": decoder_ids,
         "decoder_tokens": [label(tokenizer, i) for i in decoder_ids]})
     return p, source.notices
 
@@ -182,14 +185,14 @@ def label_step(s: SentimentState) -> Built:
     log_p = torch.log_softmax(s.v["decoder_out"] @ f64(s.m["lookup"].weight).T, -1)  # (K, T, V): every label's rows
     scores = torch.stack([sum(log_p[j, i, target] for i, target in enumerate([*cand, c.eos_token_id]))
                           for j, cand in enumerate(x["candidates"])])
-    probs = softmax(scores / temperature(c))
+    probs = softmax(scores / temperature(x))
     labels = x["labels"]
     return Built([Panel("P(label | review)", probs.numpy(), list(labels), kind="bars"),
                   Panel("log P(label words | review)", scores.numpy(), list(labels), kind="bars")],
                  [check("the classifier's probabilities", probs, s.v["label_log_probs"].exp()),
                   check("the same review classified without padding", probs, s.v["unpadded"].exp())],
-                 temperature=f"{temperature(c):.3g}", k=len(labels),
-                 fitted=Part("fitted" if temperature(c) != 1.0 else "unfitted"),  # 1.0 exactly: the default
+                 temperature=f"{temperature(x):.3g}", k=len(labels),
+                 fitted=Part("fitted" if temperature(x) != 1.0 else "unfitted"),  # 1.0 exactly: the default
                  labels=" · ".join(f"{name}: log P {num(float(score))} → **{num(float(pr))}**"
                                    for name, score, pr in zip(labels, scores, probs, strict=True)))
 
