@@ -278,6 +278,8 @@ def test_explain_hostile_input(client, text: str, method: str) -> None:
     no_trace(label, shaded, deletion, notice)
     if not text.strip():
         assert not label and "Paste or type a movie review" in notice
+    elif not text.strip("👍🏽🎬🍿 😡"):  # emoji alone: nothing a review would say
+        assert not label and "Nothing is left to classify" in notice
     else:
         assert label["label"] in {"negative", "positive"} and shaded and "Deletion test" in deletion
         assert ("cut to its first 20,000 characters" in notice) == (len(text) > 20_000)
@@ -337,7 +339,7 @@ def test_long_input_is_truncated_with_a_notice(client) -> None:
     long = "This film was long and dull and then it got worse. " * 200
     notice = chat(client, long, max_new_tokens=4)[4]
     assert "sees only the last" in notice
-    assert "only the first" in client.predict(long, api_name="/classify")[2]
+    assert "It reads all of it, in" in client.predict(long, api_name="/classify")[2]
     assert "shows the first" in client.predict(long, "lm_self", 0, -1, api_name="/attention")[2]
     assert "tokens" in client.predict(long * 3, api_name="/tokenize")[1]
 
@@ -350,7 +352,12 @@ def test_any_unicode_works_through_the_api(client, text: str) -> None:
                client.predict(text, api_name="/tokenize")]
     history = outputs[0][0]
     assert history and history[-1]["role"] == "assistant"
-    assert outputs[1][0]["label"] in {"negative", "positive"}
+    if text.strip("👍🏽🎬🍿"):
+        assert outputs[1][0]["label"] in {"negative", "positive"}
+    else:  # emoji alone: the classifier sets them aside, as it does links and handles, and says so
+        assert not outputs[1][0] and "Nothing is left to classify" in outputs[1][2]
+        assert outputs[2][0] is None and "Nothing is left to classify" in outputs[2][2]
+        return no_trace(*outputs)
     assert outputs[2][0]["type"] == "plotly" and len(outputs[2][1]) == 4
     no_trace(*outputs)
 

@@ -73,7 +73,7 @@ def test_hostile_input_gets_a_message(service: DemoService, call, message: str) 
 def test_20k_characters_are_cut_and_said(service: DemoService) -> None:
     text = "great acting but a dull plot " * 700  # 20,300 characters
     result = ablate_heads(service, SENTIMENT, text, "enc L1 H1, cross L1 H2")
-    assert any("cut" in n for n in result.notices) and any("only the first" in n for n in result.notices)
+    assert any("cut" in n for n in result.notices) and any("on the first window alone" in n for n in result.notices)
     ranking = rank_heads(service, LM, text, "mean")
     assert any("reads the last" in n for n in ranking.notices) and len(ranking.rows) == 4
     assert "ℹ️" in ablation_panel.knock_out(service, "", LM, ["L1 H1"], "zero")

@@ -24,7 +24,7 @@ from demo.views.sentiment import classify, explain, merge_spans, review_source
 from demo.views.tokens import tokenize
 from model import autocast
 from storage import IN_PROGRESS_NAME
-from tokenization import Piece, clean_text, read_review, token_label, visible
+from tokenization import Piece, clean_text, read_review, review_text, token_label, visible, windows
 from training.data import PairSet
 
 UNICODE = [
@@ -300,8 +300,8 @@ def test_any_unicode_works_everywhere(service: DemoService, text: str) -> None:
     assert update.done and len(update.steps) <= 3  # a random model may end at once
     result = classify(service, text)
     assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
-    cleaned = clean_text(visitor_text(text)[0])
-    assert "".join(s for s, _ in result.highlights) == cleaned  # segments tile the text exactly
+    read = review_text(visitor_text(text)[0], service.sentiment.tokenizer)  # as the classifier reads it
+    assert "".join(s for s, _ in result.highlights) == read  # segments tile the text exactly
     for kind in ("lm_self", "encoder_self", "cross", "decoder_self"):
         assert attention_view(service, text, kind).weights.size > 0
     assert tokenize(service, text).count > 0
@@ -345,12 +345,26 @@ def test_classify_matches_candidate_scores(service: DemoService, served_atol) ->
     assert list(classify(service, text).probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
 
-def test_long_review_is_truncated_with_notice(service: DemoService) -> None:
+def window_verdict(service: DemoService, text: str) -> list[float]:
+    """P(label) of the forward reader alone, computed here: each window of the encoded text through the
+    model, the scores averaged, then the temperature (the app's verdict, one reader served)."""
+    model, tok, settings = service.sentiment.model, service.sentiment.tokenizer, service.sentiment.classifier
+    candidates = [tok.encode(label) for label in settings.labels]
+    with autocast(service.device, service.precision):  # like with like: the service's own precision
+        scores = torch.cat([model.candidate_scores(model.encode(torch.tensor([[*w, tok.eos_id]]))[0], candidates)
+                            for w in windows(tok.encode(text), service.sentiment.reading)])
+    return (scores.float().mean(0) / settings.temperature).softmax(-1).tolist()
+
+
+def test_long_review_is_read_whole_in_windows_with_notice(service: DemoService, served_atol) -> None:
     text = ("great acting and a boring plot. " * 100).strip()
     result = classify(service, text)
-    assert any("only the first" in n for n in result.notices)
+    n_windows = len(windows(service.sentiment.tokenizer.encode(text), service.sentiment.reading))
+    assert n_windows > 1 and any(f"It reads all of it, in {n_windows} windows" in n for n in result.notices)
     assert "".join(s for s, _ in result.highlights) == text
-    assert result.highlights[-1][1] is None  # the unread rest, unhighlighted
+    assert result.highlights[-1][1] is None  # the highlight is the first window's: the rest unhighlighted
+    assert list(result.probabilities.values()) == pytest.approx(window_verdict(service, text),
+                                                                abs=served_atol(service))
 
 
 def test_head_and_tail_truncation_reads_what_training_read(service: DemoService, monkeypatch, served_atol) -> None:
@@ -358,17 +372,14 @@ def test_head_and_tail_truncation_reads_what_training_read(service: DemoService,
     monkeypatch.setattr(settings, "src_keep_tail", 8)
     text = "great acting and a boring plot. " * 30 + "In the end I loved it."
     result = classify(service, text)
-    assert any(f"only the first {model.config.max_src_len - 9} and the last 8 are read" in n for n in result.notices)
+    assert any(f"the first {model.config.max_src_len - 9:,} and the last 8 tokens" in n for n in result.notices)
     assert "".join(s for s, _ in result.highlights) == text
     scored = [w is not None for _, w in result.highlights]
-    assert scored[-1] and scored.count(False) == 1  # one unread middle; the ending is read
+    assert scored[-1] and scored.count(False) == 1  # one unread middle in the first window; the ending is read
     src = PairSet.from_texts([text], [settings.labels[0]], tok, model.config, classifier=settings).sources[0]
     assert src[-9:] == [*tok.encode(text)[-8:], tok.eos_id]
-    candidates = [tok.encode(label) for label in settings.labels]
-    with autocast(service.device, service.precision):  # like with like: the service's own precision
-        scores = model.candidate_scores(model.encode(torch.tensor([src]))[0], candidates)
-        expected = (scores / settings.temperature).softmax(-1)[0].tolist()
-    assert list(result.probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
+    assert list(result.probabilities.values()) == pytest.approx(window_verdict(service, text),
+                                                                abs=served_atol(service))
 
 
 
@@ -543,3 +554,12 @@ def test_logit_lens_shows_the_last_generated_tokens(service: DemoService, monkey
     # a row a token (after the headings), a column a layer
     assert table.count("<tr>") == 1 + 4 and table.count("<td") == 4 * len(view.layers)
     assert table.count("P(“") == 4 * len(view.layers)  # each cell's hover
+
+
+def test_what_visitors_paste_is_read_as_a_review_and_the_view_says_so(service: DemoService) -> None:
+    result = classify(service, "@filmfan88 LOVED IT!!! https://bit.ly/3xQz9")
+    assert "".join(s for s, _ in result.highlights) == "Loved it!!!"
+    assert any("Read as reviews are written" in n for n in result.notices)
+    assert not any("Read as reviews" in n for n in classify(service, "Loved it!!!").notices)
+    with pytest.raises(DemoError, match="Nothing is left to classify"):
+        classify(service, "@filmfan88 😍 https://bit.ly/3xQz9")

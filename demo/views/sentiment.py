@@ -9,10 +9,15 @@ from classifier import Classifier, Reader, Verdict
 from demo.serving import SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoError, DemoService, visitor_text
 from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation, top_count
 from model import EncoderDecoder
-from tokenization import BPETokenizer, Piece, label_candidates, read_review
+from tokenization import BPETokenizer, Piece, clean_text, label_candidates, read_review
 from tokenization.review import SourceConfig
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
+NOTHING_LEFT = ("Nothing is left to classify once links, @handles and emoji are set aside: "
+                "type a few words about the film.")
+NORMALISED = ("Read as reviews are written (`tokenization.normalise`): links, @handles, emoji and markup set aside, "
+              "SHOUTING, Headline Case and stretched letters (\"sooo\") spelled as reviews spell them, so the "
+              "highlight shows the text the model read.")
 DELETION_FRACTIONS = (0.05, 0.1, 0.2)  # the live deletion test: top 5/10/20% of the review's tokens
 
 
@@ -74,7 +79,7 @@ def _windows_notice(review, what: str, size: int, tail: int) -> str:
     return (f"The {what} is {review.n_tokens:,} tokens, more than the {size:,} the model reads at once. It reads "
             f"all of it, in {len(review.windows)} windows: {_cut_words(size, min(tail, size))} tokens, then "
             f"characters {middle} (the middle those leave out); the verdict is the mean of the windows' scores. "
-            "The explanations and attention shown are the first window's.")
+            "What this view shows is computed on the first window alone.")
 
 
 def review_source(ckpt: Checkpoint, text: object) -> Source:
@@ -84,8 +89,8 @@ def review_source(ckpt: Checkpoint, text: object) -> Source:
     text, notices = visitor_text(text)
     source = read_source(text, tok, ckpt.reading, "review", ckpt.device)
     if not source.text:
-        raise DemoError(EMPTY_REVIEW)
-    source.notices[:0] = notices
+        raise DemoError(NOTHING_LEFT if clean_text(text) else EMPTY_REVIEW)
+    source.notices[:0] = notices + ([NORMALISED] if source.text != clean_text(text) else [])
     return source
 
 

@@ -113,7 +113,7 @@ class SentimentState(State):
         self.decoder_tokens = p.extra["decoder_tokens"]
 
 
-@step("source_tokens", CodeRef("tokenization.review.read_review", r"text = clean_text", r"return Review"))
+@step("source_tokens", CodeRef("tokenization.review.read_review", r"text = review_text", r"return Review"))
 def source_tokens(s: SentimentState) -> Built:
     return Built([pieces(s.p)], padding=PADDING, n=s.n, ids=ids_worked(s.p))
 
