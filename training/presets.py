@@ -25,8 +25,11 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
 # (docs/experiments/sentiment-recipe-2026-11-25, `ulmfit-nolm`), from the shipped LM (--init-from checkpoints/lm)
 # The same settings serve any text (`--data`): on a 1 MB text, read 14 times by its 1,200 steps, dropout
 # 0.19 scored worse (2.022 bits/byte against 1.967) and took longer (8:41 against 6:21; docs/training.md)
+# Its steps are not a fixed count (max_steps None): the run times its first steps and fits the count,
+# and with it the learning rate's decay, to max_minutes (`training.trainer.Trainer.size_to_budget`), so
+# a fast machine trains longer and a slow one ends its schedule in time; --max-steps N still fixes them
 LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_size=256, dropout=0.0),
-             "train": dict(batch_size=16, max_steps=1200, lr=2e-3, warmup_steps=50, eval_every=200,
+             "train": dict(batch_size=16, max_steps=None, lr=2e-3, warmup_steps=50, eval_every=200,
                            eval_batches=40, max_minutes=9.0)}
 LAPTOP_SENTIMENT = {  # with --init-from checkpoints/lm its encoder is the LM's 6 layers x 320 (this shape: without)
     "model": dict(n_encoder_layer=4, n_decoder_layer=1, n_head=4, d_model=256, d_ff=1024, max_src_len=256,
@@ -125,7 +128,8 @@ def preset_table() -> str:
     for name, preset in LM.items():
         model, train = preset["model"], preset["train"]
         rows.append((name, f"{model['n_layer']} x {model['d_model']}", str(model["block_size"]),
-                     f"{train['max_steps']:,} x {train['batch_size']}",
+                     f"{train['max_steps']:,} x {train['batch_size']}" if train["max_steps"] else
+                     f"fit to time x {train['batch_size']}",
                      f"{train['max_minutes']:g} min" if train.get("max_minutes") else "-", MEASURED[name]))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows]
