@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from huggingface_hub import ModelCard
 
 from demo.serving import DemoService
 from demo.serving.checkpoint import LM
 from demo.tiny import shared_tiny_checkpoints
-from tokenization import BPETokenizer, prompt_ids, visible
-from huggingface_hub import ModelCard
-
 from publishing import report
+from tokenization import BPETokenizer, prompt_ids, visible
 from training import evaluate, own_text, run, sample
 
 WORDS = ("the king said that a ship of gold came over the sea at night and no one knew her name "

@@ -148,8 +148,8 @@ def build(service: DemoService, compute: dict):
                        elem_id="learn-slider")
     step = gr.Markdown(elem_id="learn-step")
     with gr.Row():
-        prompt = gr.Textbox(first_prompt(service, snapshots), label="Prompt (Enter redraws)", lines=1, max_lines=3, elem_id="learn-prompt",
-                            scale=3)
+        prompt = gr.Textbox(first_prompt(service, snapshots), label="Prompt (Enter redraws)", lines=1, max_lines=3,
+                            elem_id="learn-prompt", scale=3)
         decoding = gr.Radio(DECODINGS, value="greedy", label="Decoding", elem_id="learn-decoding", scale=2)
         layer = gr.Dropdown([(f"layer {i + 1}", i) for i in range(n_layers)], value=n_layers - 1,
                             label="Attention layer",
