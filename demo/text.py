@@ -4,6 +4,8 @@ Messages that belong to one computation (an empty review, a clamped setting) sta
 this module holds what a visitor reads on the page before doing anything.
 """
 
+from pathlib import Path
+
 from demo.serving import LM, SENTIMENT, SENTIMENT_BACKWARD
 from inspection import DESCRIPTIONS, METHODS
 
@@ -60,6 +62,35 @@ CHAT_EXAMPLES = [
     "If you love old westerns, you will",
     "My kids dragged me to see this and honestly",
 ]
+
+
+
+def own_text(metrics: dict) -> str | None:
+    """The file name of the text a language model was trained on with `training.run --data`, else None
+    (a model of IMDB reviews, the app's own)."""
+    data = metrics.get("data")
+    if isinstance(data, dict) and data.get("kind") == "data" and data.get("source"):
+        return Path(str(data["source"])).name
+    return None
+
+
+def lm_openings(metrics: dict) -> list[str]:
+    """Openings to start the served language model from (the chat's examples, the tour's and Watch it
+    learn's first text): for a model of its own text, the first words of its first held-out documents,
+    which the run recorded in metrics.json (`sample_prompts`): its own kind of text, never trained on.
+    Else the movie-review openings an IMDB model was trained for."""
+    recorded = [p for p in metrics.get("sample_prompts") or [] if isinstance(p, str) and p.strip()]
+    return recorded if own_text(metrics) and recorded else CHAT_EXAMPLES
+
+
+def chat_intro(metrics: dict) -> str:
+    """The chat tab's first line: a movie review, or the kind of text the model was trained on."""
+    name = own_text(metrics)
+    if name is None:
+        return CHAT_INTRO
+    return (f"Start a text like `{name}`, the text this language model was trained on: it continues it one "
+            f"{term('token')} at a time, each drawn by its {term('probability')}. Each message starts a new text.")
+
 
 SENTIMENT_INTRO = ("Paste a review: the sentiment model's encoder reads it, and its decoder writes a label, "
                    "“positive” or “negative”, with a probability for each; a second model that reads the review "

@@ -13,11 +13,12 @@ the Hub reads, then intended use, limitations, training and evaluation.
 import argparse
 import json
 import shlex
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from classifier import ClassifierConfig
 from storage import CARD_NAME, CONFIG_NAME, METRICS_NAME, atomic_write_text, chain, tokens_in_all
+from training.contract import ModelCard
 from training.data import HUB_IMDB
 from training.tasks import TASKS
 
@@ -36,8 +37,24 @@ LICENSE = "mit"  # the repository's LICENSE file
 def reported(m: dict) -> list[tuple[str, str, str, str]]:
     """The ROWS this run has, their split named with its size (a classifier now validates on the
     held-out rows' selection part only); a classifier's loss is left out (its accuracy is the figure)."""
-    return [(key, label, split.format(n=_held_out(m)), fmt) for key, label, split, fmt in ROWS
-            if key in m and not (key == "val_loss" and "val_accuracy" in m)]
+    return [(key, label, split.format(n=_held_out(m)).replace("held-out train reviews", _held_out_kind(m)), fmt)
+            for key, label, split, fmt in ROWS if key in m and not (key == "val_loss" and "val_accuracy" in m)]
+
+
+def own_text(m: dict) -> dict | None:
+    """What a run on its own text (`training.run --data`) recorded of it (file, unit, documents, bytes);
+    None for a run on IMDB, which every other sentence of a card assumes."""
+    data = m.get("data")
+    return data if isinstance(data, dict) and data.get("kind") == "data" else None
+
+
+def _file_name(data: dict) -> str:
+    return Path(str(data["source"])).name
+
+
+def _held_out_kind(m: dict) -> str:
+    own = own_text(m)
+    return f"held-out {own.get('unit', 'documents')} of `{_file_name(own)}`" if own else "held-out train reviews"
 
 
 def _held_out(m: dict) -> int:
@@ -80,6 +97,12 @@ def _split_seed(m: dict) -> int | None:
 
 def _split_note(m: dict) -> str:
     seed = _split_seed(m)
+    own = own_text(m)
+    if own:
+        return (f"validation = {_held_out(m):,} of the {own.get('documents', 0):,} {own.get('unit', 'documents')} "
+                f"of `{_file_name(own)}`, held out (fixed seed {seed}), never trained on; `metrics.json` records "
+                "the file, its size and a SHA-256 of the held-out texts, so `training.evaluate --checkpoint` "
+                "scores exactly them and refuses a file changed since")
     rows = (" (for a classifier, the *selection* rows: the first 40% of the reviews held out, on which the "
             "kept step and the temperature were chosen; the other held-out reviews, the *report* rows, served "
             "no choice and are scored by `benchmarks.sentiment_report`)") if "val_accuracy" in m else ""
@@ -92,15 +115,16 @@ def card_metadata(name: str, m: dict) -> str:
     """The YAML front matter the Hub reads, with `model-index` holding every reported figure."""
     from huggingface_hub import EvalResult, ModelCardData
 
-    card = TASKS[m["task"]].card
-    results = [EvalResult(task_type=card.pipeline_tag, task_name=card.task_name, dataset_type=HUB_IMDB,
-                          dataset_name="IMDB",
-                          dataset_split="train" if key.startswith("val_") else "test",
+    card, own = _card(m), own_text(m)
+    dataset = {"dataset_type": _file_name(own), "dataset_name": _file_name(own)} if own else {
+        "dataset_type": HUB_IMDB, "dataset_name": "IMDB"}
+    results = [EvalResult(task_type=card.pipeline_tag, task_name=card.task_name, **dataset,
+                          dataset_split=("held-out" if own else "train") if key.startswith("val_") else "test",
                           metric_type=METRIC_TYPES[key.split("_", 1)[1]], metric_value=m[key],
                           metric_name=f"{'validation' if key.startswith('val_') else 'test'} {label}")
                for key, label, _, _ in reported(m)]
-    data = ModelCardData(license=LICENSE, language="en", library_name="pytorch", datasets=[HUB_IMDB],
-                         pipeline_tag=card.pipeline_tag, tags=[*card.tags, "imdb", "safetensors"],
+    data = ModelCardData(license=LICENSE, language="en", library_name="pytorch", datasets=None if own else [HUB_IMDB],
+                         pipeline_tag=card.pipeline_tag, tags=[*card.tags, *([] if own else ["imdb"]), "safetensors"],
                          model_name=f"tiny-transformers-{name}", eval_results=results)
     return data.to_yaml()
 
@@ -111,10 +135,38 @@ BACKWARD_NOTE = (" This one reads each review from its last token to its first: 
                  "classifier's (ULMFiT's forward + backward ensemble, Howard & Ruder 2018).")
 
 
+def _card(m: dict) -> ModelCard:
+    """The task's card text; for a model of its own text (`--data`), the task's own-text card, if it has
+    one, with the file's name in it."""
+    own, task = own_text(m), TASKS[m["task"]]
+    if not (own and task.own_text_card):
+        return task.card
+    named = task.own_text_card
+    data = _file_name(own)
+    return replace(named, what=named.what.format(data=data), intended=named.intended.format(data=data),
+                   limitations=[line.replace("{data}", data) for line in named.limitations])
+
+
+def _data_sentence(m: dict) -> str:
+    """Where the training text came from, in the card's Training section."""
+    own = own_text(m)
+    if not own:
+        return f"IMDB reviews (`{HUB_IMDB}`)"
+    return (f"its own text, `{_file_name(own)}` ({own.get('bytes', 0):,} bytes, {own.get('documents', 0):,} "
+            f"{own.get('unit', 'documents')}; `training.run --data`)")
+
+
+def _rescore(name: str, m: dict) -> str:
+    """The command that scores the checkpoint on its held-out rows again."""
+    if own_text(m):  # the run recorded its file and held-out part: no other flag
+        return f"python -m training.evaluate --checkpoint checkpoints/{name}"
+    return f"python -m training.evaluate --checkpoint checkpoints/{name} --data-dir ../shared/data/imdb"
+
+
 def model_card(name: str, m: dict, config: dict, classifier: dict | None = None) -> str:
     """A checkpoint's README.md: metadata, what it is, intended use, limitations, training, evaluation.
     `config`: its config.json (the architecture); `classifier`: a classifier's classifier.json."""
-    card = TASKS[m["task"]].card
+    card = _card(m)
     settings = classifier or {}
     facts = {"params": f"{m['parameters'] / 1e6:.1f}", "context": config.get("block_size"),
              "labels": " / ".join(settings.get("labels") or []), "max_src": config.get("max_src_len"),
@@ -155,7 +207,7 @@ def model_card(name: str, m: dict, config: dict, classifier: dict | None = None)
 
 ## Training
 
-Data: IMDB reviews (`{HUB_IMDB}`): {_counts(m.get("data", {}))}. Trained for {trained(m)}.
+Data: {_data_sentence(m)}: {_counts(m.get("data", {}))}. Trained for {trained(m)}.
 The weights are those of the step with the best validation score (step {m['best_step']:,} of
 {m['steps']:,}); that step is chosen on the split reported below, so read its figure as slightly
 optimistic. {note}{_copied(name, m['command'])}:
@@ -175,7 +227,7 @@ Split: {_split_note(m)}.
 Re-score it (the same held-out rows):
 
 ```bash
-python -m training.evaluate --checkpoint checkpoints/{name} --data-dir ../shared/data/imdb
+{_rescore(name, m)}
 ```
 
 ## How to load

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from huggingface_hub import ModelCard
 
 from demo.serving import DemoService
 from demo.serving.checkpoint import LM
 from demo.tiny import shared_tiny_checkpoints
+from publishing import report
 from tokenization import BPETokenizer, prompt_ids, visible
 from training import evaluate, own_text, run, sample
 
@@ -79,6 +81,13 @@ def test_a_text_file_trains_with_its_own_tokenizer_then_samples_evaluates_and_se
     assert service.lm.tokenizer.tokenizer.to_str() == own.tokenizer.to_str() == service.tokenizer.tokenizer.to_str()
     assert about._data_line(service.lm).startswith("Its own text, `play.txt`")  # not "IMDB reviews"
     app = build_app(service)
+    # the app starts this model from its own text: the held-out openings the run recorded, not a movie review
+    shown = {block.elem_id: block for block in app.blocks.values() if getattr(block, "elem_id", None)}
+    opening = metrics["sample_prompts"][0]
+    assert shown["tour-input"].value == shown["chat-input"].placeholder == opening
+    assert shown["learn-prompt"].value == opening  # its own snapshots, its own text
+    assert shown["chatbot"].label == "Text writer" and any(
+        "Start a text like `play.txt`" in str(getattr(block, "value", "")) for block in app.blocks.values())
     _, url, _ = launch(app, "127.0.0.1", free_port(), prevent_thread_lock=True, quiet=True)
     try:
         client = gradio_client.Client(url, verbose=False)
@@ -93,6 +102,32 @@ def test_a_text_file_trains_with_its_own_tokenizer_then_samples_evaluates_and_se
         assert f"**{len(own.encode('ANNA:' + chr(10) + 'The king said'))} tokens**" in summary
     finally:
         app.close()
+
+
+def test_the_model_card_of_an_own_text_run_names_its_file_not_imdb(tmp_path):
+    text, out = write_text(tmp_path / "play.txt"), tmp_path / "run"
+    metrics = tiny(text, out, "--max-steps", "2", "--eval-every", "2")
+    card = report.model_card("mine", metrics, json.loads((out / "config.json").read_text()))
+    assert "imdb" not in card.lower() and "movie" not in card.lower()
+    assert "trained from scratch on one text, `play.txt`" in card and "in the style of `play.txt`" in card
+    assert f"Data: its own text, `play.txt` ({metrics['data']['bytes']:,} bytes, 200 paragraphs" in card
+    assert "| bits per byte | " in card and "(20 held-out paragraphs of `play.txt`) |" in card
+    assert "validation = 20 of the 200 paragraphs of `play.txt`, held out (fixed seed 1337)" in card
+    assert "python -m training.evaluate --checkpoint checkpoints/mine\n" in card  # no --data-dir: the run knows
+    results = ModelCard(card).data.eval_results  # parsed as the Hub parses it
+    assert [(r.dataset_name, r.dataset_split) for r in results] == [("play.txt", "held-out")] * 3
+    assert ModelCard(card).data.datasets is None
+
+
+def test_a_model_of_imdb_keeps_the_review_openings():
+    from demo.text import CHAT_EXAMPLES, chat_intro, lm_openings
+
+    imdb = {"data": {"kind": "data_dir", "source": "../shared/data/imdb"}, "sample_prompts": ["I rented this"]}
+    assert lm_openings(imdb) == CHAT_EXAMPLES and lm_openings({}) == CHAT_EXAMPLES
+    assert "movie review" in chat_intro(imdb)
+    own = {"data": {"kind": "data", "source": "/x/notes.txt"}, "sample_prompts": ["Dear diary,", ""]}
+    assert lm_openings(own) == ["Dear diary,"] and "`notes.txt`" in chat_intro(own)
+    assert lm_openings({"data": {"kind": "data", "source": "n.txt"}}) == CHAT_EXAMPLES  # none recorded
 
 
 def test_evaluate_refuses_a_file_changed_since_the_run(tmp_path):

@@ -23,7 +23,7 @@ from tokenization import BPETokenizer, clean_text
 from training import evaluate, run
 from training.recipe import Recipe
 from training.tasks import CLASSIFIER_SETTINGS, TASKS
-from training.trainer import FINAL_OVERHEAD_S, FINAL_SHARE, STOPS, DistInfo, Trainer, snapshot_steps
+from training.trainer import FINAL_OVERHEAD_S, FINAL_SHARE, STOPS, DistInfo, Trainer, lr_at, snapshot_steps
 from training.training_args import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -499,6 +499,101 @@ def test_a_resumed_stretch_plans_with_the_last_evaluation_rate_until_it_measures
     other = resumed("cuda:0 x1, 1 threads")  # another machine's rate is not used
     assert (other.row_seconds, other.eval_seconds) == (None, 0.0)
     assert other.stop_reason([], 300.0, 62.0) == 0
+
+
+# --- a run sized to its time budget (the laptop preset) --------------------------------------------------
+class StepClock:
+    """A clock that moves only when a batch is drawn: `per_batch` seconds each (the test's step time)."""
+
+    def __init__(self, per_batch: float):
+        self.now, self.per_batch, self.batches = 0.0, per_batch, 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def timing(self, task):
+        """`task` with each batch drawn advancing the clock."""
+        drawn = task.batch
+
+        def batch(*args):
+            self.now += self.per_batch
+            self.batches += 1
+            return drawn(*args)
+
+        task.batch = batch
+        return task
+
+
+def budgeted(tmp_path: Path, tokenizer_path: Path, clock: StepClock, max_steps: int | None, name: str) -> Trainer:
+    """A tiny LM's trainer with 1 minute to train (eval_every past the end: one evaluation, where it
+    stops), evaluations planned at 0.5 s a row, and the same initial weights every time."""
+    from training.contract import TaskOptions
+    from training.data import load_splits
+
+    task = clock.timing(TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300)))
+    cfg = TrainConfig(batch_size=4, max_steps=max_steps, max_minutes=1, warmup_steps=5, eval_every=1000,
+                      eval_batches=3)
+    data = task.prepare(BPETokenizer.from_file(tokenizer_path), TASKS["lm"].presets["tiny"]["model"], cfg)
+    torch.manual_seed(0)
+    trainer = Trainer(task.build(data), task, data, tmp_path / name, "cpu", DistInfo(), clock=clock)
+    trainer.row_seconds = 0.5
+    return trainer
+
+
+def test_a_run_without_max_steps_fits_its_schedule_to_the_time_budget(tmp_path, tokenizer_path):
+    """The schedule's end is fixed from 10 timed steps (after 2 untimed) so that training and what
+    follows it end by the deadline; the timing steps leave no trace: the run is the fixed-step run of
+    the count it chose, weight for weight."""
+    clock = StepClock(per_batch=1.0)
+    sized = budgeted(tmp_path, tokenizer_path, clock, None, "sized")
+    assert sized.train() == "max_steps"
+    # 60 s: 12 s of timing steps; the final evaluation 6 s (a tenth of the budget) + 5 s; 2 evaluations
+    # of 3 rows x 0.5 s (the one stop_reason keeps in hand, the last step's); 1 s a step (+1.5 s / 1000)
+    assert sized.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 33}
+    assert sized.cfg.max_steps == sized.step == 33 and clock.batches == 12 + 33
+    assert 33 * (1 + 1.5 / 1000) <= 60 - 12 - 11 - 2 * 1.5 < 34 * (1 + 1.5 / 1000)  # one step more would not fit
+    assert sized.history[-1]["lr"] == pytest.approx(lr_at(32, sized.cfg)) and lr_at(33, sized.cfg) == pytest.approx(
+        sized.cfg.lr * sized.cfg.min_lr_ratio)  # the decay ends at the last step
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 33, "fixed")
+    assert fixed.train() == "max_steps" and fixed.sized is None
+    assert all(torch.equal(v, fixed.model.state_dict()[k]) for k, v in sized.model.state_dict().items())
+    state = torch.load(tmp_path / "sized" / STATE_NAME, weights_only=True)
+    assert state["train_config"]["max_steps"] == 33 and state["sized"] == sized.sized
+
+
+def test_a_sized_run_resumes_with_the_count_it_chose(tmp_path, tokenizer_path):
+    """Steps slower than the timed ones: the deadline stops it mid-schedule; --resume (another minute)
+    keeps the count its state recorded, times nothing, and ends where the uninterrupted run ends."""
+    clock = StepClock(per_batch=1.0)
+    first = budgeted(tmp_path, tokenizer_path, clock, None, "run")
+    real_batch = first.task.batch
+
+    def slower(*args):
+        clock.now += 1.0 if clock.batches >= 12 else 0.0  # 2 s a step after the timing steps
+        return real_batch(*args)
+
+    first.task.batch = slower
+    assert first.train() == "max_minutes" and first.step < first.cfg.max_steps == 33
+    again_clock = StepClock(per_batch=1.0)
+    resumed = budgeted(tmp_path, tokenizer_path, again_clock, None, "run")
+    resumed.load_state(Trainer.read_state(tmp_path / "run" / STATE_NAME))
+    assert resumed.cfg.max_steps == 33 and resumed.sized == first.sized
+    assert resumed.train() == "max_steps" and resumed.step == 33
+    assert again_clock.batches == 33 - first.step  # no timing steps this time
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 33, "fixed")
+    fixed.train()
+    assert all(torch.equal(v, fixed.model.state_dict()[k]) for k, v in resumed.model.state_dict().items())
+
+
+def test_the_laptop_preset_fits_its_steps_to_its_minutes_unless_max_steps_is_given(tmp_path, tokenizer_path):
+    assert settings("--task", "lm", "--preset", "laptop").max_steps is None
+    assert settings("--task", "lm", "--preset", "laptop", "--max-steps", "300").max_steps == 300  # a flag wins
+    assert settings("--task", "lm", "--preset", "laptop", "--init-from", "checkpoints/lm").max_steps is None
+    with pytest.raises(run.UsageError, match="--max-minutes"):
+        TrainConfig(max_steps=None)
+    clock = StepClock(per_batch=1.0)
+    fixed = budgeted(tmp_path, tokenizer_path, clock, 20, "fixed")  # a budget, and a count: the count
+    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.sized is None
 
 
 # --- the token cache -----------------------------------------------------------------------------------

@@ -88,6 +88,7 @@ class Task(ABC):
     model_class: ClassVar[type[PreTrainedModel]]
     presets: ClassVar[dict[str, dict[str, dict]]]  # preset name -> {"model": {...}, "train": {...}}
     card: ClassVar[ModelCard]
+    own_text_card: ClassVar[ModelCard | None] = None  # the card of a model of `--data` text, `{data}` its file name
     snapshots: ClassVar[int] = 0  # weight snapshots a run keeps by default (the app's "watch it learn")
     corpus: Corpus  # set by __init__, which reads and validates the rows
 

@@ -2,7 +2,8 @@
 `tiny` runs in seconds (tests, smoke checks); `small` is what the first checkpoints were trained with
 on a 2-core CPU (the LM is the reference's 5.3 M-parameter shape); `base` is what the shipped
 checkpoints were trained with on one GPU (their metrics.json spells the same settings out as --set
-options); `laptop` is ten minutes on a 2-core CPU, measured in docs/experiments/laptop-2026-11-25.
+options); `laptop` is ten minutes on a 2-core CPU, measured in docs/experiments/laptop-2026-11-25 (the
+LM's steps then a fixed 1,200; now as many as fit its minutes) and docs/training.md.
 
 A preset is `{"model": {...}, "train": {...}, "finetune": {...}}`: `finetune` holds the settings that
 replace `train`'s when the model starts from a trained one (`--init-from`). A classifier's preset may add
@@ -25,10 +26,14 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
 # run; bf16 where the CPU has it). The LM's shape, batch and learning rate were chosen by the runs in
 # docs/experiments/laptop-2026-11-25; the classifier is ULMFiT's fine-tuning of the causal encoder
 # (docs/experiments/sentiment-recipe-2026-11-25, `ulmfit-nolm`), from the shipped LM (--init-from checkpoints/lm)
-# The same settings serve any text (`--data`): on a 1 MB text, read 14 times by its 1,200 steps, dropout
-# 0.19 scored worse (2.022 bits/byte against 1.967) and took longer (8:41 against 6:21; docs/training.md)
+# The same settings serve any text (`--data`): on a 1 MB text, read 14 times by the 1,200 steps it had
+# then, dropout 0.19 scored worse (2.022 bits/byte against 1.967) and took longer (8:41 against 6:21;
+# docs/training.md)
+# Its steps are not a fixed count (max_steps None): the run times its first steps and fits the count,
+# and with it the learning rate's decay, to max_minutes (`training.trainer.Trainer.size_to_budget`), so
+# a fast machine trains longer and a slow one ends its schedule in time; --max-steps N still fixes them
 LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_size=256, dropout=0.0),
-             "train": dict(batch_size=16, max_steps=1200, lr=2e-3, warmup_steps=50, eval_every=200,
+             "train": dict(batch_size=16, max_steps=None, lr=2e-3, warmup_steps=50, eval_every=200,
                            eval_batches=40, max_minutes=9.0)}
 LAPTOP_SENTIMENT = {  # with --init-from checkpoints/lm its encoder is the LM's 6 layers x 320 (this shape: without)
     "model": dict(n_encoder_layer=4, n_decoder_layer=1, n_head=4, d_model=256, d_ff=1024, max_src_len=256,
@@ -116,9 +121,10 @@ MEASURED = {  # --help's last column: docs/experiments/laptop-2026-11-25, docs/t
     "tiny": "seconds: tests and smoke checks",
     "small": "the first CPU-trained LM: 50 min on 2 cores, fp32 -> 1.82 bits/byte (IMDB)",
     "base": "the shipped models: minutes on one GPU, hours on a CPU",
-    "laptop": "<= 10 min on 2 cores, start-up and final evaluation included: lm 1.91 bits/byte (IMDB) in 7:05 "
-              "on an idle AVX512-BF16 CPU, 1.97 on 1 MB of Shakespeare (--data) in 6:21; sentiment --init-from "
-              "checkpoints/lm 89.1% in 4:41",
+    "laptop": "<= 10 min on 2 cores, start-up and final evaluation included; lm steps fitted to 9 min: 1.97 "
+              "bits/byte on 1 MB of Shakespeare (--data) in 8:41 (1,182 steps, AVX512-BF16 CPU, load 2); with "
+              "the earlier fixed 1,200 steps lm 1.91 bits/byte (IMDB) in 7:05 on an idle one; sentiment (300 "
+              "steps) --init-from checkpoints/lm 89.1% in 4:41",
 }
 
 
@@ -128,7 +134,8 @@ def preset_table() -> str:
     for name, preset in LM.items():
         model, train = preset["model"], preset["train"]
         rows.append((name, f"{model['n_layer']} x {model['d_model']}", str(model["block_size"]),
-                     f"{train['max_steps']:,} x {train['batch_size']}",
+                     f"{train['max_steps']:,} x {train['batch_size']}" if train["max_steps"] else
+                     f"fit to time x {train['batch_size']}",
                      f"{train['max_minutes']:g} min" if train.get("max_minutes") else "-", MEASURED[name]))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows]

@@ -120,7 +120,9 @@ def build_parser() -> Parser:
                    help="auto (CUDA when present), cpu, cuda or cuda:N; under torchrun each process takes its own GPU")
     p.add_argument("--threads", type=int,
                    help=f"CPU threads for torch (default: one per core, here {torch.get_num_threads()})")
-    p.add_argument("--max-steps", type=int, help="optimizer steps (the LR schedule spans them)")
+    p.add_argument("--max-steps", type=int,
+                   help="optimizer steps (the LR schedule spans them). The laptop preset gives none: it times its "
+                        "first steps and fits the count to --max-minutes")
     p.add_argument("--max-minutes", type=float,
                    help="bound this invocation, start-up and final evaluation included: training stops in time "
                         "for the final evaluation, which samples the validation rows if the full pass would not "
@@ -387,10 +389,13 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
                                    "its own, trained on the training part" if args.data else DEFAULT_TOKENIZER)
     vocab = args.vocab_size or ("sized to the text" if args.data and not (args.tokenizer or args.init_from) else None)
     model = model_settings(preset, explicit)
+    train = asdict(cfg)
+    if cfg.max_steps is None:
+        train["max_steps"] = f"as many as fit {cfg.max_minutes:g} minutes (timed on the first steps)"
     print(json.dumps({"task": args.task, "preset": args.preset, **data, "val_size": held_out,
                       "split_seed": split_seed(args), "max_examples": args.max_examples,
                       "tokenizer": tokenizer, "vocab_size": vocab, "init_from": args.init_from,
-                      "model": model, "train": asdict(cfg)}, indent=2, default=str))
+                      "model": model, "train": train}, indent=2, default=str))
 
 
 def read_data(args: argparse.Namespace) -> tuple[dict, dict]:
@@ -499,6 +504,7 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         "task": args.task, "model_type": best.model_type, "preset": args.preset,
         "parameters": best.num_parameters(), **final,
         "best_step": trainer.best["step"], "steps": trainer.step, "max_steps": cfg.max_steps, "stopped_by": reason,
+        **({"sized_to_budget": trainer.sized} if trainer.sized else {}),  # how max_steps was fitted to the minutes
         "tokens_seen": trainer.tokens_seen, "train_time_s": round(trainer.elapsed, 1),
         "wall_time_s": round(time.monotonic() - started, 1), "device": _device_name(device),
         "precision": trainer.precision, "world_size": info.world_size,

@@ -85,6 +85,17 @@ class LMTask(Task):
          "It is small (about {params} M parameters, a context of {context} tokens): continuations are "
          "fluent locally but not coherent over a paragraph.",
          "It learned from public reviews and may repeat their opinions, biases and crude language."])
+    own_text_card = ModelCard(
+        "text-generation", "Language modelling", ["text-generation", "decoder-only", "gpt", "from-scratch"],
+        "A small GPT-style decoder-only language model, written and trained from scratch on one text, "
+        "`{data}` (`training.run --data`), with a tokenizer of its own trained on the same text.",
+        "Continuing the start of a text like `{data}`, for teaching, demos and experiments with a model small "
+        "enough to read and retrain.",
+        ["It writes text in the style of `{data}` and nothing else: it knows no facts beyond it, follows no "
+         "instructions, and drifts after a few sentences; a small text is partly memorised.",
+         "It is small (about {params} M parameters, a context of {context} tokens): continuations are "
+         "fluent locally but not coherent over a paragraph.",
+         "It learned from that text only and may repeat its content, opinions and language."])
 
     def __init__(self, splits: dict, options: TaskOptions):
         texts = _texts(_split(splits, "train"), "text", "train", options.max_examples)

@@ -42,11 +42,14 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STOPS = ("max_steps", "max_minutes", "interrupted")  # why training stopped; a later one wins when ranks differ
 FINAL_SHARE = 0.1  # under --max-minutes, the final evaluation gets at most this share of the budget ...
 FINAL_OVERHEAD_S = 5.0  # ... plus this (at most that share) for loading the checkpoint, samples, curve and metrics
+SIZING_STEPS = 12  # a run sized to its time budget (`Trainer.size_to_budget`) times this many steps ...
+SIZING_UNTIMED = 2  # ... but not its first ones, which allocate memory and pick kernels: slower than the rest
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warmup to `lr`, then cosine decay to `lr * min_lr_ratio` at `max_steps`; or the recipe's
-    slanted triangular schedule (`training.recipe.stlr`), whose climb is the warmup."""
+    slanted triangular schedule (`training.recipe.stlr`), whose climb is the warmup. The decay needs
+    its end from the start: a run sized to its time budget fixes `max_steps` before its first step."""
     if cfg.recipe.schedule == "stlr":
         return stlr(step, cfg.lr, cfg.warmup_steps, cfg.max_steps)
     if step < cfg.warmup_steps:
@@ -214,8 +217,10 @@ class Trainer:
     or the periodic sample if that is more, unless --full-eval, and `overhead_seconds`), so the whole
     invocation ends by the deadline. Every duration it plans with is measured in this invocation (steps,
     periodic evaluations: seconds per validation row) or, until it evaluates, a resumed run's last rate
-    on the same device and threads. `clock` (seconds) is read once at the start and once before each
-    step; tests inject one to make a rank run out of time."""
+    on the same device and threads. A run without `max_steps` (the laptop preset's) first sizes them to
+    the time it has (`size_to_budget`). `clock` (seconds) is read once at the start, around the sizing
+    steps and once before each step; tests inject one to make a rank run out of time, or a step take
+    a known time."""
 
     def __init__(self, model: PreTrainedModel, task: "Task", data: "TaskData", out_dir: Path, device: str,
                  dist_info: DistInfo, save_dtype: torch.dtype = torch.float32,
@@ -234,6 +239,7 @@ class Trainer:
         self.deadline: float | None = None  # `clock` reading by which the invocation must end (--max-minutes)
         self.eval_seconds = 0.0  # the last periodic evaluation, saving included
         self.row_seconds: float | None = None  # evaluation time per validation row, measured
+        self.sized: dict | None = None  # how `size_to_budget` chose max_steps (metrics.json's `sized_to_budget`)
         self.ddp = self.model
         if dist_info.world_size > 1:
             device_ids = [torch.device(device).index] if device.startswith("cuda") else None
@@ -251,7 +257,7 @@ class Trainer:
                  "world_size": self.info.world_size, "train_rows": training_rows(self.task, self.data),
                  "snapshots": self.recent_weights,  # its name in older states
                  "window_losses": self.window_losses, "snapshot_index": self.snapshots,
-                 "timing": {"where": self.where(), "row_seconds": self.row_seconds}}
+                 "timing": {"where": self.where(), "row_seconds": self.row_seconds}, "sized": self.sized}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state()
         return state
@@ -276,6 +282,9 @@ class Trainer:
         self.recent_weights = state.get("snapshots", [])
         self.window_losses = state.get("window_losses", [])
         self.snapshots = state.get("snapshot_index", [])
+        self.sized = state.get("sized")
+        if self.cfg.max_steps is None:  # sized to the first invocation's budget: a resumed one keeps that schedule
+            self.cfg.max_steps = state["train_config"]["max_steps"]
         timing = state.get("timing") or {}
         if timing.get("row_seconds") and timing.get("where") == self.where():
             # until this invocation evaluates, plan with the last one's rate on the same device and threads
@@ -352,6 +361,62 @@ class Trainer:
                 "snapshots": self.snapshots, "history": self.history})
 
     # --- time -----------------------------------------------------------------------------------
+    def size_to_budget(self) -> None:
+        """Set `max_steps` (None: left to the time budget, as the laptop preset leaves it) to the steps
+        that fit between now and the deadline, with the evaluations and snapshots they bring and the
+        final evaluation.
+
+        Why a number of steps, fixed before the first one: the learning rate decays to its floor at
+        `max_steps`, so the schedule needs its end from the start. A fixed count that is too small
+        leaves minutes unused; one too large is stopped by the deadline mid-decay, at a learning rate
+        still high. Timing the first steps and then fixing the count keeps the schedule a function of
+        the step, as it is in every other run: `--resume` goes on with the count the state recorded,
+        and `--max-steps N` (which always wins) trains exactly this run again.
+
+        It times `SIZING_STEPS` real steps (the first `SIZING_UNTIMED` not counted) and, if no rate
+        was measured yet, one periodic evaluation; then puts the weights, the optimizer and the random
+        state back, so the run trains from step 0 as if it had not. Under DDP the slowest rank's step
+        time counts and rank 0's count is everyone's."""
+        if self.deadline is None:
+            raise ValueError("max_steps=None sizes a run to its time budget: give max_minutes (or max_steps)")
+        weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        rng = (torch.get_rng_state(), torch.cuda.get_rng_state() if torch.cuda.is_available() else None)
+        if self.row_seconds is None and self.info.is_main:  # rank 0 evaluates
+            self._periodic_metrics(self.model)
+        self.model.train()
+        for step in range(SIZING_STEPS):
+            if step == SIZING_UNTIMED:
+                timed_from = self.clock()
+            self.optimizer_step(step, self.cfg.lr)
+        step_seconds = (self.clock() - timed_from) / (SIZING_STEPS - SIZING_UNTIMED)
+        self.model.load_state_dict(weights)
+        self.optimizer = make_optimizer(self.model, self.cfg)  # a fresh one, as the run started with
+        self.model.zero_grad(set_to_none=True)
+        torch.set_rng_state(rng[0])
+        if rng[1] is not None:
+            torch.cuda.set_rng_state(rng[1])
+        step_seconds = agreed(math.ceil(step_seconds * 1e6), self.device, self.info) / 1e6  # the slowest rank's
+        steps = self.steps_that_fit(step_seconds, self.clock())
+        self.cfg.max_steps = agreed(steps if self.info.is_main else 0, self.device, self.info)
+        self.sized = {"step_seconds": round(step_seconds, 4), "eval_seconds": round(self.planned_eval_seconds(), 3),
+                      "budget_s": round(self.deadline - self.clock(), 1), "max_steps": self.cfg.max_steps}
+        if self.info.is_main:
+            print(f"sized to the time left ({self.sized['budget_s']:.0f} s): {self.cfg.max_steps:,} steps of "
+                  f"{step_seconds:.3f} s (timed on {SIZING_STEPS - SIZING_UNTIMED}), evaluations of "
+                  f"{self.sized['eval_seconds']:.1f} s every {self.cfg.eval_every}", flush=True)
+
+    def planned_eval_seconds(self) -> float:
+        """What one periodic evaluation takes: the last one's time, or the measured rate times its rows."""
+        return self.eval_seconds or (self.row_seconds or 0.0) * self.sample_rows("val")
+
+    def steps_that_fit(self, step_seconds: float, now: float) -> int:
+        """How many steps of `step_seconds` fit between `now` and the deadline, leaving time for an
+        evaluation every `eval_every` steps, one for each snapshot, the one `stop_reason` keeps in hand
+        and the final evaluation (`final_seconds`). At least one."""
+        evaluation = self.planned_eval_seconds()
+        left = self.deadline - now - self.final_seconds() - (self.cfg.snapshots + 2) * evaluation
+        return max(1, int(left / (step_seconds + evaluation / self.cfg.eval_every)))
+
     def where(self) -> str:
         """The device, ranks and threads timings are measured on (a saved rate is reused only there)."""
         return f"{self.device} x{self.info.world_size}, {torch.get_num_threads()} threads"
@@ -425,6 +490,23 @@ class Trainer:
             code = STOPS.index("interrupted")
         return agreed(code, self.device, self.info)
 
+    def optimizer_step(self, step: int, lr: float) -> tuple[float, int]:
+        """One optimizer step on batch `step` at learning rate `lr` (each group at its `lr_scale`):
+        returns the loss and the tokens it trained on, all ranks together."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr * group["lr_scale"]
+        if self.cfg.recipe.unfreeze_every:
+            apply_unfreezing(self.model, step, self.cfg.recipe.unfreeze_every)
+        batch = self.task.batch(self.data, step, self.info.rank, self.info.world_size)
+        batch = {k: v.to(self.device) for k, v in batch.items()}
+        with self.autocast:
+            loss = training_loss(self.model, self.ddp, batch, self.cfg.recipe)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self.optimizer.step()
+        return loss.item(), self.task.tokens(batch) * self.info.world_size  # .item(): the step has finished
+
     def train(self, deadline: float | None = None) -> str:
         """Train until max_steps, the deadline (a `clock` reading; by default --max-minutes from now)
         or a stop signal; returns why it stopped (one of `STOPS`). After a signal the state at the
@@ -433,6 +515,8 @@ class Trainer:
         cfg, info = self.cfg, self.info
         started = self.clock()
         self.deadline = deadline if deadline is not None or cfg.max_minutes is None else started + cfg.max_minutes * 60
+        if cfg.max_steps is None:
+            self.size_to_budget()
         keep = set(snapshot_steps(cfg.max_steps, cfg.snapshots))
         self.model.train()
         bar = tqdm(total=cfg.max_steps, initial=self.step, disable=not info.is_main, dynamic_ncols=True,
@@ -454,24 +538,12 @@ class Trainer:
                     bar.total = max(self.step + 1, min(cfg.max_steps, self.step + int(fit)))
                 t0 = time.perf_counter()
                 lr = lr_at(self.step, cfg)
-                for group in self.optimizer.param_groups:
-                    group["lr"] = lr * group["lr_scale"]
-                if cfg.recipe.unfreeze_every:
-                    apply_unfreezing(self.model, self.step, cfg.recipe.unfreeze_every)
-                batch = self.task.batch(self.data, self.step, info.rank, info.world_size)
-                batch = {k: v.to(self.device) for k, v in batch.items()}
-                with self.autocast:
-                    loss = training_loss(self.model, self.ddp, batch, cfg.recipe)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-                self.optimizer.step()
+                loss, n_tok = self.optimizer_step(self.step, lr)
                 self.step += 1
                 steps_here += 1
-                n_tok = self.task.tokens(batch) * info.world_size
                 self.tokens_seen += n_tok
                 window_tokens += n_tok
-                self.window_losses.append(loss.item())
+                self.window_losses.append(loss)
                 self.elapsed += time.perf_counter() - t0
                 if info.is_main:
                     rate = window_tokens / max(1e-9, time.perf_counter() - window_start)

@@ -13,7 +13,7 @@ from .recipe import Recipe
 @dataclass
 class TrainConfig:
     batch_size: int = 16
-    max_steps: int = 1000
+    max_steps: int | None = 1000  # None: as many as fit max_minutes (`Trainer.size_to_budget`)
     lr: float = 1e-3
     min_lr_ratio: float = 0.1
     warmup_steps: int = 100
@@ -30,8 +30,10 @@ class TrainConfig:
     recipe: Recipe = field(default_factory=Recipe)  # fine-tuning options (training.recipe), all off by default
 
     def __post_init__(self):
+        if self.max_steps is None and self.max_minutes is None:
+            raise UsageError("no --max-steps and no --max-minutes: give the steps, or the minutes to fit them to")
         for name in ("batch_size", "max_steps", "eval_every", "eval_batches"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if not self.lr > 0:
             raise UsageError(f"--lr must be > 0, got {self.lr}")

@@ -8,7 +8,7 @@ from demo import plots
 from demo.serving import DemoError, DemoService, Replies, failure, paced, read_number, run_ahead, visitor_text
 from demo.tabs import browser, export_panel, sampling_panel, token_panel
 from demo.tabs.common import bind, lenient, notice_markdown
-from demo.text import CHAT_EXAMPLES, CHAT_INTRO, LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS, TABLE_LABEL
+from demo.text import LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS, TABLE_LABEL, chat_intro, lm_openings, own_text
 from demo.views import chat as chat_view
 from demo.views import sentiment
 from demo.views.chat import EMPTY_PROMPT, TokenView
@@ -229,21 +229,22 @@ def rate_reply(service: DemoService, history):
 def build(service: DemoService, compute: dict) -> None:
     """The tab's components and events; `compute` holds the queue settings every model call shares."""
     vocab = service.lm.model.config.vocab_size if service.lm.ready else 8192
-    gr.Markdown(CHAT_INTRO)
+    openings, kind = lm_openings(service.lm.metrics), "text" if own_text(service.lm.metrics) else "review"
+    gr.Markdown(chat_intro(service.lm.metrics))
     with gr.Row():
         with gr.Column(scale=3):
             # grows with the reply up to 360 px, rather than an empty 360 px box above the text box
-            chatbot = gr.Chatbot(label="Review writer", height=None, min_height=100, max_height=360, elem_id="chatbot",
-                                 render_markdown=False, feedback_options=None, buttons=["copy"])
-            prompt = gr.Textbox(label="Opening of a review (Enter sends, Shift+Enter: new line)",
-                                placeholder="This movie was", lines=1, max_lines=8, elem_id="chat-input")
+            chatbot = gr.Chatbot(label=f"{kind.capitalize()} writer", height=None, min_height=100, max_height=360,
+                                 elem_id="chatbot", render_markdown=False, feedback_options=None, buttons=["copy"])
+            prompt = gr.Textbox(label=f"Opening of a {kind} (Enter sends, Shift+Enter: new line)",
+                                placeholder=openings[0], lines=1, max_lines=8, elem_id="chat-input")
             with gr.Row():
                 send = gr.Button("Continue", variant="primary", elem_id="chat-send")
                 stop = gr.Button("Stop", variant="stop", elem_id="chat-stop")
                 retry_btn = gr.Button("Retry", elem_id="chat-retry")
                 clear_btn = gr.Button("Clear", elem_id="chat-clear")
             chat_notice = gr.Markdown(elem_id="chat-notice")
-            gr.Examples(CHAT_EXAMPLES, inputs=prompt, label="Example openings")
+            gr.Examples(openings, inputs=prompt, label="Example openings")
         with gr.Column(scale=2):
             speed = lenient(gr.Radio(SPEEDS, value=DEFAULT_SPEED, label="Speed: tokens per second (max: as fast "
                                      "as the model writes)", elem_id="chat-speed"))

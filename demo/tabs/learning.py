@@ -3,11 +3,14 @@ same prompt (its continuation, its next-token probabilities, one layer's attenti
 loss curve with the snapshot marked. The computation is `demo.views.learning`; without snapshots the tab
 says so and shows nothing else."""
 
+from pathlib import Path
+
 import gradio as gr
 
 from demo import plots
 from demo.serving import DemoService, SnapshotSet, failure
 from demo.tabs.common import bind, notice_markdown
+from demo.text import lm_openings, own_text
 from demo.views.learning import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED, RunRow, across_run, learning_view
 from inspection.head_kinds import THRESHOLDS
 
@@ -122,6 +125,14 @@ def whole_run(service: DemoService, prompt):
     return table, run_summary(rows)
 
 
+def first_prompt(service: DemoService, snapshots: SnapshotSet) -> str:
+    """The snapshots' own kind of text: the served LM's openings when they are its snapshots (a model of
+    its own text starts from that text), else PROMPT (the shipped laptop run's, of movie reviews)."""
+    directory = service.lm.directory
+    theirs = directory is not None and snapshots.folder.resolve().parent == Path(directory).resolve()
+    return lm_openings(service.lm.metrics)[0] if theirs and own_text(service.lm.metrics) else PROMPT
+
+
 def build(service: DemoService, compute: dict):
     """The tab; returns its handler with its inputs and outputs, which `build_app` runs when the tab
     is opened, or None (nothing to draw) when the served LM has no snapshots."""
@@ -137,8 +148,8 @@ def build(service: DemoService, compute: dict):
                        elem_id="learn-slider")
     step = gr.Markdown(elem_id="learn-step")
     with gr.Row():
-        prompt = gr.Textbox(PROMPT, label="Prompt (Enter redraws)", lines=1, max_lines=3, elem_id="learn-prompt",
-                            scale=3)
+        prompt = gr.Textbox(first_prompt(service, snapshots), label="Prompt (Enter redraws)", lines=1, max_lines=3,
+                            elem_id="learn-prompt", scale=3)
         decoding = gr.Radio(DECODINGS, value="greedy", label="Decoding", elem_id="learn-decoding", scale=2)
         layer = gr.Dropdown([(f"layer {i + 1}", i) for i in range(n_layers)], value=n_layers - 1,
                             label="Attention layer",

@@ -14,7 +14,7 @@ from demo.serving import LM, SENTIMENT, DemoService, failure
 from demo.tabs import browser
 from demo.tabs.common import bind, lenient, notice_markdown
 from demo.tabs.tokenizer import pieces_html
-from demo.text import TOUR_EXAMPLE, TOUR_INTRO, code_span
+from demo.text import TOUR_EXAMPLE, TOUR_INTRO, code_span, lm_openings, own_text
 from demo.views.tour import LEARN, Step, Tour, tour, tour_checkpoint, tour_json, track_shape
 
 PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
@@ -181,7 +181,9 @@ def build(service: DemoService, compute: dict):
     first = LM if service.lm.ready else SENTIMENT
     gr.Markdown(TOUR_INTRO, elem_id="tour-intro")
     with gr.Row(elem_id="tour-inputs"):
-        text = gr.Textbox(TOUR_EXAMPLE, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
+        # a model of its own text starts from that text's kind (the sentiment model reads it too)
+        example = lm_openings(service.lm.metrics)[0] if own_text(service.lm.metrics) else TOUR_EXAMPLE
+        text = gr.Textbox(example, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
                           elem_id="tour-input")
         # lenient: an API caller's unknown model gets the view's one-line answer, not Gradio's refusal
         model = lenient(gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT),
