@@ -201,7 +201,7 @@ def link_or_mention(i: int, template: str, filling: dict[str, str]) -> str:
 
 def stretched(word: str) -> str:
     """A word as typed with feeling: its first vowel after the first letter written three times
-    ("great" -> "greaaat", "dull" -> "duuull")."""
+    ("great" -> "greeeat", "dull" -> "duuull")."""
     at = next((i for i in range(1, len(word)) if word[i] in "aeiou"), len(word) - 1)
     return word[:at] + word[at] * 3 + word[at + 1:]
 
@@ -243,7 +243,7 @@ def capabilities() -> list[Capability]:
                    lambda i, t, f: punctuated(i, t.format(**f)), ONE_LINE_TEMPLATES),
         invariance("emoji", "an emoji of its own side, or popcorn, after a one-line text",
                    lambda i, t, f: f"{t.format(**f)} {EMOJI[f['label']][i % 3]}", ONE_LINE_TEMPLATES),
-        invariance("repeated_letters", 'letters repeated, as in "sooo" or "greaaat"',
+        invariance("repeated_letters", 'letters repeated, as in "sooo" or "greeeat"',
                    lambda i, t, f: t.replace("so ", "sooo ").format(
                        **{k: stretched(v) if k in ("adj", "Adj") else v for k, v in f.items()}),
                    ONE_LINE_TEMPLATES),

@@ -106,7 +106,7 @@ def test_each_edit_is_the_one_its_capability_names(check: dict[str, Capability])
 
 
 def test_a_stretched_word_repeats_its_first_vowel_after_the_first_letter():
-    assert [behaviour.stretched(w) for w in ("great", "Dull", "superb", "brr")] == ["greaaat", "Duuull", "suuuperb",
+    assert [behaviour.stretched(w) for w in ("great", "Dull", "superb", "brr")] == ["greeeat", "Duuull", "suuuperb",
                                                                                   "brrrr"]
 
 

@@ -9,7 +9,7 @@ import torch
 
 from classifier import Reader
 from tokenization import read_review, review_text, source_ids, source_windows, windows
-from tokenization.normalise import fix_case, normalise, sentence_case, unstretch
+from tokenization.normalise import end_one_line, fix_case, normalise, sentence_case, unstretch
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "sentiment"
 
@@ -37,13 +37,13 @@ def acronyms(word: str) -> int:
 @pytest.mark.parametrize("typed, read", [
     ("@filmfan88 The acting was superb.", "The acting was superb."),
     ("The acting was superb. https://www.example.com/reviews/8812", "The acting was superb."),
-    ("Loved it www.moviechat.net/t/20931 really", "Loved it really"),
-    ("so good bit.ly/3xQz9", "so good"),
-    ("thanks @cinema_nerd for this", "thanks for this"),
-    ("<i>Jaws</i> is *so* good &amp; scary", "Jaws is so good & scary"),
+    ("Loved it www.moviechat.net/t/20931 really", "Loved it really."),
+    ("so good bit.ly/3xQz9", "So good."),
+    ("thanks @cinema_nerd for this", "Thanks for this."),
+    ("<i>Jaws</i> is *so* good &amp; scary", "Jaws is so good & scary."),
     ("The ending was _perfect_.", "The ending was perfect."),
-    ("Loved it 😍👍🏽", "Loved it"),
-    ("mail me at a@b.com", "mail me at a@b.com"),  # an address is not a handle
+    ("Loved it 😍👍🏽", "Loved it."),
+    ("mail me at a@b.com.", "Mail me at a@b.com."),  # an address is not a handle
 ])
 def test_links_handles_markup_and_emoji_are_not_read(typed, read):
     assert normalise(typed, letters) == read
@@ -76,10 +76,19 @@ def test_stretched_letters_take_the_spelling_of_fewer_tokens_twice_on_a_tie():
     assert unstretch("The acting was SOOO good", tokens) == "The acting was SOOO good"  # capitals: fix_case's
 
 
+@pytest.mark.parametrize("typed, read", [
+    ("loved it!!!", "Loved it."), ("Loved it...", "Loved it."), ("Loved it", "Loved it."), ("great", "Great."),
+    ("Why would anyone watch this?", "Why would anyone watch this?"),  # a question stays one
+    ("Great. Loved it!!!", "Great. Loved it!!!"), ("Great!\nLoved it", "Great!\nLoved it"),  # longer: as typed
+])
+def test_a_one_line_sentence_ends_with_one_full_stop(typed, read):
+    assert end_one_line(typed) == read
+
+
 def test_the_classifier_reads_the_normalised_text_and_the_language_model_does_not(tokenizer):
     typed = "@filmfan88 THE ACTING WAS SUPERB!!! https://bit.ly/3xQz9"
     read = review_text(typed, tokenizer)
-    assert read == "The acting was superb!!!"
+    assert read == "The acting was superb."
     assert read_review(typed, tokenizer, CUT).text == read
     assert source_ids([typed], tokenizer, CUT) == source_ids([read], tokenizer, CUT)
 

@@ -8,7 +8,9 @@ commit before the named points and the classifier's move out of `model/` (a0c31e
     git worktree add /tmp/before a0c31ee && cp tests/test_shipped_outputs.py /tmp/before/tests/
     (cd /tmp/before && python -m tests.test_shipped_outputs > OUT.json)
 
-A change of numbers beyond float32 rounding is a change of the model, not of the code's shape."""
+A change of numbers beyond float32 rounding is a change of the model, not of the code's shape. The
+classifier's reading of a text changed since, on purpose (`tokenization.normalise`: "This movie was"
+is read "This movie was."), so its verdict is compared on the texts that reading leaves as typed."""
 
 import json
 import sys
@@ -19,6 +21,7 @@ import torch
 
 from demo.serving import DemoService
 from demo.views.sentiment import classify
+from tokenization import clean_text, review_text
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "tests" / "data" / "shipped_outputs.json"
@@ -48,10 +51,14 @@ def shipped() -> DemoService:
 
 
 def test_every_shipped_checkpoint_gives_the_outputs_it_gave_before() -> None:
-    expected, got = json.loads(REFERENCE.read_text()), outputs(shipped())
+    service = shipped()
+    expected, got = json.loads(REFERENCE.read_text()), outputs(service)
     for text in TEXTS:
         assert got["lm"][text]["ids"] == expected["lm"][text]["ids"]
         assert got["lm"][text]["logits"] == pytest.approx(expected["lm"][text]["logits"], abs=1e-4)
+    as_typed = [t for t in TEXTS if review_text(t, service.sentiment.tokenizer) == clean_text(t)]
+    assert len(as_typed) == 2
+    for text in as_typed:
         was, now = expected["sentiment"][text], got["sentiment"][text]
         assert now["verdict"] == pytest.approx(was["verdict"], abs=1e-5)
         assert now["readers"].keys() == was["readers"].keys() and len(now["readers"]) == 2

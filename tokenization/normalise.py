@@ -13,7 +13,11 @@ way the training reviews write them:
   case; a single WORD in capitals is read in lower case, unless the capitals are how the tokenizer
   knows it (an acronym like DVD or TV is fewer tokens in capitals than in lower case);
 - a letter typed three times or more ("sooo", "greaaat") is read once or twice, whichever spelling
-  the tokenizer knows in fewer tokens (so: "so", "great", "good").
+  the tokenizer knows in fewer tokens (so: "so", "great", "good");
+- a one-line text of one sentence ends as a review's sentence does, with a capital first and one
+  full stop last ("loved it!!!", "Loved it...", "Loved it" all read "Loved it."), a question kept:
+  in a text that short the model weighs its last mark more than a reader would (chosen on the
+  selection rows' first and last sentences: within one text of reading them as typed).
 
 `normalise` is applied by `tokenization.review`, the one reader of a review, for training and
 serving alike; the language model's reading (`read_texts`, `prompt_ids`) is left as typed.
@@ -22,6 +26,8 @@ serving alike; the language model's reading (`read_texts`, `prompt_ids`) is left
 import html
 import re
 from collections.abc import Callable
+
+from tokenization.text import sentence_spans
 
 # what is removed takes the spaces before it along, so the words around it keep one space between them
 _LINK = re.compile(r"[ \t]*(?:(?:https?://|www\.)\S+|\b[\w-]+\.(?:com|net|org|ly|io|co|tv|me)/\S*)", re.IGNORECASE)
@@ -33,6 +39,7 @@ _WORD = re.compile(r"[A-Za-z]+")
 _SHOUTED_WORD = re.compile(r"\b[A-Z][A-Z']*[A-Z]\b")  # TV, SUPERB, DON'T
 _STRETCHED = re.compile(r"\b\w*([a-z])\1{2,}\w*\b")
 _SENTENCE_START = re.compile(r"(^|[.!?]\s+|\n\s*)([a-z])")
+_LAST_MARKS = re.compile(r"[.!]+$")
 _LONE_I = re.compile(r"\bi\b(?=\s|'|$|[.,!?;:])")
 
 MOSTLY = 0.5  # more than this share of a text's words in capitals: the text is shouted
@@ -70,10 +77,19 @@ def unstretch(text: str, tokens: Count) -> str:
     return _STRETCHED.sub(fix, text)
 
 
+def end_one_line(text: str) -> str:
+    """A text of one line and one sentence with its first letter capitalised and its final run of
+    full stops and exclamation marks (or none) made one full stop; a question, and any longer text,
+    as it is."""
+    if not text.strip() or "\n" in text or len(sentence_spans(text, 1)) > 1 or text.endswith("?"):
+        return text
+    return text[0].upper() + _LAST_MARKS.sub("", text[1:]) + "."
+
+
 def normalise(text: str, tokens: Count) -> str:
     """A cleaned text (`clean_text`) as the classifier reads it; `tokens(word)` counts a word's
     tokens. A text with none of the above comes back unchanged."""
     text = _HANDLE.sub("", _LINK.sub("", text))
     text = _EMPHASIS.sub(r"\2", html.unescape(_TAG.sub("", text)))
     text = _EMOJI.sub("", text).strip()
-    return unstretch(fix_case(text, tokens), tokens)
+    return end_one_line(unstretch(fix_case(text, tokens), tokens))
