@@ -110,7 +110,7 @@ class Reader(nn.Module):
     def read_windows(self, windows: list[list[int]]) -> torch.Tensor:
         """One review's windows (`Review.window_ids`) -> its log P(label) (K,): the windows' label
         scores averaged, then calibrated, as `read_texts` reads a review whole."""
-        return calibrated(self._score_rows(windows).mean(0), self.temperature)
+        return calibrated(self.score_rows(windows).mean(0), self.temperature)
 
     def read_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
         """Raw reviews -> log P(label) (N, K), in text order, each read as the app reads one."""
@@ -121,13 +121,13 @@ class Reader(nn.Module):
         on): each text read whole as the app reads one (`tokenization.source_windows`), the scores
         of a long review's windows averaged."""
         per_text = source_windows(list(texts), self.tokenizer, self.reading)
-        scores = self._score_rows([w for text in per_text for w in text], max_tokens)
+        scores = self.score_rows([w for text in per_text for w in text], max_tokens)
         owner = torch.tensor([i for i, text in enumerate(per_text) for _ in text], dtype=torch.long)
         total = torch.zeros(len(per_text), scores.shape[1]).index_add_(0, owner, scores)
         return total / torch.bincount(owner, minlength=len(per_text))[:, None]
 
     @torch.inference_mode()
-    def _score_rows(self, rows: list[list[int]], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
+    def score_rows(self, rows: list[list[int]], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
         """Source rows (ids ending in eos) -> their label scores (R, K), in length-sorted batches of at
         most `max_tokens` padded tokens."""
         self.model.eval()

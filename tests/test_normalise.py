@@ -9,6 +9,7 @@ import torch
 
 from classifier import Reader
 from tokenization import read_review, review_text, source_ids, source_windows, windows
+from tokenization.review import CONTEXT
 from tokenization.normalise import end_one_line, fix_case, normalise, sentence_case, unstretch
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "sentiment"
@@ -107,11 +108,19 @@ def test_windows_read_every_token_the_first_being_the_training_cut(n):
     tokens = list(range(n))
     parts = windows(tokens, CUT)
     assert parts[0] == (tokens if n <= 10 else tokens[:6] + tokens[-4:])  # head 6 + tail 4, as training cut
-    assert all(len(w) == min(n, 10) for w in parts)
+    assert all(len(w) <= 10 for w in parts)
     assert all(w == tokens[w[0]: w[0] + len(w)] for w in parts[1:])  # the middle's windows are contiguous
     assert set().union(*parts) == set(tokens)
     middle = max(n - 10, 0)  # the tokens head + tail leave out
     assert len(parts) == 1 + (math.ceil(middle / 10) if middle else 0)
+
+
+def test_a_review_just_over_the_window_reads_its_middle_with_context_not_a_whole_second_window():
+    tokens = list(range(1030))  # 1,023 + 7: head + tail leave out 7 tokens
+    reading = Cut()
+    reading.max_src_len, reading.src_keep_tail = 1024, 384
+    cut, middle = windows(tokens, reading)
+    assert len(cut) == 1023 and middle == tokens[639 - CONTEXT: 646 + CONTEXT]
 
 
 def test_source_windows_end_each_window_and_match_source_ids_on_the_first(tokenizer):

@@ -62,22 +62,27 @@ def cut_source(tokens: Sequence[T], config: SourceConfig, max_len: int | None = 
     return truncate(tokens, min(max_len or config.max_src_len, config.max_src_len) - 1, config.src_keep_tail)
 
 
+CONTEXT = 128  # tokens of text on each side of a middle window's part, where the encoder's window has room
+
+
 def windows(tokens: Sequence[T], config: SourceConfig) -> list[list[T]]:
     """Every token of a source read, window by window, the end token aside: first the cut training
-    reads (`cut_source`), then, where that cut leaves out a middle, windows of the same length
-    centred on equal parts of that middle, so that each token is in at least one window.
+    reads (`cut_source`), then, where that cut leaves out a middle, that middle in equal parts of at
+    most the encoder's window, each read with up to `CONTEXT` tokens of the text around it.
 
     A review longer than the encoder's window has its middle unread by head + tail; Sun et al.
     (2019) found head + tail best on IMDB and reading in chunks within a few tenths of it, so the
-    cut stays the first window and the middle is read besides. Works on ids and `Piece`s alike."""
+    cut stays the first window and the middle is read besides. A middle window is no longer than its
+    part and its context: a review a few tokens over the window costs little more than one within
+    it. Works on ids and `Piece`s alike."""
     size, cut = config.max_src_len - 1, cut_source(tokens, config)
     start, end = size - min(config.src_keep_tail, size), len(tokens) - min(config.src_keep_tail, size)
     if len(tokens) <= size or end <= start:
         return [cut]
     parts = math.ceil((end - start) / size)
-    centres = (start + (i + 0.5) * (end - start) / parts for i in range(parts))
-    firsts = (min(max(round(c - size / 2), 0), len(tokens) - size) for c in centres)
-    return [cut, *(list(tokens[f : f + size]) for f in firsts)]
+    bounds = [start + round(i * (end - start) / parts) for i in range(parts + 1)]
+    around = [min(CONTEXT, (size - (b - a)) // 2) for a, b in zip(bounds, bounds[1:])]
+    return [cut, *(list(tokens[max(a - c, 0): b + c]) for a, b, c in zip(bounds, bounds[1:], around))]
 
 
 def review_text(text: str, tokenizer: BPETokenizer) -> str:
