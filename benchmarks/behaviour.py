@@ -27,10 +27,10 @@ test; neither is training data). Three kinds of test:
   lower it; failure = it moves the wrong way by more than `TOLERANCE`.
 
 A label is "positive" where P(positive) > 0.5. The classifier reads each text as the app does
-(`training.evaluate.classify`: the clean-up and source cut of `tokenization.source_ids`, the label
-words scored, probabilities at the checkpoint's temperature), in float32: the failures are the
-checkpoint's, not a precision's (bf16 gave the same label on all 2,500 held-out reviews,
-`benchmarks/precision_agreement.py`).
+(`classifier.Classifier`: the text as `tokenization.review_text` reads it, normalised as reviews are
+written, the label words scored, probabilities at the readers' and the pair's temperatures), in
+float32: the failures are the checkpoint's, not a precision's (bf16 gave the same label on all 2,500
+held-out reviews, `benchmarks/precision_agreement.py`).
 """
 
 import argparse

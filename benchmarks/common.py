@@ -93,8 +93,8 @@ def add_also(parser: argparse.ArgumentParser) -> None:
 
 def read_classifier(checkpoints: list[str], device: str = "cpu") -> Classifier:
     """Sentiment checkpoints as the app reads a text: one reader each, their verdict averaged
-    (`classifier.Classifier`: the clean-up and source cut of `tokenization.source_ids`, every label
-    word scored, each reader at its temperature, the pair at its own)."""
+    (`classifier.Classifier`: each review read whole as `tokenization.source_windows` reads it, every
+    label word scored, each reader at its temperature, the pair at its own)."""
     return Classifier([Reader.from_pretrained(resolve_checkpoint(c), device, name=f"{i}:{c}")
                        for i, c in enumerate(checkpoints)])
 

@@ -112,15 +112,18 @@ class Reader(nn.Module):
         scores averaged, then calibrated, as `read_texts` reads a review whole."""
         return calibrated(self.score_rows(windows).mean(0), self.temperature)
 
-    def read_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
+    def read_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS,
+                   whole: bool = True) -> torch.Tensor:
         """Raw reviews -> log P(label) (N, K), in text order, each read as the app reads one."""
-        return calibrated(self.score_texts(texts, max_tokens), self.temperature)
+        return calibrated(self.score_texts(texts, max_tokens, whole), self.temperature)
 
-    def score_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS) -> torch.Tensor:
+    def score_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS,
+                    whole: bool = True) -> torch.Tensor:
         """Raw reviews -> the label scores (N, K) before any temperature (what a temperature is fitted
         on): each text read whole as the app reads one (`tokenization.source_windows`), the scores
-        of a long review's windows averaged."""
-        per_text = source_windows(list(texts), self.tokenizer, self.reading)
+        of a long review's windows averaged; `whole=False`: the training cut alone, head + tail, the
+        reading `benchmarks.long_reviews` compares it with."""
+        per_text = [w if whole else w[:1] for w in source_windows(list(texts), self.tokenizer, self.reading)]
         scores = self.score_rows([w for text in per_text for w in text], max_tokens)
         owner = torch.tensor([i for i, text in enumerate(per_text) for _ in text], dtype=torch.long)
         total = torch.zeros(len(per_text), scores.shape[1]).index_add_(0, owner, scores)

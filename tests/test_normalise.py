@@ -9,8 +9,8 @@ import torch
 
 from classifier import Reader
 from tokenization import read_review, review_text, source_ids, source_windows, windows
-from tokenization.review import CONTEXT
 from tokenization.normalise import end_one_line, fix_case, normalise, sentence_case, unstretch
+from tokenization.review import CONTEXT
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "sentiment"
 
@@ -141,3 +141,24 @@ def test_a_long_review_s_verdict_is_the_mean_of_its_windows_scores(reader):
     expected = (by_window.mean(0) / reader.temperature).log_softmax(-1)
     torch.testing.assert_close(reader.read_windows(review.window_ids), expected, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(reader.score_texts([long, "fine"])[0], by_window.mean(0), rtol=1e-5, atol=1e-5)
+
+
+def test_whole_false_reads_the_training_cut_alone(reader):
+    long = " ".join(f"Scene {i} was fine." for i in range(300))
+    review = read_review(long, reader.tokenizer, reader.reading)
+    with torch.inference_mode():
+        cut = reader.model.candidate_scores(reader.model.encode(torch.tensor([review.ids]))[0], reader.candidates)
+    torch.testing.assert_close(reader.score_texts([long], whole=False), cut, rtol=1e-5, atol=1e-5)
+
+
+def test_joined_documents_are_one_label_each_and_long_enough():
+    from benchmarks.long_reviews import joined
+
+    texts = [f"{'good' if i % 2 else 'bad'} film number {i}" for i in range(40)]
+    labels = [i % 2 for i in range(40)]
+    docs, doc_labels = joined(texts, labels, lambda t: len(t.split()), 12, seed=0)
+    assert docs and len(docs) == len(doc_labels) == 2 * (20 // 3)  # 3 texts of 4 words reach 12
+    for doc, label in zip(docs, doc_labels, strict=True):
+        parts = doc.split("\n\n")
+        assert len(parts) == 3 and all(p.startswith("good" if label else "bad") for p in parts)
+    assert joined(texts, labels, lambda t: len(t.split()), 12, seed=0) == (docs, doc_labels)  # seeded

@@ -81,8 +81,9 @@ def windows(tokens: Sequence[T], config: SourceConfig) -> list[list[T]]:
         return [cut]
     parts = math.ceil((end - start) / size)
     bounds = [start + round(i * (end - start) / parts) for i in range(parts + 1)]
-    around = [min(CONTEXT, (size - (b - a)) // 2) for a, b in zip(bounds, bounds[1:])]
-    return [cut, *(list(tokens[max(a - c, 0): b + c]) for a, b, c in zip(bounds, bounds[1:], around))]
+    spans = list(zip(bounds, bounds[1:], strict=False))  # each part of the middle: (first, past its last)
+    around = [min(CONTEXT, (size - (b - a)) // 2) for a, b in spans]
+    return [cut, *(list(tokens[max(a - c, 0): b + c]) for (a, b), c in zip(spans, around, strict=True))]
 
 
 def review_text(text: str, tokenizer: BPETokenizer) -> str:
