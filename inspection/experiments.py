@@ -15,12 +15,12 @@ experiment is one function and one entry).
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from classifier import Reader
-from model import DecoderOnlyLM, EncoderDecoder, attention_point, filter_logits
+from model import DecoderOnlyLM, EncoderDecoder, GenerationConfig, attention_point, sampling_distribution
 from tokenization import BPETokenizer, token_label
 
 from .ablation import HeadMask
@@ -54,6 +54,8 @@ class Run:
     head: int
     reader: Reader | None = None  # the classifier's reader (its label words and temperature)
     backward: Reader | None = None  # the other reading order, when one is served
+    sampling: GenerationConfig = field(default_factory=lambda: GenerationConfig(top_k=TOP))  # the sampling step's
+    # settings (the tour's controls)
 
     def label(self, token_id: int) -> str:
         return token_label(self.tokenizer, token_id)
@@ -63,9 +65,10 @@ class Run:
 
 
 def entropy(weights: torch.Tensor) -> float:
-    """Mean entropy in nats of attention rows (…, T_k): 0 when every row looks at one key."""
+    """Mean entropy in nats of attention rows (…, T_k), or of one distribution: 0 when every row looks at
+    one key (+ 0.0: a one-hot row's −0.0 is written 0)."""
     w = weights.double()
-    return float(-(w * w.clamp_min(1e-30).log()).sum(-1).mean())
+    return float(-(w * w.clamp_min(1e-30).log()).sum(-1).mean()) + 0.0
 
 
 def _lm_logits(r: Run, patch=None, read=()) -> tuple[torch.Tensor, dict]:
@@ -335,28 +338,59 @@ def lm_stack(r: Run) -> Outcome:
                          f"matrix, is a rougher guess: the upper layers refine it. " + _loss_sentence(b, a, m)))
 
 
-def _sampling_outcome(r: Run, change: str, after_fn: Callable[[torch.Tensor], torch.Tensor], what: str) -> Outcome:
+def _sampler_effect(z: torch.Tensor, s: GenerationConfig) -> str:
+    """What the sampler's settings `s` do to the logits `z` (V,), in words: the temperature's direction
+    and how many tokens each cut removes, counted with the generation code's own `sampling_distribution`."""
+    if s.greedy:
+        return "temperature 0 is greedy decoding, the likeliest token every time."
+    said = []
+    if s.temperature != 1:
+        said.append("a temperature below 1 sharpens the choice (more predictable text)" if s.temperature < 1 else
+                    "a temperature above 1 flattens the choice (more surprising text)")
+    vocab = z.numel()
+    after_k = int((sampling_distribution(z, replace(s, top_p=None)) > 0).sum())
+    kept = int((sampling_distribution(z, s) > 0).sum())
+    cuts = [f"top-k removes {vocab - after_k:,} tokens"] if s.top_k is not None else []
+    if s.top_p is not None and s.top_p < 1:
+        cuts.append(f"top-p {after_k - kept:,} more" if cuts else f"top-p removes {after_k - kept:,} tokens")
+    if cuts:
+        said.append(" and ".join(cuts) + (", the long tail of unlikely tokens that would derail the text"
+                                           if kept < vocab else ""))
+    return "; ".join(said) + "." if said else "nothing changes: this is the model's own distribution."
+
+
+def _sampling_outcome(r: Run, change: str, settings: GenerationConfig) -> Outcome:
+    """The model's own next-token distribution (temperature 1, nothing cut) against the one the sampler
+    draws from at `settings` (`model.sampling_distribution`: the generation code's, not a copy)."""
     logits, _ = _lm_logits(r)
-    before = logits[-1].softmax(-1)
-    after = after_fn(logits[-1])
-    entropies = tuple(float(-(p * p.clamp_min(1e-30).log()).sum()) for p in (before, after))
+    z = logits[-1]
+    before, after = z.softmax(-1), sampling_distribution(z, settings)
+    entropies = entropy(before), entropy(after)
     kept = int((after > 0).sum())
     verdict = (f"The distribution's entropy goes from {entropies[0]:.2f} to {entropies[1]:.2f} nats and "
-               f"{kept:,} tokens can still be drawn: {what}")
+               f"{kept:,} token{'s' if kept != 1 else ''} can still be drawn: {_sampler_effect(z, settings)}")
     return Outcome(change, _top(r, before), _top(r, after), verdict, {"entropy": entropies})
+
+
+def sampler_settings(s: GenerationConfig) -> str:
+    """The sampler's settings as the sampling step's experiment names them: "temperature 0.8, top-k 40,
+    top-p 0.95"."""
+    if s.greedy:
+        return "temperature 0 (greedy decoding)"
+    top_k = f"top-k {s.top_k:,}" if s.top_k is not None else "no top-k"
+    top_p = f"top-p {s.top_p:g}" if s.top_p is not None and s.top_p < 1 else "no top-p"
+    return f"temperature {s.temperature:g}, {top_k}, {top_p}"
 
 
 def lm_probabilities(r: Run) -> Outcome:
     return _sampling_outcome(r, "temperature 2 instead of 1 (the logits divided by 2 before the softmax)",
-                             lambda z: (z / 2).softmax(-1),
-                             "a higher temperature flattens the choice (more surprising text), a lower one "
-                             "sharpens it.")
+                             GenerationConfig(temperature=2))
 
 
 def lm_sampling(r: Run) -> Outcome:
-    return _sampling_outcome(r, f"top-k = {TOP}: only the {TOP} likeliest tokens may be drawn",
-                             lambda z: filter_logits(z, TOP, None).softmax(-1),
-                             "top-k cuts the long tail of unlikely tokens that would derail the text.")
+    """What the sampler draws from at `r.sampling` (the tour's temperature, top-k and top-p controls)."""
+    return _sampling_outcome(r, f"the next token drawn at {sampler_settings(r.sampling)} instead of from the "
+                                "model's own probabilities (temperature 1, nothing cut)", r.sampling)
 
 
 LM_EXPERIMENTS: dict[str, Callable[[Run], Outcome]] = {
