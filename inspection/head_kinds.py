@@ -60,6 +60,19 @@ def _weights(model: DecoderOnlyLM, ids: torch.Tensor) -> torch.Tensor:
     return torch.stack([seen[n][0].float() for n in names])
 
 
+def on_start(w: torch.Tensor) -> torch.Tensor:
+    """(…, T, T) attention weights -> (…, T − 1): from every position after the first, the weight on
+    position 0 (what `sink` averages)."""
+    return w[..., 1:, 0]
+
+
+def on_previous(w: torch.Tensor) -> torch.Tensor:
+    """(…, T, T) attention weights -> (…, T − 2): from each position t ≥ 2, the weight on t − 1 (what
+    `previous` averages; t = 1's previous token is the start token)."""
+    t = torch.arange(2, w.size(-1))
+    return w[..., t, t - 1]
+
+
 def _negation_positions(tokenizer: BPETokenizer, ids: list[int]) -> list[int]:
     """Positions p whose token is a negation and which a next token follows."""
     words = [tokenizer.decode([i]).strip().lower() for i in ids]
@@ -99,10 +112,9 @@ def score_heads(model: DecoderOnlyLM, tokenizer: BPETokenizer, texts: Sequence[s
             continue
         w = _weights(model, torch.tensor([ids]))  # (L, H, T, T)
         T = w.size(-1)
-        sums["sink"] += w[:, :, 1:, 0].sum(-1).double()
+        sums["sink"] += on_start(w).sum(-1).double()
         counts["sink"] += T - 1
-        t = torch.arange(2, T)
-        sums["previous"] += w[:, :, t, t - 1].sum(-1).double()
+        sums["previous"] += on_previous(w).sum(-1).double()
         counts["previous"] += T - 2
         for p in _negation_positions(tokenizer, ids):
             sums["negation_at"] += w[:, :, p + 1, p].double()

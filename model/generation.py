@@ -114,7 +114,10 @@ def filter_logits(logits: torch.Tensor, top_k: int | None, top_p: float | None) 
 
 def sampling_distribution(logits: torch.Tensor, config: GenerationConfig) -> torch.Tensor:
     """What a sampled step draws from: the logits over the temperature, top-k and top-p applied,
-    renormalised -> (V,) probabilities (zero where a filter removed the token)."""
+    renormalised -> (V,) probabilities (zero where a filter removed the token). Greedy decoding draws
+    nothing: all the mass is on the most likely token, the one `select_token` takes."""
+    if config.greedy:
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).float()
     return filter_logits(logits.float() / config.temperature, config.top_k, config.top_p).softmax(-1)
 
 

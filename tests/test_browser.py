@@ -847,6 +847,12 @@ def test_the_learning_chapter_experiments_and_watch_it_learn_on_desktop_and_phon
         view.locator("#tour-experiment-box").get_by_text("What if this step were not there?").click()
         view.locator("#tour-experiment").get_by_text("Switch it off and see what breaks").wait_for()
         assert "before" in view.locator("#tour-experiment").inner_text()
+        view.locator("#tour-steps").get_by_text("Top-k, top-p").click()  # live sampling controls, box opened
+        view.locator("#tour-experiment").get_by_text("temperature 0.8, top-k 40, top-p 0.95").wait_for()
+        temperature = view.locator("#tour-temperature input[type=number]")
+        temperature.fill("1.5")
+        temperature.press("Enter")
+        view.locator("#tour-experiment").get_by_text("temperature 1.5, top-k 40, top-p 0.95").wait_for()
         view.locator("#tour-model").get_by_text("How it learns").click()
         view.locator(TOUR_TITLE).get_by_text("Step 1 of 3").wait_for()
         titles = walk_the_tour(view)
@@ -860,6 +866,10 @@ def test_the_learning_chapter_experiments_and_watch_it_learn_on_desktop_and_phon
         view.locator("#learn-run-summary").get_by_text("From step 0").wait_for()
         table = view.locator("#learn-run-table").inner_text()
         assert "validation bits/byte" in table and str(service.snapshots.entries[-1]["step"]) in table
+        view.get_by_text("One head as it learns").click()
+        view.locator("#learn-head-show").click()
+        view.locator("#learn-head-summary").get_by_text("of its attention on the previous token").wait_for()
+        assert view.locator("#learn-head-maps .js-plotly-plot").count() == 3
         assert view.evaluate(OVERFLOWING) == []
         assert_no_error_box(view)
         assert errors == []

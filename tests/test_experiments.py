@@ -5,6 +5,7 @@ and after differ, and its sentence states the numbers it measured."""
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -13,13 +14,14 @@ from inspection import Head, layer_log_probs, lm_head_effects
 from inspection.experiments import (
     CLASSIFIER_EXPERIMENTS,
     LM_EXPERIMENTS,
+    Run,
     Unavailable,
     classifier_experiment,
     entropy,
     lm_experiment,
 )
-from model import attention_point, load_pretrained
-from tokenization import BPETokenizer, prompt_ids, read_review
+from model import GenerationConfig, attention_point, load_pretrained
+from tokenization import BPETokenizer, prompt_ids, read_review, token_label
 
 ROOT = Path(__file__).resolve().parents[1] / "checkpoints"
 TEXT = "The film was not good at all, and the acting was"
@@ -168,6 +170,47 @@ def test_temperature_and_top_k_by_hand(outcomes, lm, ids):
     assert [p for _, p in outcomes["sampling"].after] == pytest.approx(top5.tolist(), abs=1e-4)
     before, after = outcomes["sampling"].measures["entropy"]
     assert after == pytest.approx(float(-(top5 * top5.log()).sum()), abs=1e-4) and after < before
+
+
+def sampled_by_hand(z: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> np.ndarray:
+    """The sampler's distribution written out in numpy: softmax(z / T), then the top-k mask, then the
+    nucleus cut (keep a token while the mass before it is below p), renormalised; T = 0: the argmax."""
+    if temperature == 0:
+        return np.eye(len(z))[z.argmax()]
+    z = z.astype(np.float64) / temperature
+    keep = np.ones(len(z), bool) if top_k is None else z >= np.sort(z)[-top_k]
+    q = np.where(keep, np.exp(z - z.max()), 0)
+    q /= q.sum()
+    if top_p is not None:
+        order = np.argsort(-q)
+        before = np.cumsum(q[order]) - q[order]
+        keep[order[before >= top_p]] = False
+    q = np.where(keep, np.exp(z - z.max()), 0)
+    return q / q.sum()
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", [(0.8, 40, 0.95), (1.5, None, 0.5), (0.5, 3, None),
+                                                       (0.0, None, None), (1.0, None, None)])
+def test_the_sampling_experiment_draws_from_the_settings_given(lm, ids, temperature, top_k, top_p):
+    """The tour's live sampling controls: the distribution after is the sampler's at those settings."""
+    model, tok = lm
+    settings = GenerationConfig(temperature=temperature, top_k=top_k, top_p=top_p)
+    o = LM_EXPERIMENTS["sampling"](Run(model, tok, ids, LAYER, HEAD, sampling=settings))
+    logits, _ = read(model, ids, [])
+    z = logits[-1].double().numpy()
+    expected, own = sampled_by_hand(z, temperature, top_k, top_p), sampled_by_hand(z, 1, None, None)
+    top = np.argsort(-expected)[:5]
+    drawable = top[expected[top] > 0]  # past them the order of the zeros is arbitrary
+    assert [t for t, _ in o.after[:len(drawable)]] == [token_label(tok, int(i)) for i in drawable]
+    assert [p for _, p in o.after] == pytest.approx(expected[top].tolist(), abs=1e-4)
+    assert [p for _, p in o.before] == pytest.approx(np.sort(own)[::-1][:5].tolist(), abs=1e-4)
+    kept = int((expected > 0).sum())
+    assert o.measures["entropy"][1] == pytest.approx(float(-(expected[expected > 0] * np.log(
+        expected[expected > 0])).sum()), abs=1e-4)
+    assert f"{kept:,} token{'s' if kept != 1 else ''} can still be drawn" in o.verdict
+    if top_k is not None:  # the tokens the top-k mask removes, counted by hand
+        assert f"top-k removes {len(z) - top_k:,} tokens" in o.verdict
+    assert (o.before == o.after) == (temperature == 1 and top_k is None and top_p is None)
 
 
 # -- the classifier -------------------------------------------------------------------------------------

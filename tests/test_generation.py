@@ -15,6 +15,7 @@ from model import (
     GenerationConfig,
     filter_logits,
     load_pretrained,
+    sampling_distribution,
 )
 from model.fast import can_decode, decode_step
 
@@ -189,6 +190,8 @@ def test_tiny_temperatures_are_greedy(temperature):
     greedy = model.generate(PROMPT, GenerationConfig(max_new_tokens=15, temperature=0))
     assert model.generate(PROMPT, GenerationConfig(max_new_tokens=15, temperature=temperature, seed=1)) == greedy
     assert GenerationConfig(temperature=temperature).greedy and not GenerationConfig(temperature=1e-5).greedy
+    logits = torch.tensor([0.5, 3.0, -1.0])  # what greedy decoding draws from: the argmax alone, no NaN
+    assert sampling_distribution(logits, GenerationConfig(temperature=temperature)).tolist() == [0.0, 1.0, 0.0]
 
 
 @torch.no_grad()

@@ -140,9 +140,48 @@ def test_across_the_run_every_snapshot_is_scored_as_its_own_weights_say(service:
         assert row.prompt_loss == pytest.approx(float(loss), abs=1e-4)
         previous = max((s for s in score_heads(model, tok, [*CHAT_EXAMPLES, *SENTIMENT_EXAMPLES], length=30)
                         if s.kind == "previous"), key=lambda s: s.score)
-        assert row.previous == (f"L{previous.layer + 1} H{previous.head + 1}", previous.score)
+        assert row.previous == previous
         first, second = copy_loss(model, repeated_random(model, 30))
         assert row.copy_gain == pytest.approx(first - second, abs=1e-5)
     table, summary = learning_tab.whole_run(service, PROMPT)
     assert len(table) == len(rows) and len(table[0]) == len(learning_tab.RUN_HEADERS)
     assert f"{rows[0].prompt_loss:.2f} to {rows[-1].prompt_loss:.2f} nats" in summary
+    assert table[-1][4:6] == [f"L{rows[-1].previous.layer + 1} H{rows[-1].previous.head + 1}",
+                              round(rows[-1].previous.score, 3)]
+
+
+@pytest.mark.parametrize("head", [None, 3])
+def test_one_head_across_the_run_is_each_snapshots_own_attention(service: DemoService, head) -> None:
+    """Issue 50: a named head's attention pattern at the first, middle and last snapshots, on the prompt; by
+    default the last snapshot's strongest previous-token head (scored as the whole-run table scores it), its
+    shares on the previous and the start token counted here position by position."""
+    from demo.text import CHAT_EXAMPLES, SENTIMENT_EXAMPLES
+    from demo.views.learning import head_across_run
+    from inspection.head_kinds import score_heads
+
+    view = head_across_run(service, PROMPT, head)
+    assert view.steps == list(TINY_SNAPSHOT_STEPS)  # three snapshots: all of them
+    last = snapshot_model(len(TINY_SNAPSHOT_STEPS) - 1)
+    if head is None:
+        best = max((s for s in score_heads(last, service.snapshots.tokenizer, [*CHAT_EXAMPLES, *SENTIMENT_EXAMPLES],
+                                           length=30) if s.kind == "previous"), key=lambda s: s.score)
+        assert (view.layer, view.head) == (best.layer, best.head) and view.named == best
+    else:  # layer × heads + head: layer 2, head 2 of the tiny model's 2 × 2
+        assert (view.layer, view.head, view.named) == (1, 1, None)
+    tok = service.snapshots.tokenizer
+    ids = torch.tensor([[tok.bos_id, *tok.encode(PROMPT)]])
+    for i, shown in enumerate(view.maps):
+        with torch.no_grad():
+            w = snapshot_model(i)(ids, output_attentions=True).attentions[view.layer].weights[0, view.head]
+        assert shown.weights[view.head] == pytest.approx(w.numpy(), abs=1e-6) and shown.title == \
+            f"Step {TINY_SNAPSHOT_STEPS[i]:,}"
+        T = w.size(0)
+        assert view.previous[i] == pytest.approx(sum(float(w[t, t - 1]) for t in range(2, T)) / (T - 2), abs=1e-6)
+        assert view.start[i] == pytest.approx(sum(float(w[t, 0]) for t in range(1, T)) / (T - 1), abs=1e-6)
+    *figures, summary = learning_tab.head_maps(service, PROMPT, -1 if head is None else head)
+    assert len(figures) == learning_tab.HEAD_MAPS and all(f is not None for f in figures)
+    assert " → ".join(f"{v:.2f}" for v in view.previous) + " of its attention on the previous token" in summary
+    assert f"L{view.layer + 1} H{view.head + 1}" in summary and ("strongest previous-token" in summary) == (
+        head is None)
+    with pytest.raises(DemoError, match="longer prompt"):
+        head_across_run(service, "a", head)  # one token after the start token: no previous token to read

@@ -501,6 +501,72 @@ def test_moving_between_steps_does_not_run_the_model_again(service: DemoService,
     assert failed[3] == f"ℹ️ {EMPTY_TEXT}" and "Traceback" not in str(failed)
 
 
+def test_an_experiment_runs_when_its_step_is_shown_and_the_api_runs_them_all(service: DemoService) -> None:
+    """The page's pass runs no experiment; showing a step runs that step's, once; `/tour` (`run`) returns
+    every one, each the experiment `inspection.experiments` runs on the same ids."""
+    import gradio as gr
+
+    from inspection.experiments import LM_EXPERIMENTS, lm_experiment
+
+    text = "This movie was"
+    out = tour_tab.open_tour(service, text, "lm", 1, 0, False)
+    t = out[0]
+    assert out[1] == gr.skip() and t.experiments.outcomes == {}  # no JSON, and step 1 (tokens) has no experiment
+    embedding = LM_KEYS.index("embedding")
+    shown = tour_tab.show(t, embedding, False)
+    assert set(t.experiments.outcomes) == {"embedding"}
+    expected = lm_experiment("embedding", *service.lm.require(), torch.tensor([lm_ids(service, text)]), 1, 0)
+    assert t.experiments.outcomes["embedding"] == expected and shown[8] == tour_tab.experiment_markdown(expected)
+    tour_tab.show(t, embedding, True)
+    assert set(t.experiments.outcomes) == {"embedding"}  # kept: drawn again without a pass
+    data = tour.tour_json(t)
+    assert set(t.experiments.outcomes) == set(LM_EXPERIMENTS)
+    assert [s["experiment"]["verdict"] for s in data["steps"] if "experiment" in s] == \
+        [t.experiments.outcomes[k].verdict for k in LM_KEYS if k in LM_EXPERIMENTS]
+    api = tour_tab.run(service, text, "lm", 1, 0, False)[1]
+    assert sum("experiment" in s for s in api["steps"]) == len(LM_EXPERIMENTS)
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", [(1.5, 0, 0.5), (0.5, 3, 0.9), (0.8, 40, 0.95)])
+def test_the_sampling_steps_controls_recompute_its_experiment(service: DemoService, temperature, top_k,
+                                                              top_p) -> None:
+    """Issue 50: temperature, top-k and top-p live at the sampling step. What the draw chooses from after
+    is the tour's by-hand recomputation (softmax(logits / T), the top-k, the nucleus) at those values."""
+    import gradio as gr
+
+    from demo.views.tour.recompute import sampled_by_hand
+    from model import GenerationConfig
+    from tokenization import token_label
+
+    text = "The acting was"
+    t = tour_tab.open_tour(service, text, "lm", 0, 0, False)[0]
+    i = LM_KEYS.index("sampling")
+    shown = tour_tab.show(t, i, False, temperature, top_k, top_p)
+    assert shown[6] == gr.update(open=True) and shown[7] == gr.update(visible=True)  # its box open, controls shown
+    assert tour_tab.show(t, i - 1, False)[6:8] == (gr.skip(), gr.update(visible=False))
+    words = tour_tab.resample(t, i, temperature, top_k, top_p)
+    assert words == shown[8] and tour_tab.resample(t, i - 1, temperature, top_k, top_p) == gr.skip()
+    with torch.inference_mode():
+        logits = service.lm.model(torch.tensor([lm_ids(service, text)])).logits[0, -1].double()
+    expected = sampled_by_hand(logits, GenerationConfig(temperature=temperature, top_k=top_k or None, top_p=top_p))
+    best = int(expected.argmax())
+    kept = int((expected > 0).sum())
+    said = f"temperature {temperature:g}, {f'top-k {top_k}' if top_k else 'no top-k'}, top-p {top_p:g}"
+    assert said in words and f"{kept:,} token{'s' if kept != 1 else ''} can still be drawn" in words
+    first = words.split("| --- | --- |\n")[1].split("\n")[0]  # the table's first row: before | after
+    assert first.split(" | ")[1].rstrip(" |") == f"`{token_label(service.lm.tokenizer, best)}` {expected[best]:.1%}"
+
+
+def test_sampling_settings_are_read_as_the_chat_reads_them(service: DemoService) -> None:
+    toy = tour_tab.open_tour(service, "this movie", "lm", 0, 0, True)[0]
+    i = LM_KEYS.index("sampling")
+    words = tour_tab.resample(toy, i, 0, 40, 1)
+    vocab = toy_checkpoint(LM).model.config.vocab_size
+    assert f"Top-k 40 exceeds the vocabulary ({vocab} tokens): top-k is off." in words
+    assert "Temperature ≤ 0 means greedy decoding" in words and "1 token can still be drawn" in words
+    assert "temperature 0 (greedy decoding)" in words
+
+
 def test_the_shipped_models_tours_carry_an_experiment_at_most_steps() -> None:
     """Issue 50: at least 12 LM steps and 6 sentiment steps carry an experiment whose output before and
     after differ, in the /tour JSON (what each experiment does is checked in tests/test_experiments.py)."""
@@ -514,8 +580,8 @@ def test_the_shipped_models_tours_carry_an_experiment_at_most_steps() -> None:
         tried = [s["experiment"] for s in steps if "experiment" in s]
         assert len([e for e in tried if e["before"] != e["after"]]) >= least, model
         assert all({"change", "before", "after", "verdict"} == set(e) for e in tried)
-        first = next(s for s in t.steps if s.experiment is not None)
-        assert first.experiment.verdict in experiment_markdown(first)
+        first = next(t.experiment(s.key) for s in t.steps if t.experiment(s.key) is not None)
+        assert first.verdict in experiment_markdown(first)
     picked = tour.tour(shipped, "This movie was", "lm", 0, 1)  # the picker says what the head is (heads.json)
     from demo.tabs.tour import step_markdown
     assert picked.head_about == "layer 1, head 2: reads the token just before (previous score 0.68)."

@@ -11,7 +11,16 @@ from demo import plots
 from demo.serving import DemoService, SnapshotSet, failure
 from demo.tabs.common import bind, notice_markdown
 from demo.text import lm_openings, own_text
-from demo.views.learning import MAX_NEW_TOKENS, NO_SNAPSHOTS, SAMPLED, RunRow, across_run, learning_view
+from demo.views.learning import (
+    MAX_NEW_TOKENS,
+    NO_SNAPSHOTS,
+    SAMPLED,
+    HeadAcrossRun,
+    RunRow,
+    across_run,
+    head_across_run,
+    learning_view,
+)
 from inspection.head_kinds import THRESHOLDS
 
 LEARNING_INTRO = (
@@ -88,6 +97,8 @@ def learning(service: DemoService, index, prompt, decoding, layer):
     return step, view.continuation, probabilities or None, heatmap, curve, notice_markdown(view.notices)
 
 
+HEAD_MAPS = 3  # a head is shown at the first, middle and last snapshots (`shown_snapshots`)
+NAMED_HEAD = -1  # the head picker's "strongest previous-token head" (`head_across_run`)
 RUN_HEADERS = ["step", "tokens seen", "validation bits/byte", "loss on your prompt (nats)", "previous-token head",
                "its score", "induction head", "its score", "copy gain (nats)"]
 
@@ -101,11 +112,11 @@ def run_summary(rows: list[RunRow]) -> str:
         lines[0] += f", and on held-out reviews from {first.val_bpb:.2f} to {last.val_bpb:.2f} bits per byte"
     for kind, pick in (("previous-token", lambda r: r.previous), ("induction", lambda r: r.induction)):
         threshold = THRESHOLDS["previous" if kind == "previous-token" else "induction"]
-        named = next((r for r in rows if pick(r)[1] >= threshold), None)
+        named = next((r for r in rows if pick(r).named), None)
         when = (f"first reaches {threshold:.2f} (named) at step {named.step:,}" if named else
                 f"never reaches {threshold:.2f}, where this app names one")
-        lines.append(f"the strongest {kind} head scores {pick(first)[1]:.2f} at the start and {pick(last)[1]:.2f} at "
-                     f"the end: it {when}")
+        lines.append(f"the strongest {kind} head scores {pick(first).score:.2f} at the start and "
+                     f"{pick(last).score:.2f} at the end: it {when}")
     gain = last.copy_gain
     copies = "it has begun to copy in context" if gain > 0.5 else "it barely copies in context"
     lines.append(f"on a repeated random sequence the last snapshot predicts the second copy {gain:.2f} nats better "
@@ -120,7 +131,8 @@ def whole_run(service: DemoService, prompt):
     except Exception as e:
         return [], failure(e)
     table = [[r.step, r.tokens, None if r.val_bpb is None else round(r.val_bpb, 3), round(r.prompt_loss, 3),
-              r.previous[0], round(r.previous[1], 3), r.induction[0], round(r.induction[1], 3), round(r.copy_gain, 3)]
+              head_name(r.previous.layer, r.previous.head), round(r.previous.score, 3),
+              head_name(r.induction.layer, r.induction.head), round(r.induction.score, 3), round(r.copy_gain, 3)]
              for r in rows]
     return table, run_summary(rows)
 
@@ -131,6 +143,34 @@ def first_prompt(service: DemoService, snapshots: SnapshotSet) -> str:
     directory = service.lm.directory
     theirs = directory is not None and snapshots.folder.resolve().parent == Path(directory).resolve()
     return lm_openings(service.lm.metrics)[0] if theirs and own_text(service.lm.metrics) else PROMPT
+
+
+def head_name(layer: int, head: int) -> str:
+    """A head as the tables name it: "L1 H2" (counted from 1)."""
+    return f"L{layer + 1} H{head + 1}"
+
+
+def head_summary(view: HeadAcrossRun) -> str:
+    """What the three maps show, in one sentence computed from their weights."""
+    which = head_name(view.layer, view.head)
+    if view.named:
+        which += (f", the last snapshot's strongest previous-token head (score {view.named.score:.2f} on the page's "
+                  "example texts)")
+    previous, start = (" → ".join(f"{v:.2f}" for v in shares) for shares in (view.previous, view.start))
+    steps = ", ".join(f"{s:,}" for s in view.steps[:-1]) + f" and {view.steps[-1]:,}"
+    return (f"On your prompt, {which} puts {previous} of its attention on the previous token and {start} on the "
+            f"start token `<s>`, at steps {steps}.")
+
+
+def head_maps(service: DemoService, prompt, head):
+    """One head's attention at the shown snapshots, side by side, and the sentence that reads them."""
+    try:
+        view = head_across_run(service, prompt, head)
+    except Exception as e:
+        return *(None,) * HEAD_MAPS, failure(e)
+    figures = [plots.heatmap(m, view.head) for m in view.maps]
+    figures += [None] * (HEAD_MAPS - len(figures))  # fewer snapshots than maps: the rest stay empty
+    return *figures, head_summary(view) + ("\n\n" + notice_markdown(view.notices) if view.notices else "")
 
 
 def build(service: DemoService, compute: dict):
@@ -171,8 +211,26 @@ def build(service: DemoService, compute: dict):
         across = gr.Button("Compare every snapshot", elem_id="learn-across")
         run_table = gr.Dataframe(headers=RUN_HEADERS, interactive=False, elem_id="learn-run-table")
         run_notes = gr.Markdown(elem_id="learn-run-summary")
+    with gr.Accordion("One head as it learns: its attention at three snapshots", open=False):
+        gr.Markdown("One head at the random start, at the middle snapshot and at the last, attending over your "
+                    "prompt (each row: a token; each column: a token it may read). The sentence under the maps says "
+                    "how much it reads the token just before (the diagonal under the main one, what a previous-token "
+                    "head does) and the start token, at each snapshot.")
+        c = snapshots.checkpoint(0).model.config
+        heads = [("strongest previous-token head (last snapshot)", NAMED_HEAD),
+                 *[(head_name(i, h), i * c.n_head + h) for i in range(c.n_layer) for h in range(c.n_head)]]
+        with gr.Row():
+            head = gr.Dropdown(heads, value=NAMED_HEAD, label="Head", elem_id="learn-head", scale=2)
+            head_show = gr.Button("Show the head at three snapshots", elem_id="learn-head-show", scale=1)
+        with gr.Row(elem_id="learn-head-maps"):
+            maps = [gr.Plot(show_label=False, elem_id=f"learn-head-map-{n}") for n in range(HEAD_MAPS)]
+        head_notes = gr.Markdown(elem_id="learn-head-summary")
     across.click(bind(whole_run, service), prompt, [run_table, run_notes], api_name="learning_run",
                  api_visibility="private", **compute)
+    head_drawn = {"fn": bind(head_maps, service), "inputs": [prompt, head], "outputs": [*maps, head_notes],
+                  "api_visibility": "private", "trigger_mode": "always_last", **compute}
+    head_show.click(**head_drawn)
+    head.input(**head_drawn)
 
     draw = bind(learning, service)
     inputs, outputs = [slider, prompt, decoding, layer], [step, continuation, probabilities, heatmap, curve, notice]

@@ -3,7 +3,10 @@ step per screen (Back/Next, a clickable list of steps, an overview whose boxes o
 each step with its paragraph, formula, live tensor, hand recomputation and source lines.
 
 The pass is computed once per text, model, layer and head (`demo.views.tour`) and kept in the visitor's
-session (`gr.State`); moving between steps only draws the step from it, without the model."""
+session (`gr.State`); moving between steps draws the step from it without the model, which runs again
+only for the step's experiment, the first time that step is shown (and for the sampling step's, at the
+temperature, top-k and top-p its controls set). The `/tour` API returns every experiment; the page's own
+events do not wait for them."""
 
 import textwrap
 
@@ -15,12 +18,13 @@ from demo.tabs import browser
 from demo.tabs.common import bind, lenient, notice_markdown
 from demo.tabs.tokenizer import pieces_html
 from demo.text import TOUR_EXAMPLE, TOUR_INTRO, code_span, lm_openings, own_text
-from demo.views.tour import LEARN, Step, Tour, tour, tour_checkpoint, tour_json, track_shape
+from demo.views.tour import LEARN, SAMPLING, Step, Tour, tour, tour_checkpoint, tour_json, track_shape
+from inspection.experiments import Outcome
 
 PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
 PLOTS = 3  # the most pictures a step has (Q, K and V)
-VIEW = 9 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, numbers, experiment, code, two links, Back,
-# Next, overview
+VIEW = 11 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, numbers, the experiment's box, its
+# sampling controls and words, code, two links, Back, Next, overview
 MAX_SESSION_SECONDS = 3600  # a session's pass is dropped an hour after it was computed
 LATEX = [{"left": "$$", "right": "$$", "display": True}]
 CSS = """
@@ -93,10 +97,9 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
     return "\n\n".join(parts)
 
 
-def experiment_markdown(step: Step) -> str:
-    """The step's experiment: what was changed, the output before and after side by side, and what it
-    shows."""
-    o = step.experiment
+def experiment_markdown(o: Outcome | None, notices: list[str] = ()) -> str:
+    """A step's experiment: what was changed, the output before and after side by side, and what it
+    shows; `notices`, how the visitor's sampling settings were read."""
     if o is None:
         return "This step has no experiment yet."
     if isinstance(o.before, dict):  # the classifier: P(label)
@@ -107,8 +110,25 @@ def experiment_markdown(step: Step) -> str:
                 for (b, pb), (a, pa) in zip(o.before, o.after, strict=True)]
         head = "| next token before | next token after |"
     table = "\n".join([head, "| --- | --- |" + (" --- |" if isinstance(o.before, dict) else ""), *rows])
-    return (f"**Switch it off and see what breaks.** This step changed for one pass of the same model on your "
-            f"text: {o.change}.\n\n{table}\n\n{o.verdict}")
+    said = f"{notice_markdown(notices)}\n\n" if notices else ""
+    return said + (f"**Switch it off and see what breaks.** This step changed for one pass of the same model on "
+                   f"your text: {o.change}.\n\n{table}\n\n{o.verdict}")
+
+
+def step_experiment(t: Tour, key: str, temperature=SAMPLING.temperature, top_k=SAMPLING.top_k,
+                    top_p=SAMPLING.top_p) -> str:
+    """Step `key`'s experiment in words; the sampling step's at the settings of its controls."""
+    if key != "sampling" or t.experiments is None:
+        return experiment_markdown(t.experiment(key))
+    settings, notices = t.experiments.settings(temperature, top_k, top_p)
+    return experiment_markdown(t.experiments.sampled(settings), notices)
+
+
+def resample(t: Tour | None, index, temperature, top_k, top_p):
+    """A sampling control moved: the sampling step's experiment again at the new settings."""
+    if not isinstance(t, Tour) or t.steps[min(max(int(index or 0), 0), len(t.steps) - 1)].key != "sampling":
+        return gr.skip()
+    return step_experiment(t, "sampling", temperature, top_k, top_p)
 
 
 def code_markdown(step: Step) -> str:
@@ -122,9 +142,10 @@ def code_markdown(step: Step) -> str:
     return f"**The code that computed it**, `{where}` (read from the file now):\n```python\n{lines}\n```"
 
 
-def show(t: Tour | None, index, show_all):
-    """Step `index` of the session's pass: its words, pieces or pictures, code, links, Back/Next, and
-    the overview with the part the step belongs to highlighted."""
+def show(t: Tour | None, index, show_all, *sampling):
+    """Step `index` of the session's pass: its words, pieces or pictures, experiment (the sampling
+    step's box opened, its controls shown: `sampling` = their temperature, top-k, top-p), code, links,
+    Back/Next, and the overview with the part the step belongs to highlighted."""
     if not isinstance(t, Tour):
         return (gr.skip(),) * VIEW
     i = min(max(int(index or 0), 0), len(t.steps) - 1)
@@ -138,8 +159,10 @@ def show(t: Tour | None, index, show_all):
         if pieces else ""
     numbers = plots.tour_numbers_html(pictures, bool(show_all)) or \
         "<p>This step's numbers are written in its picture or in the pieces above.</p>"
+    live = step.key == "sampling"
     return (step_markdown(t, i, step), gr.update(value=html, visible=bool(pieces)), *figures,
-            gr.update(value=numbers), experiment_markdown(step), code_markdown(step),
+            gr.update(value=numbers), gr.update(open=True) if live else gr.skip(), gr.update(visible=live),
+            step_experiment(t, step.key, *sampling), code_markdown(step),
             gr.update(visible=step.link == "lens"), gr.update(visible=step.link == "sampling"),
             gr.update(interactive=i > 0), gr.update(interactive=i < len(t.steps) - 1),
             *[gr.update(value=label, variant="primary" if n == here else "secondary", visible=True)
@@ -147,33 +170,41 @@ def show(t: Tour | None, index, show_all):
             *[gr.update(visible=False)] * (PARTS - len(t.overview)))  # a track with fewer parts (learn: 3)
 
 
-def go(t: Tour | None, index: int, show_all):
+def go(t: Tour | None, index: int, show_all, *sampling):
     """Step `index` (clamped) drawn, and the list of steps moved to it."""
     if not isinstance(t, Tour):
         return (gr.skip(),) * (1 + VIEW)
     i = min(max(index, 0), len(t.steps) - 1)
-    return gr.update(value=i), *show(t, i, show_all)
+    return gr.update(value=i), *show(t, i, show_all, *sampling)
 
 
-def _opened(service: DemoService, text, model, layer, head, toy, shown: Tour | None, index: int):
+def _opened(service: DemoService, text, model, layer, head, toy, shown: Tour | None, index: int, api: bool,
+            *sampling):
     try:
         t = tour(service, text, model, layer, head, toy)
     except Exception as e:
         return gr.skip(), gr.skip(), gr.skip(), failure(e), *show(None, 0, False)
     i = index if isinstance(shown, Tour) and shown.model == t.model and index < len(t.steps) else 0
     steps = gr.update(choices=[(f"{n + 1}. {s.title}", n) for n, s in enumerate(t.steps)], value=i)
-    return t, tour_json(t), steps, notice_markdown(t.notices), *show(t, i, False)
+    return (t, tour_json(t) if api else gr.skip(), steps, notice_markdown(t.notices),
+            *show(t, i, False, *sampling))
 
 
 def run(service: DemoService, text, model, layer, head, toy):
-    """The pass over `text` through `model` ("lm" or "sentiment"; `toy`: its toy), showing its first
-    step. `layer`, `head`: 0-based. The API's output holds the steps as JSON."""
-    return _opened(service, text, model, layer, head, toy, None, 0)
+    """The `/tour` API: the pass over `text` through `model` ("lm" or "sentiment"; `toy`: its toy),
+    showing its first step. `layer`, `head`: 0-based. Its output holds the steps as JSON, every step's
+    experiment run."""
+    return _opened(service, text, model, layer, head, toy, None, 0, True)
 
 
-def rerun(service: DemoService, text, model, layer, head, toy, shown, index):
+def open_tour(service: DemoService, text, model, layer, head, toy):
+    """The page's run: as `run`, without the JSON (no experiment runs before its step is shown)."""
+    return _opened(service, text, model, layer, head, toy, None, 0, False)
+
+
+def rerun(service: DemoService, text, model, layer, head, toy, shown, index, *sampling):
     """A control changed: the pass again, on the same step when the model's track is the same."""
-    return _opened(service, text, model, layer, head, toy, shown, int(index or 0))
+    return _opened(service, text, model, layer, head, toy, shown, int(index or 0), False, *sampling)
 
 
 def build(service: DemoService, compute: dict):
@@ -218,7 +249,16 @@ def build(service: DemoService, compute: dict):
                               elem_id="tour-numbers-box"):
                 numbers = gr.HTML(elem_id="tour-numbers")
             with gr.Accordion("What if this step were not there? (an experiment)", open=False,
-                              elem_id="tour-experiment-box"):
+                              elem_id="tour-experiment-box") as experiment_box:
+                with gr.Row(visible=False, elem_id="tour-sampling-controls") as sampling_controls:
+                    # the chat's controls, starting at its settings (those the step's picture draws with)
+                    vocab = service.lm.model.config.vocab_size if service.lm.ready else 8192
+                    temperature = gr.Slider(0, 2, value=SAMPLING.temperature, step=0.05,
+                                            label="Temperature (0 = greedy)", elem_id="tour-temperature")
+                    top_k = gr.Slider(0, vocab, value=SAMPLING.top_k, step=1, label="Top-k (0 = off)",
+                                      elem_id="tour-top-k")
+                    top_p = gr.Slider(0.01, 1, value=SAMPLING.top_p, step=0.01, label="Top-p (1 = off)",
+                                      elem_id="tour-top-p")
                 experiment = gr.Markdown(elem_id="tour-experiment")
             code = gr.Markdown(elem_id="tour-code")
             lens = gr.Button("Open the logit lens in the Chat tab (write a continuation, then “Look inside”)",
@@ -228,28 +268,38 @@ def build(service: DemoService, compute: dict):
     data = gr.JSON(visible=False)
     shown = gr.State(None, time_to_live=MAX_SESSION_SECONDS)
 
-    view = [words, pieces, *pictures, numbers, experiment, code, lens, sampling, back, forward, *parts]
+    view = [words, pieces, *pictures, numbers, experiment_box, sampling_controls, experiment, code, lens, sampling,
+            back, forward, *parts]
     outputs = [shown, data, steps, notice, *view]
     controls = [text, model, layer, head, toy]
+    settings = [temperature, top_k, top_p]
     private = {"api_visibility": "private", "queue": False}
-    start.click(bind(run, service), controls, outputs, api_name="tour", **compute)
-    text.submit(bind(run, service), controls, outputs, api_visibility="private", **compute)
-    redraw = {"fn": bind(rerun, service), "inputs": [*controls, shown, steps], "outputs": outputs,
+    # the API's own trigger: `/tour` keeps its inputs and outputs, with every experiment in its JSON, while
+    # the page's events below draw without waiting for the experiments of the steps not shown
+    api = gr.Button(visible=False, elem_id="tour-api")
+    api.click(bind(run, service), controls, outputs, api_name="tour", **compute)
+    start.click(bind(open_tour, service), controls, outputs, api_visibility="private", **compute)
+    text.submit(bind(open_tour, service), controls, outputs, api_visibility="private", **compute)
+    redraw = {"fn": bind(rerun, service), "inputs": [*controls, shown, steps, *settings], "outputs": outputs,
               "api_visibility": "private", "trigger_mode": "always_last", **compute}
     for control in (model, toy):
         control.change(bind(options, service), [model, toy], [layer, head], **private).then(**redraw)
     layer.input(**redraw)
     head.input(**redraw)
-    # a step change is one round trip that draws the step from the session's pass: the list's own
-    # clicks (`input`, not `change`, which the moves below would trigger again), Back, Next, the overview
-    steps.input(show, [shown, steps, show_all], view, **private)
-    show_all.input(show, [shown, steps, show_all], view, **private)
+    # a step change is one round trip that draws the step from the session's pass (and runs its experiment
+    # the first time): the list's own clicks (`input`, not `change`, which the moves below would trigger
+    # again), Back, Next, the overview
+    at = [shown, steps, show_all, *settings]
+    steps.input(show, at, view, **private)
+    show_all.input(show, at, view, **private)
     moved = [steps, *view]
-    back.click(lambda t, i, a: go(t, int(i or 0) - 1, a), [shown, steps, show_all], moved, **private)
-    forward.click(lambda t, i, a: go(t, int(i or 0) + 1, a), [shown, steps, show_all], moved, **private)
+    back.click(lambda t, i, a, *s: go(t, int(i or 0) - 1, a, *s), at, moved, **private)
+    forward.click(lambda t, i, a, *s: go(t, int(i or 0) + 1, a, *s), at, moved, **private)
     for n, part in enumerate(parts):
-        part.click(lambda t, a, n=n: go(t, t.overview[n][1] if isinstance(t, Tour) else 0, a), [shown, show_all],
-                   moved, **private)
+        part.click(lambda t, a, *s, n=n: go(t, t.overview[n][1] if isinstance(t, Tour) else 0, a, *s),
+                   [shown, show_all, *settings], moved, **private)
+    for control in settings:  # dragged or typed: one pass of the model at the new settings, the last one only
+        control.input(resample, [shown, steps, *settings], experiment, **private, trigger_mode="always_last")
     lens.click(None, js=browser.call("go_to", "Chat", "#chat-lens"), **private)
     sampling.click(None, js=browser.call("go_to", "Chat", "#chat-table"), **private)
-    return bind(run, service), controls, outputs
+    return bind(open_tour, service), controls, outputs

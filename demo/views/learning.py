@@ -3,11 +3,13 @@
 For the snapshot picked (`demo.serving.snapshots` finds and loads them): the prompt's continuation
 (greedy, or sampled with a fixed seed, so that moving between snapshots changes only the weights),
 the probabilities the model gave the token after the prompt, one layer's attention over prompt and
-continuation, and the run's loss at that step. A snapshot is a `Checkpoint` record, so the Chat and
-Attention computations run on it unchanged. No Gradio here; `demo.tabs.learning` shows it.
+continuation, and the run's loss at that step. Across the run: every snapshot's numbers (`across_run`),
+and one head's attention on the prompt at a few snapshots (`head_across_run`). A snapshot is a
+`Checkpoint` record, so the Chat and Attention computations run on it unchanged. No Gradio here;
+`demo.tabs.learning` shows it.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -15,7 +17,7 @@ from demo.serving import DemoError, DemoService, read_number, visitor_text
 from demo.text import CHAT_EXAMPLES, SENTIMENT_EXAMPLES
 from demo.views import chat
 from demo.views.attention import AttentionResult, attention_maps
-from inspection.head_kinds import copy_loss, repeated_random, score_heads
+from inspection.head_kinds import HeadScore, copy_loss, on_previous, on_start, repeated_random, score_heads
 from tokenization import prompt_ids
 
 NO_SNAPSHOTS = ("No snapshots: the language model served was trained without them. A training run keeps them "
@@ -78,17 +80,25 @@ class RunRow:
     tokens: int
     val_bpb: float | None  # bits per byte on the run's periodic validation sample
     prompt_loss: float  # mean −log p of each actual next token of the prompt (nats)
-    previous: tuple[str, float]  # its strongest previous-token head ("L1 H2") and that head's score
-    induction: tuple[str, float]
+    previous: HeadScore  # its strongest previous-token head
+    induction: HeadScore
     copy_gain: float  # loss on the first copy of a repeated random sequence minus on the second (nats)
 
 
-def _heads(model, tokenizer) -> tuple:
-    """(strongest previous-token head, its score), (strongest induction head, its score), copy gain."""
+def _heads(model, tokenizer) -> tuple[HeadScore, HeadScore, float]:
+    """The strongest previous-token head, the strongest induction head, the copy gain."""
     scores = score_heads(model, tokenizer, [*CHAT_EXAMPLES, *SENTIMENT_EXAMPLES], length=30)
     best = [max((s for s in scores if s.kind == kind), key=lambda s: s.score) for kind in ("previous", "induction")]
     first, second = copy_loss(model, repeated_random(model, 30))
-    return (*((f"L{b.layer + 1} H{b.head + 1}", b.score) for b in best), first - second)
+    return (*best, first - second)
+
+
+def _snapshot_heads(service: DemoService, i: int) -> tuple[HeadScore, HeadScore, float]:
+    """Snapshot `i`'s `_heads`, computed once: they are the same for every prompt."""
+    snapshots = service.snapshots
+    if i not in snapshots.heads:
+        snapshots.heads[i] = _heads(*snapshots.checkpoint(i).require())
+    return snapshots.heads[i]
 
 
 def across_run(service: DemoService, prompt: object) -> list[RunRow]:
@@ -107,8 +117,49 @@ def across_run(service: DemoService, prompt: object) -> list[RunRow]:
             with torch.inference_mode():
                 logits = model(ids).logits[0, :-1].float()
             loss = float(torch.nn.functional.cross_entropy(logits, ids[0, 1:])) if ids.size(1) > 1 else float("nan")
-            if i not in snapshots.heads:  # the same for every prompt: once per snapshot
-                snapshots.heads[i] = _heads(model, tok)
             rows.append(RunRow(int(entry["step"]), int(entry.get("tokens", 0)), entry.get("val_bpb"), loss,
-                               *snapshots.heads[i]))
+                               *_snapshot_heads(service, i)))
     return rows
+
+
+@dataclass
+class HeadAcrossRun:
+    """One head's attention on the prompt at a few snapshots, early to last."""
+
+    layer: int  # counted from 0
+    head: int
+    named: HeadScore | None  # the head picked for the visitor: the last snapshot's strongest previous-token head
+    steps: list[int]  # the snapshots' training steps
+    maps: list[AttentionResult]  # each snapshot's attention over the prompt, at `layer`, titled with its step
+    previous: list[float]  # the head's mean weight on the previous token (from positions t ≥ 2)
+    start: list[float]  # its mean weight on the start token (from positions t ≥ 1)
+    notices: list[str]
+
+
+def shown_snapshots(n: int) -> list[int]:
+    """The snapshots a head is shown at: the first (the random start), the middle one and the last."""
+    return sorted({0, n // 2, n - 1})
+
+
+def head_across_run(service: DemoService, prompt: object, head: object = None) -> HeadAcrossRun:
+    """Head `head` (layer × heads + head, counted from 0; None or −1: the last snapshot's strongest
+    previous-token head, as the whole-run table scores it) attending over `prompt` at `shown_snapshots`:
+    how one head's pattern forms during training, and its share on the previous and the start token."""
+    snapshots = service.snapshots
+    if snapshots is None:
+        raise DemoError(NO_SNAPSHOTS)
+    c = snapshots.checkpoint(0).model.config
+    pick = int(round(read_number(head, -1, low=-1, high=c.n_layer * c.n_head - 1)))
+    shown = shown_snapshots(len(snapshots.entries))
+    with service.compute(heavy=pick < 0):
+        named = _snapshot_heads(service, shown[-1])[0] if pick < 0 else None
+        layer, h = (named.layer, named.head) if named else divmod(pick, c.n_head)
+        maps = [attention_maps(snapshots.checkpoint(i), prompt, "lm_self", layer) for i in shown]
+    if maps[0].all_weights.shape[-1] < 3:
+        raise DemoError("Type a longer prompt: the shares need a previous token that is not the start token, "
+                        "so at least two tokens.")
+    steps = [int(snapshots.entries[i]["step"]) for i in shown]
+    maps = [replace(m, title=f"Step {step:,}") for m, step in zip(maps, steps, strict=True)]
+    weights = [torch.from_numpy(m.weights[h]) for m in maps]
+    return HeadAcrossRun(layer, h, named, steps, maps, [float(on_previous(w).mean()) for w in weights],
+                         [float(on_start(w).mean()) for w in weights], maps[-1].notices)

@@ -8,7 +8,7 @@ from demo.views.heads import head_line
 from demo.views.tokens import EMPTY_TEXT
 from demo.views.tour import lesson_text
 from demo.views.tour.capture import Pass
-from demo.views.tour.experiments import experiment_json, run_experiments
+from demo.views.tour.experiments import Experiments, experiment_json
 from demo.views.tour.learn import LEARN
 from demo.views.tour.registry import REGISTRY, TRACKS, State, Step, Tour
 from demo.views.toy import toy_checkpoint
@@ -60,6 +60,7 @@ def tour(service: DemoService, text: object, model_name: object = LM, layer: obj
     backward = service.sentiment_backward if ckpt.name == SENTIMENT and not toy and len(service.readers) > 1 else None
     with service.compute():
         t = tour_of(ckpt, text, layer, head, toy, backward, LEARN if model_name == LEARN else None)
+    t.experiments.slot = service.compute  # each experiment, when it runs, takes its own turn on the machine
     if t.model == LM and not toy:  # what the chosen head is, from the served LM's head table
         t.head_about = f"{head_line(service, t.layer, t.head)}."
     return t
@@ -68,8 +69,9 @@ def tour(service: DemoService, text: object, model_name: object = LM, layer: obj
 def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0, toy: bool = False,
             backward: Checkpoint | None = None, track: str | None = None) -> Tour:
     """One forward pass of `ckpt`'s model over `text`, as steps (`layer`, `head`: 0-based, clamped), each
-    step with its experiment where it has one (`backward`: the reader the reading-order one compares);
-    `track`: another track of the same model than its own (`LEARN`)."""
+    step with its experiment where it has one, run when first asked for (`Tour.experiment`; `backward`:
+    the reader the reading-order one compares); `track`: another track of the same model than its own
+    (`LEARN`)."""
     n_layers, n_heads = track_shape(ckpt)
     text, notices = visitor_text(text)
     (text,) = read_texts([text])  # as the models read it (both tracks and the result show it)
@@ -80,19 +82,17 @@ def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0,
     p, more = track.run(ckpt, text, layer_i)
     shown = steps(p, head_i)
     read = p.ids if "real" not in p.extra else [i for i, r in zip(p.ids, p.extra["real"].tolist(), strict=True) if r]
-    outcomes = run_experiments(ckpt, read, layer_i, head_i, [s.key for s in shown], backward)
-    for s in shown:
-        s.experiment = outcomes.get(s.key)
     ids = [s.key for s in shown]
     overview = [(label.format(n=n_layers), ids.index(id)) for label, id in track.overview]
     if toy:
         more.append(TOY_NOTE)
     return Tour(track.name, toy, text, layer_i, head_i, n_layers, n_heads, shown, overview, notices + more,
-                **track.outcome(p))
+                **track.outcome(p), experiments=Experiments(ckpt, read, layer_i, head_i, backward))
 
 
 def tour_json(t: Tour) -> dict:
-    """What the `/tour` API returns: the steps with their code ranges and checks, and the outcome.
+    """What the `/tour` API returns: the steps with their code ranges, checks and experiments (every one
+    run here, if the tab has not run it yet), and the outcome.
 
     A code range names its file under "file", not "path": `gradio_client` takes any dict with a
     "path" string in an output for a file to download, and fails on it."""
@@ -102,7 +102,7 @@ def tour_json(t: Tour) -> dict:
         steps.append({"title": s.title, "explanation": s.explanation, "formula": s.formula, "shape": s.shape,
                       "code": code and {"file": code.path, "first_line": code.first_line, "last_line": code.last_line},
                       "checks": [{"what": c.what, "error": c.error, "ok": c.ok} for c in s.checks],
-                      **({"experiment": experiment_json(s.experiment)} if s.experiment else {})})
+                      **({"experiment": experiment_json(o)} if (o := t.experiment(s.key)) else {})})
     out = {"model": t.model, "toy": t.toy, "layer": t.layer, "head": t.head, "steps": steps, "notices": t.notices,
            **({"head_about": t.head_about} if t.head_about else {})}
     if t.model == LM:

@@ -1,34 +1,76 @@
 """Each step's experiment (`inspection.experiments`): the step changed for one forward pass of the
-same model on the same text, the output before and after, and what it shows. Computed with the tour,
-after its steps, for the layer and head the visitor chose."""
+same model on the same text, the output before and after, and what it shows, for the layer and head
+the visitor chose.
+
+An experiment runs when it is first asked for, not with the tour: the tab asks for the step it shows,
+`tour_json` for every step (the `/tour` API returns them all). A visitor who reads three steps pays
+for three experiments rather than every pass paying for all of them. The sampling step's experiment
+also runs at the visitor's own temperature, top-k and top-p (`Experiments.sampled`)."""
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
+from functools import cached_property
 
 import torch
 
 from classifier import Reader
 from demo.serving import LM, SENTIMENT_BACKWARD, Checkpoint
+from demo.views.chat import generation_config
+from demo.views.tour.lm import SAMPLING
 from inspection.experiments import CLASSIFIER_EXPERIMENTS, LM_EXPERIMENTS, Outcome, Run, Unavailable
+from model import GenerationConfig
 
 EXPERIMENTS = {"lm": LM_EXPERIMENTS, "sentiment": CLASSIFIER_EXPERIMENTS}
 
 
-def run_experiments(ckpt: Checkpoint, ids: list[int], layer: int, head: int, step_ids: list[str],
-                    backward: Checkpoint | None = None) -> dict[str, Outcome]:
-    """step id -> its experiment's outcome, for the steps of `step_ids` that have one. `ids`: the text
-    as the model read it (the LM's with its start token; the review's unpadded)."""
-    model, tok = ckpt.require()
-    registry = EXPERIMENTS[LM if ckpt.name == LM else "sentiment"]
-    reader = None if ckpt.name == LM else Reader(model, tok, ckpt.name, ckpt.classifier)
-    other = (Reader(backward.model, backward.tokenizer, SENTIMENT_BACKWARD, backward.classifier)
-             if backward is not None else None)
-    run = Run(model, tok, torch.tensor([ids], device=next(model.parameters()).device), layer, head, reader, other)
-    outcomes = {}
-    for key in step_ids:
-        if key in registry:
+class Experiments:
+    """The experiments of one tour: what they run on, and each outcome once it has run. `ids`: the text
+    as the model read it (the LM's with its start token; the review's unpadded); `backward`: the reader
+    the reading-order experiment compares; `slot`: each run's turn on the machine (`DemoService.compute`)."""
+
+    def __init__(self, ckpt: Checkpoint, ids: list[int], layer: int, head: int, backward: Checkpoint | None = None,
+                 slot: Callable[[], AbstractContextManager] = nullcontext):
+        self.ckpt, self.ids, self.layer, self.head, self.backward, self.slot = ckpt, ids, layer, head, backward, slot
+        self.registry = EXPERIMENTS[LM if ckpt.name == LM else "sentiment"]
+        self.outcomes: dict[str, Outcome | None] = {}
+
+    @cached_property
+    def run(self) -> Run:
+        """What every experiment gets; the sampling step's at the chat's settings (`SAMPLING`), as the
+        step's own picture draws."""
+        model, tok = self.ckpt.require()
+        reader = None if self.ckpt.name == LM else Reader(model, tok, self.ckpt.name, self.ckpt.classifier)
+        other = (Reader(self.backward.model, self.backward.tokenizer, SENTIMENT_BACKWARD, self.backward.classifier)
+                 if self.backward else None)
+        ids = torch.tensor([self.ids], device=next(model.parameters()).device)
+        sampling, _ = self.settings(SAMPLING.temperature, SAMPLING.top_k, SAMPLING.top_p)
+        return Run(model, tok, ids, self.layer, self.head, reader, other, sampling)
+
+    def settings(self, temperature: object, top_k: object, top_p: object) -> tuple[GenerationConfig, list[str]]:
+        """A visitor's sampler settings, clamped as the chat clamps them (top-k past the vocabulary is
+        off, temperature 0 is greedy), with a notice for each change."""
+        model, _ = self.ckpt.require()
+        return generation_config(model.config.vocab_size, None, 1, temperature, top_k, top_p, SAMPLING.seed)
+
+    def of(self, key: str) -> Outcome | None:
+        """Step `key`'s outcome, run on the first call; None where the step has no experiment, or its
+        experiment cannot run here (the reading-order one without a backward reader: a toy)."""
+        if key in self.registry and key not in self.outcomes:
+            self.outcomes[key] = self._outcome(key, lambda: self.run)
+        return self.outcomes.get(key)
+
+    def sampled(self, settings: GenerationConfig) -> Outcome | None:
+        """The sampling step's experiment at `settings` (the tour's controls), run at every call: a
+        control moved is a new experiment, and one more pass costs what a cached one would save."""
+        return self._outcome("sampling", lambda: replace(self.run, sampling=settings))
+
+    def _outcome(self, key: str, run: Callable[[], Run]) -> Outcome | None:
+        with self.slot():
             try:
-                outcomes[key] = registry[key](run)
-            except Unavailable:  # the reading-order experiment without a backward reader (a toy)
-                pass
-    return outcomes
+                return self.registry[key](run())
+            except Unavailable:
+                return None
 
 
 def experiment_json(o: Outcome) -> dict:

@@ -10,6 +10,7 @@ the track's `State`, and the track with `add_track`; the attention steps both tr
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -18,6 +19,9 @@ from demo.views.tour.capture import Pass
 from demo.views.tour.code import CodeRange, CodeRef, source_lines
 from demo.views.tour.recompute import Check, HeadAttention
 from inspection.experiments import Outcome
+
+if TYPE_CHECKING:  # its module reads the LM track's settings, which registers through this one
+    from demo.views.tour.experiments import Experiments
 
 
 @dataclass
@@ -69,7 +73,7 @@ class StepSpec:
     """A registered step: `id` names it (and its text, `lessons/<id>.md`); `code`, its source lines;
     `build(state)`, its pictures, checks and numbers; `link`, the app view that goes further ("lens"
     or "sampling"). A step's experiment, if it has one, is registered under its id in
-    `inspection.experiments` (`demo.views.tour.experiments` runs it)."""
+    `inspection.experiments` (`Tour.experiment` runs it)."""
 
     id: str
     code: CodeRef
@@ -137,7 +141,6 @@ class Step:
     checks: list[Check] = field(default_factory=list)
     worked: str = ""  # one number worked out by hand
     link: str = ""  # "lens" or "sampling": the app view that goes further
-    experiment: Outcome | None = None  # the step changed for one pass (`inspection.experiments`)
 
     @property
     def mismatches(self) -> list[Check]:
@@ -170,3 +173,8 @@ class Tour:
     target: str = ""  # the learning chapter: the token learned, its probability before and after one step
     probability_before: float | None = None
     probability_after: float | None = None
+    experiments: "Experiments | None" = None  # each step's experiment, run when first asked for
+
+    def experiment(self, key: str) -> Outcome | None:
+        """Step `key` changed for one pass (`inspection.experiments`), or None where it has no experiment."""
+        return self.experiments.of(key) if self.experiments is not None else None

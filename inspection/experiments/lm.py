@@ -1,71 +1,16 @@
-"""Switch one part of a trained model off, or change it, for one forward pass, and see what breaks:
-why each step of the tour is there (seed 003: understand *why* each component exists).
-
-Every experiment is a patch of named points (`model.hooks(patch=...)`, `model/hooks.py`) on the
-visitor's own text, so the model, the text and the code are the tour's; the output before and
-after is the same view (the top next tokens for the LM, the label probabilities for the
-classifier) and the verdict is a sentence computed from the numbers, never a fixed claim:
-
-    outcome = lm_experiment("mask", lm, tokenizer, ids, layer=2, head=1)
-    outcome.change, outcome.before, outcome.after, outcome.verdict, outcome.measures
-
-`LM_EXPERIMENTS` and `CLASSIFIER_EXPERIMENTS` are registries keyed by the tour's step ids (a new
-experiment is one function and one entry).
-"""
+"""The language model's experiments, keyed by the LM tour's step ids (`LM_EXPERIMENTS`): each a
+patch of named points on the visitor's text, its top next tokens before and after."""
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import torch
 
-from classifier import Reader
-from model import DecoderOnlyLM, EncoderDecoder, attention_point, filter_logits
-from tokenization import BPETokenizer, token_label
-
-from .ablation import HeadMask
-
-TOP = 5  # next tokens shown before and after
-
-
-class Unavailable(ValueError):
-    """This experiment cannot run here (it needs a model that is not served)."""
-
-
-@dataclass
-class Outcome:
-    """One experiment on one text: what was changed, the output before and after, and what it says."""
-
-    change: str  # what the patch does, in words
-    before: list[tuple[str, float]] | dict[str, float]  # top next tokens, best first; or P(label)
-    after: list[tuple[str, float]] | dict[str, float]
-    verdict: str  # one sentence computed from the numbers: what the step is for
-    measures: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (before, after)
-
-
-@dataclass
-class Run:
-    """What an experiment gets: the model, the text's ids (1, T), the layer and head the tour shows."""
-
-    model: DecoderOnlyLM | EncoderDecoder
-    tokenizer: BPETokenizer
-    ids: torch.Tensor
-    layer: int
-    head: int
-    reader: Reader | None = None  # the classifier's reader (its label words and temperature)
-    backward: Reader | None = None  # the other reading order, when one is served
-
-    def label(self, token_id: int) -> str:
-        return token_label(self.tokenizer, token_id)
-
-
-# -- shared pieces ---------------------------------------------------------------------------------
-
-
-def entropy(weights: torch.Tensor) -> float:
-    """Mean entropy in nats of attention rows (…, T_k): 0 when every row looks at one key."""
-    w = weights.double()
-    return float(-(w * w.clamp_min(1e-30).log()).sum(-1).mean())
+from inspection.ablation import HeadMask
+from inspection.experiments.common import TOP, Outcome, Run, Unavailable, entropy
+from model import DecoderOnlyLM, GenerationConfig, attention_point, sampling_distribution
+from tokenization import BPETokenizer
 
 
 def _lm_logits(r: Run, patch=None, read=()) -> tuple[torch.Tensor, dict]:
@@ -117,18 +62,11 @@ def _ffn_share(config) -> float:
     return ffn / (ffn + 4 * config.d_model ** 2)
 
 
-def _layers(model) -> int:
-    return model.config.n_decoder_layer if isinstance(model, DecoderOnlyLM) else model.config.n_encoder_layer
-
-
 def _recorder(store: dict, key: str):
     def record(x):
         store[key] = x
         return x
     return record
-
-
-# -- the language model -------------------------------------------------------------------------------
 
 
 def lm_embedding(r: Run) -> Outcome:
@@ -335,28 +273,59 @@ def lm_stack(r: Run) -> Outcome:
                          f"matrix, is a rougher guess: the upper layers refine it. " + _loss_sentence(b, a, m)))
 
 
-def _sampling_outcome(r: Run, change: str, after_fn: Callable[[torch.Tensor], torch.Tensor], what: str) -> Outcome:
+def _sampler_effect(z: torch.Tensor, s: GenerationConfig) -> str:
+    """What the sampler's settings `s` do to the logits `z` (V,), in words: the temperature's direction
+    and how many tokens each cut removes, counted with the generation code's own `sampling_distribution`."""
+    if s.greedy:
+        return "temperature 0 is greedy decoding, the likeliest token every time."
+    said = []
+    if s.temperature != 1:
+        said.append("a temperature below 1 sharpens the choice (more predictable text)" if s.temperature < 1 else
+                    "a temperature above 1 flattens the choice (more surprising text)")
+    vocab = z.numel()
+    after_k = int((sampling_distribution(z, replace(s, top_p=None)) > 0).sum())
+    kept = int((sampling_distribution(z, s) > 0).sum())
+    cuts = [f"top-k removes {vocab - after_k:,} tokens"] if s.top_k is not None else []
+    if s.top_p is not None and s.top_p < 1:
+        cuts.append(f"top-p {after_k - kept:,} more" if cuts else f"top-p removes {after_k - kept:,} tokens")
+    if cuts:
+        said.append(" and ".join(cuts) + (", the long tail of unlikely tokens that would derail the text"
+                                           if kept < vocab else ""))
+    return "; ".join(said) + "." if said else "nothing changes: this is the model's own distribution."
+
+
+def _sampling_outcome(r: Run, change: str, settings: GenerationConfig) -> Outcome:
+    """The model's own next-token distribution (temperature 1, nothing cut) against the one the sampler
+    draws from at `settings` (`model.sampling_distribution`: the generation code's, not a copy)."""
     logits, _ = _lm_logits(r)
-    before = logits[-1].softmax(-1)
-    after = after_fn(logits[-1])
-    entropies = tuple(float(-(p * p.clamp_min(1e-30).log()).sum()) for p in (before, after))
+    z = logits[-1]
+    before, after = z.softmax(-1), sampling_distribution(z, settings)
+    entropies = entropy(before), entropy(after)
     kept = int((after > 0).sum())
     verdict = (f"The distribution's entropy goes from {entropies[0]:.2f} to {entropies[1]:.2f} nats and "
-               f"{kept:,} tokens can still be drawn: {what}")
+               f"{kept:,} token{'s' if kept != 1 else ''} can still be drawn: {_sampler_effect(z, settings)}")
     return Outcome(change, _top(r, before), _top(r, after), verdict, {"entropy": entropies})
+
+
+def sampler_settings(s: GenerationConfig) -> str:
+    """The sampler's settings as the sampling step's experiment names them: "temperature 0.8, top-k 40,
+    top-p 0.95"."""
+    if s.greedy:
+        return "temperature 0 (greedy decoding)"
+    top_k = f"top-k {s.top_k:,}" if s.top_k is not None else "no top-k"
+    top_p = f"top-p {s.top_p:g}" if s.top_p is not None and s.top_p < 1 else "no top-p"
+    return f"temperature {s.temperature:g}, {top_k}, {top_p}"
 
 
 def lm_probabilities(r: Run) -> Outcome:
     return _sampling_outcome(r, "temperature 2 instead of 1 (the logits divided by 2 before the softmax)",
-                             lambda z: (z / 2).softmax(-1),
-                             "a higher temperature flattens the choice (more surprising text), a lower one "
-                             "sharpens it.")
+                             GenerationConfig(temperature=2))
 
 
 def lm_sampling(r: Run) -> Outcome:
-    return _sampling_outcome(r, f"top-k = {TOP}: only the {TOP} likeliest tokens may be drawn",
-                             lambda z: filter_logits(z, TOP, None).softmax(-1),
-                             "top-k cuts the long tail of unlikely tokens that would derail the text.")
+    """What the sampler draws from at `r.sampling` (the tour's temperature, top-k and top-p controls)."""
+    return _sampling_outcome(r, f"the next token drawn at {sampler_settings(r.sampling)} instead of from the "
+                                "model's own probabilities (temperature 1, nothing cut)", r.sampling)
 
 
 LM_EXPERIMENTS: dict[str, Callable[[Run], Outcome]] = {
@@ -367,185 +336,7 @@ LM_EXPERIMENTS: dict[str, Callable[[Run], Outcome]] = {
 }
 
 
-# -- the classifier ----------------------------------------------------------------------------------
-
-
-def _by_label(reader: Reader, probs: torch.Tensor) -> dict[str, float]:
-    """P(label) (K,) as the outcome shows it: label -> probability, 4 decimals."""
-    return dict(zip(reader.labels, [round(float(p), 4) for p in probs], strict=True))
-
-
-def _labels(r: Run, patch=None, reader: Reader | None = None) -> dict[str, float]:
-    reader = reader or r.reader
-    with torch.inference_mode(), reader.model.hooks(patch=patch or {}):
-        probs = reader.read(r.ids)[0].exp()
-    return _by_label(reader, probs)
-
-
-def _label_outcome(r: Run, change: str, patch: dict, why: str | Callable[[float], str]) -> Outcome:
-    """P(label) with and without `patch`; `why` the verdict's end, or a function of the change of
-    the top label's probability that writes it."""
-    before, after = _labels(r), _labels(r, patch)
-    top = max(before, key=before.get)
-    shift = after[top] - before[top]
-    why = why(shift) if callable(why) else why
-    verdict = (f"P({top}) goes from {before[top]:.3f} to {after[top]:.3f} ({shift:+.3f})"
-               f"{'; the label flips to ' + max(after, key=after.get) if max(after, key=after.get) != top else ''}: "
-               f"{why}")
-    return Outcome(change, before, after, verdict, {f"p_{top}": (before[top], after[top])})
-
-
-def _cross_blocked(r: Run, blocked: torch.Tensor) -> dict:
-    """Patch every cross-attention mask so that no decoder step sees the source positions `blocked` (S,)."""
-    def block(mask):
-        return mask & ~blocked.to(mask.device)
-    return {attention_point("cross", i, "mask"): block for i in range(r.model.config.n_decoder_layer)}
-
-
-def cls_positions(r: Run) -> Outcome:
-    return _label_outcome(r, "the encoder gets no positional encoding", {"encoder.pos": torch.zeros_like},
-                          "the classifier reads word order too (\"not good\" is not \"good, not\").")
-
-
-def cls_scaling(r: Run) -> Outcome:
-    i = min(r.layer, _layers(r.model) - 1)
-    d_k = r.model.config.d_model // r.model.config.n_head
-    patch = {attention_point("encoder_self", i, "scores"): lambda s: s * math.sqrt(d_k)}
-    weights = attention_point("encoder_self", i, "weights")
-    spread = []
-    for p in ({}, patch):
-        with torch.inference_mode(), r.model.hooks(read=[weights], patch=p) as seen:
-            r.reader.read(r.ids)
-        spread.append(entropy(seen[weights]))
-    outcome = _label_outcome(r, f"the encoder's layer {i + 1} scores are not divided by √d_k = {math.sqrt(d_k):.1f}",
-                             patch, f"the attention entropy falls from {spread[0]:.2f} to {spread[1]:.2f} nats, "
-                                    "the softmax closer to one token per row.")
-    outcome.measures["entropy"] = tuple(spread)
-    return outcome
-
-
-def cls_qkv(r: Run) -> Outcome:
-    i, h = min(r.layer, _layers(r.model) - 1), r.head
-
-    def no_query(q):
-        q = q.clone()
-        q[:, h] = 0
-        return q
-
-    return _label_outcome(r, f"head {h + 1} of the encoder's layer {i + 1} gets no query (q = 0): it attends "
-                             "evenly to every token it may see",
-                          {attention_point("encoder_self", i, "q"): no_query},
-                          "the query is how each token chooses what to read; without it the head only averages.")
-
-
-def cls_softmax(r: Run) -> Outcome:
-    i = min(r.layer, _layers(r.model) - 1)
-
-    def hard(w):
-        return torch.nn.functional.one_hot(w.argmax(-1), w.size(-1)).to(w.dtype)
-
-    return _label_outcome(r, f"the encoder's layer {i + 1} softmax becomes a hard choice: all weight on each row's "
-                             "best key", {attention_point("encoder_self", i, "weights"): hard},
-                          "a smooth softmax mixes several tokens, and only a smooth one can be trained by gradients.")
-
-
-def cls_padding(r: Run) -> Outcome:
-    """The review with pad tokens after it, as a batch holds it: read with the padding mask, then with
-    the mask removed (every encoder and cross-attention may read the padding)."""
-    pad = r.model.config.pad_token_id
-    ids = torch.cat([r.ids, torch.full((1, 2), pad, device=r.ids.device)], 1)
-    mask = torch.ones_like(ids)
-    mask[0, -2:] = 0
-    c = r.model.config
-    patch = {attention_point(kind, i, "mask"): torch.ones_like
-             for kind, n in (("encoder_self", c.n_encoder_layer), ("cross", c.n_decoder_layer)) for i in range(n)}
-
-    def read(p):
-        with torch.inference_mode(), r.model.hooks(patch=p):
-            probs = r.reader.read(ids, mask)[0].exp()
-        return _by_label(r.reader, probs)
-
-    before, after = read({}), read(patch)
-    top = max(before, key=before.get)
-    verdict = (f"With the padding mask P({top}) is {before[top]:.3f}, as for the review alone ({_labels(r)[top]:.3f}); "
-               f"with the padding read it is {after[top]:.3f}: the mask is what keeps the pad tokens a batch adds "
-               "from changing a review's verdict.")
-    return Outcome("the padding mask is removed: attention may read the 2 pad tokens after the review", before, after,
-                   verdict, {f"p_{top}": (before[top], after[top])})
-
-
-def cls_cross(r: Run) -> Outcome:
-    """Cross-attention blocked from the source token the label step attends to most."""
-    with torch.inference_mode(), r.model.hooks(read=[attention_point("cross", i, "weights")
-                                                     for i in range(r.model.config.n_decoder_layer)]) as seen:
-        r.reader.read(r.ids)
-    first_step = torch.stack([w[:, :, 0, :] for w in seen.values()]).float().mean((0, 1, 2))  # (S,) over K candidates
-    top = int(first_step.argmax())
-    blocked = torch.zeros(r.ids.size(1), dtype=torch.bool)
-    blocked[top] = True
-    word = r.label(int(r.ids[0, top]))
-    return _label_outcome(r, f"the decoder may not look at “{word}” (position {top + 1}), the review token its "
-                             f"first step attends to most ({float(first_step[top]):.0%} of its attention)",
-                          _cross_blocked(r, blocked),
-                          "cross-attention is the decoder's only way to read the review: what it cannot see "
-                          "cannot move the label.")
-
-
-def cls_end_token(r: Run) -> Outcome:
-    last = r.ids.size(1) - 1
-    blocked = torch.zeros(r.ids.size(1), dtype=torch.bool)
-    blocked[last] = True
-    causal = bool(r.model.config.causal_encoder)
-    where = ("in this causal encoder `</s>` is the one position that has read the whole review"
-             if causal else "every position of this encoder has read the whole review, `</s>` included")
-
-    def why(shift: float) -> str:
-        if abs(shift) < 0.02:
-            return (f"{where}, yet the label barely moves: the decoder does not rely on one summary position, it "
-                    "reads the review's words themselves.")
-        return f"{where}, and the decoder leans on it for its summary."
-
-    return _label_outcome(r, "the decoder may not look at the end token `</s>`", _cross_blocked(r, blocked), why)
-
-
-def cls_reading_order(r: Run) -> Outcome:
-    if r.backward is None:
-        raise Unavailable("no backward reader is served: nothing to compare the reading order with")
-    before, after = _labels(r), _labels(r, reader=r.backward)
-    top = max(before, key=before.get)
-    verdict = (f"Read right to left, P({top}) is {after[top]:.3f} instead of {before[top]:.3f}: two readers that see "
-               "the text in opposite orders make different mistakes, which is why the app averages them.")
-    return Outcome("the same review read by the backward reader (last token first)", before, after, verdict,
-                   {f"p_{top}": (before[top], after[top])})
-
-
-def cls_label(r: Run) -> Outcome:
-    t = r.reader.temperature
-    with torch.inference_mode():
-        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0].float()
-    raw = _by_label(r.reader, scores.softmax(-1))
-    fitted = _labels(r)
-    top = max(fitted, key=fitted.get)
-    verdict = (f"At temperature 1 P({top}) would be {raw[top]:.3f}; at the fitted {t:.2f} it is {fitted[top]:.3f}: "
-               "the same label, with a confidence that matches how often the classifier is right on held-out reviews.")
-    return Outcome(f"the label scores softmaxed at temperature 1 instead of the fitted {t:.2f}", fitted, raw, verdict,
-                   {f"p_{top}": (fitted[top], raw[top])})
-
-
-CLASSIFIER_EXPERIMENTS: dict[str, Callable[[Run], Outcome]] = {
-    "source_tokens": cls_reading_order, "source_embedding": cls_positions, "qkv": cls_qkv, "scaling": cls_scaling,
-    "padding_mask": cls_padding, "softmax": cls_softmax, "memory": cls_end_token, "cross": cls_cross,
-    "label": cls_label,
-}
-
-
 def lm_experiment(step: str, model: DecoderOnlyLM, tokenizer: BPETokenizer, ids: torch.Tensor, layer: int = 0,
                   head: int = 0) -> Outcome:
     """The experiment of the LM tour's `step` on `ids` (1, T), at the tour's layer and head."""
     return LM_EXPERIMENTS[step](Run(model, tokenizer, ids, layer, head))
-
-
-def classifier_experiment(step: str, reader: Reader, ids: torch.Tensor, layer: int = 0, head: int = 0,
-                          backward: Reader | None = None) -> Outcome:
-    """The experiment of the sentiment tour's `step` on a review's ids (1, S)."""
-    return CLASSIFIER_EXPERIMENTS[step](Run(reader.model, reader.tokenizer, ids, layer, head, reader, backward))
