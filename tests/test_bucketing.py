@@ -51,6 +51,15 @@ def test_cut_by_budget_by_hand():
     assert cut_by_budget([0, 1, 2, 3, 4], lengths, max_tokens=60) == [[0, 1], [2], [3], [4]]
     assert cut_by_budget([4, 0, 1, 2], lengths, max_tokens=60) == [[4, 0, 1], [2]]  # 3 x 10 = 30, then 4 x 30
     assert cut_by_budget([4, 0, 1], lengths, max_tokens=60, max_rows=2) == [[4, 0], [1]]
+    # padding: [5, 10] pads 5 of 20 (0.25); [5, 10, 30] would pad 45 of 90 (0.5); [0, 1] + 40 pads 60 of 120
+    assert cut_by_budget([4, 0, 2], lengths, max_tokens=100, max_padding=0.25) == [[4, 0], [2]]
+    assert cut_by_budget([4, 0, 2], lengths, max_tokens=100, max_padding=0.5) == [[4, 0, 2]]
+    assert cut_by_budget([0, 1, 3], lengths, max_tokens=200, max_padding=0.49) == [[0, 1], [3]]
+
+
+def test_a_long_review_s_short_middle_window_is_read_alone_not_padded():
+    assert length_batches([1024, 258], max_tokens=16384) == [[1], [0]]
+    assert length_batches([1024, 1000, 980], max_tokens=16384) == [[2, 1, 0]]
 
 
 def test_length_batches_cover_everything_in_length_order():
