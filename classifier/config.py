@@ -31,7 +31,7 @@ from pathlib import Path
 
 from model import EncoderDecoderConfig
 from model.config import _check_type, bounded
-from model.pretrained import read_config
+from model.pretrained import read_config, read_json_object
 from storage import CLASSIFIER_NAME, CONFIG_NAME, atomic_write_text
 
 MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-2, 100.0  # the range `training.calibration.fit_temperature` searches
@@ -88,12 +88,7 @@ class ClassifierConfig:
         directory = Path(directory)
         path = directory / CLASSIFIER_NAME
         if path.is_file():
-            try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path} is not valid JSON: {e}") from None
-            if not isinstance(raw, dict):
-                raise ValueError(f"{path} must hold a JSON object, not {type(raw).__name__}")
+            raw = read_json_object(path)
         else:
             path = directory / CONFIG_NAME
             raw = {k: v for k, v in read_config(directory).items() if k in EncoderDecoderConfig.moved_to_classifier}

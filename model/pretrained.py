@@ -23,10 +23,8 @@ from .hooks import attach, names, owner
 MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedModel subclasses
 
 
-def read_config(directory: str | os.PathLike) -> dict:
-    path = Path(directory) / CONFIG_NAME
-    if not path.is_file():
-        raise FileNotFoundError(f"no {CONFIG_NAME} in {directory!s} (expected {path})")
+def read_json_object(path: Path) -> dict:
+    """A checkpoint's JSON file as a dict; anything else is a `ValueError` naming the file."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
@@ -34,6 +32,13 @@ def read_config(directory: str | os.PathLike) -> dict:
     if not isinstance(raw, dict):
         raise ValueError(f"{path} must hold a JSON object, not {type(raw).__name__}")
     return raw
+
+
+def read_config(directory: str | os.PathLike) -> dict:
+    path = Path(directory) / CONFIG_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"no {CONFIG_NAME} in {directory!s} (expected {path})")
+    return read_json_object(path)
 
 
 class PreTrainedModel(torch.nn.Module):
