@@ -292,7 +292,12 @@ class SentimentTask(Seq2SeqTask):
         ["It knows two labels only ({labels}); a neutral, mixed or off-topic text still gets one of them.",
          "It was trained and measured on IMDB movie reviews only; other domains (products, tweets) and "
          "other languages are out of its distribution, and its accuracy there is unknown.",
-         "A review longer than {max_src} tokens is read as its first {head} and its last {tail} tokens.",
+         "It trained on a review longer than {max_src} tokens as its first {head} and its last {tail} tokens; "
+         "`classifier.Reader` and the app read such a review whole, that cut first and the middle it leaves "
+         "out in windows of their own, the windows' scores averaged (`tokenization.windows`).",
+         "Links, @handles, emoji and markup are set aside and SHOUTING, Headline Case and stretched letters "
+         "respelled before it reads a text (`tokenization.normalise`); a single word alone is still often "
+         "misread (`python -m benchmarks.behaviour` measures how often).",
          "Its probabilities are softmaxed at a temperature of {temperature:.2f}, fitted on the selection rows' "
          "full reviews (temperature scaling); `python -m benchmarks.calibration` measures how well that holds on "
          "the report rows, full reviews and one-line texts (their first and last sentences)."])
