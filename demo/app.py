@@ -112,9 +112,9 @@ def build_parser() -> Parser:
                              "snapshots, if it kept any, fill the 'Watch it learn' tab")
     parser.add_argument(f"--{SENTIMENT}", metavar="PATH", help="serve this sentiment model instead (as --lm)")
     parser.add_argument(f"--{SENTIMENT_BACKWARD}", metavar="PATH",
-                        help="its backward reader, combined with it in the verdict (the mean of their log-probabilities at "
-                             "the pair's temperature; a classifier fine-tuned from a backward LM; beside --sentiment, "
-                             "none unless given)")
+                        help="its backward reader, combined with it in the verdict (the mean of their "
+                             "log-probabilities at the pair's temperature; a classifier fine-tuned from a backward LM; "
+                             "beside --sentiment, none unless given)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="auto = CUDA when available")
     parser.add_argument("--precision", choices=PRECISIONS, default=os.environ.get(PRECISION_ENV, "auto"),
