@@ -94,8 +94,8 @@ def test_about_says_when_the_classifier_reads_the_end_of_long_reviews(tmp_path: 
     settings = json.loads((ckpt / "sentiment" / "classifier.json").read_text())
     (ckpt / "sentiment" / "classifier.json").write_text(json.dumps({**settings, "src_keep_tail": 40}))
     about = about_markdown(DemoService(ckpt, device="cpu"))
-    assert (f"reads up to {config['max_src_len']} tokens at once (a longer review: its start and its last 40 first, then "
-            "the middle in windows of its own, the scores averaged)") in about
+    assert (f"reads up to {config['max_src_len']} tokens at once (a longer review: its start and its last 40 "
+            "first, then the middle in windows of its own, the scores averaged)") in about
 
 
 def test_about_reads_a_full_training_metrics_file(tmp_path: Path) -> None:
