@@ -24,9 +24,10 @@ from demo.views.tour import attention, learn, lm, sentiment  # noqa: F401  (regi
 from demo.views.tour.api import make_step, steps, tour, tour_checkpoint, tour_json, tour_of, track_shape
 from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass
 from demo.views.tour.code import CodeRange, CodeRef
+from demo.views.tour.experiments import SAMPLING
 from demo.views.tour.learn import LEARN
 from demo.views.tour.lesson_text import LessonError
-from demo.views.tour.lm import SAMPLING, TOP_TOKENS, lm_pass
+from demo.views.tour.lm import TOP_TOKENS, lm_pass
 from demo.views.tour.recompute import Check, allowed, check, sinusoids, softmax
 from demo.views.tour.registry import REGISTRY, TRACKS, Built, Panel, Step, StepSpec, Tour, code_range, step
 from demo.views.tour.sentiment import PADDING, sentiment_pass

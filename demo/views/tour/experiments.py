@@ -17,9 +17,10 @@ import torch
 from classifier import Reader
 from demo.serving import LM, SENTIMENT_BACKWARD, Checkpoint
 from demo.views.chat import generation_config
-from demo.views.tour.lm import SAMPLING
 from inspection.experiments import CLASSIFIER_EXPERIMENTS, LM_EXPERIMENTS, Outcome, Run, Unavailable
 from model import GenerationConfig
+
+SAMPLING = GenerationConfig(temperature=0.8, top_k=40, top_p=0.95, seed=0)  # the chat's defaults: the sampling step's
 
 EXPERIMENTS = {"lm": LM_EXPERIMENTS, "sentiment": CLASSIFIER_EXPERIMENTS}
 

@@ -9,6 +9,7 @@ import torch
 from demo.serving import LM, Checkpoint, DemoError
 from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass, capture, heads_to_rows, label, parameter_counts
 from demo.views.tour.code import CodeRef
+from demo.views.tour.experiments import SAMPLING
 from demo.views.tour.lesson_text import Part
 from demo.views.tour.recompute import (
     allowed,
@@ -27,10 +28,9 @@ from demo.views.tour.recompute import (
 from demo.views.tour.registry import Built, State, Track, add_track, step
 from demo.views.tour.show import bars, dot, heat, ids_worked, num, pieces, tok
 from inspection.logit_lens import residual_stream_points
-from model.generation import GenerationConfig, sampling_distribution, select_token
+from model.generation import sampling_distribution, select_token
 
 BYTES = 256  # a byte-level BPE vocabulary holds every byte: a smaller one is whole words (the toy's)
-SAMPLING = GenerationConfig(temperature=0.8, top_k=40, top_p=0.95, seed=0)  # the chat's default settings
 TOP_TOKENS = 10  # the JSON's top_tokens
 
 
