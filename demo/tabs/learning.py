@@ -8,9 +8,10 @@ from pathlib import Path
 import gradio as gr
 
 from demo import plots
-from demo.serving import DemoService, SnapshotSet, failure
+from demo.serving import LM, DemoService, SnapshotSet, failure
 from demo.tabs.common import bind, notice_markdown
 from demo.text import lm_openings, own_text
+from demo.views.ablation import head_name as ablation_head_name
 from demo.views.learning import (
     MAX_NEW_TOKENS,
     NO_SNAPSHOTS,
@@ -21,6 +22,7 @@ from demo.views.learning import (
     head_across_run,
     learning_view,
 )
+from inspection.ablation import Head
 from inspection.head_kinds import THRESHOLDS
 
 LEARNING_INTRO = (
@@ -146,8 +148,8 @@ def first_prompt(service: DemoService, snapshots: SnapshotSet) -> str:
 
 
 def head_name(layer: int, head: int) -> str:
-    """A head as the tables name it: "L1 H2" (counted from 1)."""
-    return f"L{layer + 1} H{head + 1}"
+    """A language-model head as the head panel names it: "L1 H2" (counted from 1, `ablation.head_name`)."""
+    return ablation_head_name(LM, Head("decoder_self", layer, head))
 
 
 def head_summary(view: HeadAcrossRun) -> str:
