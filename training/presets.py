@@ -34,7 +34,7 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
 # a fast machine trains longer and a slow one ends its schedule in time; --max-steps N still fixes them
 LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_size=256, dropout=0.0),
              "train": dict(batch_size=16, max_steps=None, lr=2e-3, warmup_steps=50, eval_every=200,
-                           eval_batches=40, max_minutes=9.0)}
+                           eval_batches=40, max_minutes=9.0, recipe=dict(schedule="wsd"))}
 LAPTOP_SENTIMENT = {  # with --init-from checkpoints/lm its encoder is the LM's 6 layers x 320 (this shape: without)
     "model": dict(n_encoder_layer=4, n_decoder_layer=1, n_head=4, d_model=256, d_ff=1024, max_src_len=256,
                   max_tgt_len=8, dropout=0.1, norm_first=True, causal_encoder=True),

@@ -181,8 +181,11 @@ def build_parser() -> Parser:
                         help="auxiliary next-token loss on the source, times this weight "
                              "(needs --set causal_encoder=1)")
     recipe.add_argument("--schedule", choices=SCHEDULES,
-                        help="learning-rate schedule: warmup + cosine (default), or ULMFiT's slanted triangular "
-                             "(stlr)")
+                        help="learning-rate schedule: warmup + cosine (default), ULMFiT's slanted triangular "
+                             "(stlr), or warmup-stable-decay (wsd: the peak held, a decay over the last "
+                             "--decay-fraction of the steps; the laptop LM's)")
+    recipe.add_argument("--decay-fraction", type=float,
+                        help="wsd: the share of the steps, at the end, over which the rate decays (default 0.2)")
     recipe.add_argument("--evidence", nargs="+", metavar="PATH",
                         help="sentiment: evidence caches (python -m training.evidence) to draw snippets from")
     recipe.add_argument("--evidence-prob", type=float,
@@ -391,7 +394,8 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
     model = model_settings(preset, explicit)
     train = asdict(cfg)
     if cfg.max_steps is None:
-        train["max_steps"] = f"as many as fit {cfg.max_minutes:g} minutes (timed on the first steps)"
+        train["max_steps"] = f"as many as fit {cfg.max_minutes:g} minutes (timed on the first steps" + (
+            ", re-fitted as it trains until the decay starts)" if cfg.recipe.schedule == "wsd" else ")")
     print(json.dumps({"task": args.task, "preset": args.preset, **data, "val_size": held_out,
                       "split_seed": split_seed(args), "max_examples": args.max_examples,
                       "tokenizer": tokenizer, "vocab_size": vocab, "init_from": args.init_from,
