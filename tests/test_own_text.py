@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from huggingface_hub import ModelCard
 
-from demo.serving import DemoService
+from demo.serving import DemoError, DemoService
 from demo.serving.checkpoint import LM
 from demo.tiny import shared_tiny_checkpoints
 from publishing import report
@@ -98,6 +98,10 @@ def test_a_text_file_trains_with_its_own_tokenizer_then_samples_evaluates_and_se
         assert list(expected.token_ids[: len(read)]) == read
         assert own.decode(expected.token_ids[len(read):]) == expected.text and len(expected.steps) > 0
         assert [row[1] for row in table["data"]] == [visible(step.token, show_spaces=True) for step in expected.steps]
+        with pytest.raises(DemoError, match="a text like `play.txt`"):  # an empty message: no movie review
+            continue_text(service, " ")
+        _, *rest = client.predict("", [], 6, 0.0, 40, 0.95, 1, 0, api_name="/chat")
+        assert "a text like `play.txt`" in str(rest) and "movie" not in str(rest)
         _, summary = client.predict("ANNA:\nThe king said", api_name="/tokenize")
         assert f"**{len(own.encode('ANNA:' + chr(10) + 'The king said'))} tokens**" in summary
     finally:
@@ -128,6 +132,17 @@ def test_a_model_of_imdb_keeps_the_review_openings():
     own = {"data": {"kind": "data", "source": "/x/notes.txt"}, "sample_prompts": ["Dear diary,", ""]}
     assert lm_openings(own) == ["Dear diary,"] and "`notes.txt`" in chat_intro(own)
     assert lm_openings({"data": {"kind": "data", "source": "n.txt"}}) == CHAT_EXAMPLES  # none recorded
+
+
+def test_an_empty_chat_message_asks_for_the_kind_of_text_the_model_was_trained_on():
+    from demo.views.chat import empty_prompt
+
+    imdb = {"data": {"kind": "data_dir", "source": "../shared/data/imdb"}, "sample_prompts": ["I rented this"]}
+    assert "movie review" in empty_prompt(imdb) and "movie review" in empty_prompt({})
+    own = {"data": {"kind": "data", "source": "/x/play.txt"}, "sample_prompts": ["ANGELO:\nCharges she more"]}
+    assert empty_prompt(own) == "Type the opening of a text like `play.txt` first, e.g. *“ANGELO: Charges she more”*."
+    none = {"data": {"kind": "data", "source": "n.txt"}}  # no opening recorded: no example, not a movie one
+    assert empty_prompt(none) == "Type the opening of a text like `n.txt` first."
 
 
 def test_evaluate_refuses_a_file_changed_since_the_run(tmp_path):

@@ -527,14 +527,14 @@ class StepClock:
 
 
 def budgeted(tmp_path: Path, tokenizer_path: Path, clock: StepClock, max_steps: int | None, name: str,
-             schedule: str = "cosine") -> Trainer:
+             schedule: str = "cosine", eval_every: int = 1000) -> Trainer:
     """A tiny LM's trainer with 1 minute to train (eval_every past the end: one evaluation, where it
     stops), evaluations planned at 0.5 s a row, and the same initial weights every time."""
     from training.contract import TaskOptions
     from training.data import load_splits
 
     task = clock.timing(TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300)))
-    cfg = TrainConfig(batch_size=4, max_steps=max_steps, max_minutes=1, warmup_steps=5, eval_every=1000,
+    cfg = TrainConfig(batch_size=4, max_steps=max_steps, max_minutes=1, warmup_steps=5, eval_every=eval_every,
                       eval_batches=3, recipe=Recipe(schedule=schedule))
     data = task.prepare(BPETokenizer.from_file(tokenizer_path), TASKS["lm"].presets["tiny"]["model"], cfg)
     torch.manual_seed(0)
@@ -627,6 +627,26 @@ def test_a_wsd_refit_never_moves_the_decay_before_the_next_step(tmp_path, tokeni
     assert slowest.cfg.max_steps == 12 and slowest.decay_start() == 10 == slowest.sized["refit_step"]
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 12, "fixed", "wsd")
     assert fixed.train() == "max_steps" and slowest.step == 12 and same_weights(slowest, fixed)
+
+
+def test_a_wsd_run_decays_from_where_the_held_out_loss_stops_improving(tmp_path, tokenizer_path):
+    """Evaluated every 10 steps, the held-out loss falls, then rises at step 30 while the rate holds its
+    peak: the decay starts at step 30 (the fewest steps whose decay starts there: 37, 37 - 7 = 30) and
+    the run ends at 37, before its minute is up, as the fixed 37-step wsd run, keeping step 20's weights."""
+    losses = iter([5.0, 4.0, 4.5, 4.2])
+    cooled = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 0.5}), None, "cooled", "wsd", 10)
+    cooled.task.evaluate = lambda *args, **kwargs: {"loss": next(losses)}
+    assert cooled.train() == "max_steps" and cooled.step == cooled.cfg.max_steps == 37
+    assert cooled.sized["cooled_down_at"] == 30 == cooled.decay_start() and "refit_step" in cooled.sized
+    assert [p["val_loss"] for p in cooled.history] == [5.0, 4.0, 4.5, 4.2] and cooled.best["step"] == 20
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 37, "fixed", "wsd", 10)
+    assert fixed.train() == "max_steps" and same_weights(cooled, fixed)
+    losses = iter([5.0, 4.0, 4.5] + [4.2] * 20)  # the same losses under cosine: no refit, no cool-down, and
+    # the sizing's count, 29 (evaluations every 10 steps planned at 1.5 s)
+    cosine = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 0.5}), None, "cos", "cosine", 10)
+    cosine.task.evaluate = lambda *args, **kwargs: {"loss": next(losses)}
+    assert cosine.train() == "max_steps" and cosine.step == cosine.sized["max_steps"] == 29  # its first count
+    assert "cooled_down_at" not in cosine.sized and "first_max_steps" not in cosine.sized
 
 
 def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, tokenizer_path):

@@ -395,7 +395,8 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
     train = asdict(cfg)
     if cfg.max_steps is None:
         train["max_steps"] = f"as many as fit {cfg.max_minutes:g} minutes (timed on the first steps" + (
-            ", re-fitted as it trains until the decay starts)" if cfg.recipe.schedule == "wsd" else ")")
+            ", re-fitted as it trains until the decay starts, which a held-out loss that stops improving "
+            "brings forward)" if cfg.recipe.schedule == "wsd" else ")")
     print(json.dumps({"task": args.task, "preset": args.preset, **data, "val_size": held_out,
                       "split_seed": split_seed(args), "max_examples": args.max_examples,
                       "tokenizer": tokenizer, "vocab_size": vocab, "init_from": args.init_from,

@@ -224,7 +224,8 @@ class Trainer:
     periodic evaluations: seconds per validation row) or, until it evaluates, a resumed run's last rate
     on the same device and threads. A run without `max_steps` (the laptop preset's) first sizes them to
     the time it has (`size_to_budget`), and under the wsd schedule re-fits them to the steps it takes
-    while the rate holds its peak (`refit`). `clock` (seconds) is read once at the start, around the
+    while the rate holds its peak (`refit`), or starts the decay when a periodic evaluation finds the
+    held-out loss no better (`cool_down`). `clock` (seconds) is read once at the start, around the
     sizing steps and before and after each step; tests inject one to make a rank run out of time, or a
     step take a known time."""
 
@@ -409,7 +410,8 @@ class Trainer:
                       "budget_s": round(self.deadline - self.clock(), 1), "max_steps": self.cfg.max_steps}
         self.refitting = self.cfg.recipe.schedule == "wsd"
         if self.info.is_main:
-            later = ", re-fitted as it trains until the decay starts" if self.refitting else ""
+            later = (", re-fitted as it trains until the decay starts (sooner if the held-out loss stops "
+                     "improving)") if self.refitting else ""
             print(f"sized to the time left ({self.sized['budget_s']:.0f} s): {self.cfg.max_steps:,} steps of "
                   f"{step_seconds:.3f} s (timed on {SIZING_STEPS - SIZING_UNTIMED}), evaluations of "
                   f"{self.sized['eval_seconds']:.1f} s every {self.cfg.eval_every}{later}", flush=True)
@@ -429,18 +431,33 @@ class Trainer:
         count changed; under DDP the slowest rank's step time counts and rank 0's count is everyone's."""
         step_seconds = agreed(math.ceil(step_seconds * 1e6), self.device, self.info) / 1e6
         fit = self.step + self.steps_that_fit(step_seconds, now, snapshots_left)
-        low, high = self.step + 1, max(self.step + 1, self.cfg.max_steps)  # the fewest steps whose decay starts
-        fraction, warmup = self.cfg.recipe.decay_fraction, self.cfg.warmup_steps  # at or after this step
-        while low < high:
-            mid = (low + high) // 2
-            low, high = (mid + 1, high) if wsd_decay_start(warmup, mid, fraction) < self.step else (low, mid)
-        steps = agreed(max(fit, low) if self.info.is_main else 0, self.device, self.info)
+        steps = agreed(max(fit, self.decaying_from_here()) if self.info.is_main else 0, self.device, self.info)
         changed = steps != self.cfg.max_steps
         if changed:
             self.sized.setdefault("first_max_steps", self.sized["max_steps"])
             self.cfg.max_steps = steps
             self.sized.update(max_steps=steps, refit_step=self.step, refit_step_seconds=round(step_seconds, 4))
         return changed
+
+    def decaying_from_here(self) -> int:
+        """The fewest steps whose wsd decay starts at or after the next step (`self.step`), so that
+        every step taken so far was at the rate of the run that ends there."""
+        low, high = self.step + 1, max(self.step + 1, self.cfg.max_steps)
+        fraction, warmup = self.cfg.recipe.decay_fraction, self.cfg.warmup_steps
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (mid + 1, high) if wsd_decay_start(warmup, mid, fraction) < self.step else (low, mid)
+        return low
+
+    def cool_down(self) -> None:
+        """A sized wsd run whose held-out loss did not improve at a periodic evaluation while the rate
+        held its peak: more steps at the peak would only memorise the text (a small corpus on a fast
+        machine), so the decay starts at the next step and the run ends after it, before its time is
+        up. The best checkpoint is still the one kept; `sized` records where the decay began."""
+        steps = self.decaying_from_here()
+        self.sized.setdefault("first_max_steps", self.sized["max_steps"])
+        self.sized.update(max_steps=steps, cooled_down_at=self.step)
+        self.cfg.max_steps, self.refitting = steps, False
 
     def planned_eval_seconds(self) -> float:
         """What one periodic evaluation takes: the last one's time, or the measured rate times its rows."""
@@ -518,11 +535,14 @@ class Trainer:
     def stop_reason(self, received: list[int], now: float, step_seconds: float) -> int:
         """The index in `STOPS` of why to stop before the next step (0: go on), agreed by all ranks:
         a signal, or --max-minutes when the next step, an evaluation it ends with, the evaluation
-        of where training stops and the final evaluation would not fit."""
+        of where training stops (and its snapshot, when the run keeps them) and the final evaluation
+        would not fit."""
         code = 0
         if self.deadline is not None:
             next_eval = (self.step + 1) % self.cfg.eval_every == 0 or self.step + 1 == self.cfg.max_steps
             needed = step_seconds + (self.eval_seconds if next_eval else 0.0) + self.eval_seconds
+            if self.cfg.snapshots:  # a run stopped by the deadline also keeps a snapshot of where it stopped
+                needed += self.eval_seconds
             if now + needed + self.final_seconds() >= self.deadline:
                 code = STOPS.index("max_minutes")
         if received:
@@ -604,6 +624,14 @@ class Trainer:
                     self._at_rank_zero(self.evaluate, lambda: bar.write(f"step {self.step}: " + ", ".join(
                         f"{k} {v:.4f}" for k, v in self.history[-1].items() if isinstance(v, float))))
                     window_start, window_tokens = time.perf_counter(), 0
+                    if self.refitting and self.step < min(self.decay_start(), cfg.max_steps) and agreed(
+                            int(info.is_main and self.best["step"] != self.step), self.device, info):
+                        best = self.best["step"]
+                        self.cool_down()
+                        keep = set(snapshot_steps(cfg.max_steps, cfg.snapshots)) | {s["step"] for s in self.snapshots}
+                        if info.is_main:
+                            bar.write(f"step {self.step}: the held-out loss has not improved since step {best:,}: "
+                                      f"the learning rate decays from here to step {cfg.max_steps:,}")
                 if self.step in keep:
                     self._at_rank_zero(self.take_snapshot)
                 if (self.refitting and warm_steps and steps_here % REFIT_EVERY == 0
