@@ -232,13 +232,30 @@ IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
 
 
 @pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
-def test_a_classifier_from_your_lm_reads_with_the_lm_s_own_tokenizer(tmp_path):
+def test_a_classifier_from_your_lm_reads_with_the_lm_s_own_tokenizer(tmp_path, capsys):
     tiny(write_text(tmp_path / "play.txt"), tmp_path / "lm", "--max-steps", "2", "--eval-every", "2")
+    capsys.readouterr()
     metrics = run.main(["--task", "sentiment", "--preset", "tiny", "--init-from", str(tmp_path / "lm"),
                         "--data-dir", str(IMDB), "--max-examples", "100", "--val-size", "20", "--max-steps", "2",
                         "--eval-every", "2", "--out", str(tmp_path / "s")])
     assert metrics["tokenizer"]["path"] == str(tmp_path / "lm") and not metrics["tokenizer"]["trained"]
     assert (tmp_path / "s" / "tokenizer.json").read_text() == (tmp_path / "lm" / "tokenizer.json").read_text()
+    # two steps learn nothing: one line says so, and names the LM of play.txt as the likely cause
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: held-out accuracy")]
+    assert len(warned) == 1 and "is chance" in warned[0] and "a language model of `play.txt`" in warned[0]
+
+
+def test_a_classifier_at_chance_is_one_line_and_says_why_when_it_started_from_your_text(tmp_path):
+    labels = [0] * 488 + [1] * 512  # the commoner label alone: 51.2%; two standard errors on 1,000 rows: 3.2 points
+    assert run.chance_warning(0.56, 1000, labels, None) is None
+    line = run.chance_warning(0.506, 1000, labels, "checkpoints/lm")
+    assert line == ("warning: held-out accuracy 50.6% is chance (the commoner label alone scores 51.2%): this "
+                    "classifier learned nothing")  # checkpoints/lm learned reviews: no cause to name
+    lm = tmp_path / "lm"
+    lm.mkdir()
+    (lm / "metrics.json").write_text(json.dumps({"data": {"kind": "data", "source": "/x/input.txt"}}))
+    assert "a language model of `input.txt`" in run.chance_warning(0.506, 1000, labels, str(lm))
+    assert run.trained_text(str(tmp_path / "missing")) is None and run.trained_text(None) is None
 
 
 def test_torchrun_trains_the_text_s_own_tokenizer_once_and_every_rank_reads_it(tmp_path):
