@@ -626,12 +626,12 @@ class Trainer:
                     window_start, window_tokens = time.perf_counter(), 0
                     if self.refitting and self.step < min(self.decay_start(), cfg.max_steps) and agreed(
                             int(info.is_main and self.best["step"] != self.step), self.device, info):
-                        best = self.best["step"]
                         self.cool_down()
                         keep = set(snapshot_steps(cfg.max_steps, cfg.snapshots)) | {s["step"] for s in self.snapshots}
-                        if info.is_main:
-                            bar.write(f"step {self.step}: the held-out loss has not improved since step {best:,}: "
-                                      f"the learning rate decays from here to step {cfg.max_steps:,}")
+                        if info.is_main:  # rank 0 evaluates: the others know no best
+                            bar.write(f"step {self.step}: the held-out loss has not improved since step "
+                                      f"{self.best['step']:,}: the learning rate decays from here to step "
+                                      f"{cfg.max_steps:,}")
                 if self.step in keep:
                     self._at_rank_zero(self.take_snapshot)
                 if (self.refitting and warm_steps and steps_here % REFIT_EVERY == 0
