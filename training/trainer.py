@@ -226,8 +226,8 @@ class Trainer:
     the time it has (`size_to_budget`), and under the wsd schedule re-fits them to the steps it takes
     while the rate holds its peak (`refit`), or starts the decay when a periodic evaluation finds the
     held-out loss no better (`cool_down`). `clock` (seconds) is read once at the start, around the
-    sizing steps and before and after each step; tests inject one to make a rank run out of time, or a
-    step take a known time."""
+    sizing steps and once before each step (while re-fitting, after it too, and at each re-fit); tests
+    inject one to make a rank run out of time, or a step take a known time."""
 
     def __init__(self, model: PreTrainedModel, task: "Task", data: "TaskData", out_dir: Path, device: str,
                  dist_info: DistInfo, save_dtype: torch.dtype = torch.float32,
@@ -603,11 +603,11 @@ class Trainer:
                             else "the sizing steps' rate"
                         bar.write(f"step {self.step}: the learning rate decays from here to step {cfg.max_steps:,} "
                                   f"(fitted at {rate})")
-                t0, before = time.perf_counter(), self.clock()
+                t0 = time.perf_counter()
                 lr = lr_at(self.step, cfg)
                 loss, n_tok = self.optimizer_step(self.step, lr)
-                if steps_here >= SIZING_UNTIMED:  # the first steps here allocate the new optimizer's state
-                    warm_seconds, warm_steps = warm_seconds + self.clock() - before, warm_steps + 1
+                if self.refitting and steps_here >= SIZING_UNTIMED:  # the first steps here allocate the
+                    warm_seconds, warm_steps = warm_seconds + self.clock() - now, warm_steps + 1  # optimizer's state
                 self.step += 1
                 steps_here += 1
                 self.tokens_seen += n_tok
