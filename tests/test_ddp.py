@@ -154,3 +154,32 @@ def test_two_process_gloo_run_with_a_time_limit(tmp_path):
     assert metrics["stopped_by"] == "max_minutes" and 0 < metrics["steps"] < 10000
     assert metrics["tokens_seen"] == metrics["steps"] * 2 * 8 * 64  # steps x ranks x batch x block
     assert not (out / IN_PROGRESS_NAME).exists()
+
+
+@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+def test_two_process_run_sized_to_its_minutes_refits_and_cools_down_together(tmp_path):
+    """The laptop preset's schedule under torchrun (its shape shrunk): sized to 18 s, re-fitted while the
+    rate holds its peak, and decayed early when rank 0's evaluation finds the held-out loss no better
+    (every 5 steps here): every rank takes the same count, and only rank 0 knows the best step."""
+    import pandas as pd
+
+    data = tmp_path / "data"
+    data.mkdir()
+    pd.read_parquet(IMDB / "train.parquet").sample(200, random_state=0).to_parquet(data / "train.parquet")
+    tokenizer = tmp_path / "tokenizer.json"
+    BPETokenizer.train(pd.read_parquet(data / "train.parquet")["text"], vocab_size=400).save(tokenizer)
+    out = tmp_path / "ddp"
+    shrunk = [a for kv in ("n_layer=1", "d_model=32", "n_head=2", "d_ff=64", "block_size=64") for a in ("--set", kv)]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={_free_port()}",
+           "-m", "training.run", "--task", "lm", "--preset", "laptop", "--data-dir", str(data), "--out", str(out),
+           "--tokenizer", str(tokenizer), "--val-size", "20", *shrunk, "--batch-size", "4", "--eval-every", "5",
+           "--eval-batches", "3", "--max-minutes", "0.3", "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads((out / METRICS_NAME).read_text())
+    sized = metrics["sized_to_budget"]
+    assert metrics["world_size"] == 2 and metrics["ddp_weights_in_sync"] is True
+    assert metrics["train_config"]["recipe"]["schedule"] == "wsd" and "first_max_steps" in sized
+    assert "cooled_down_at" in sized and metrics["steps"] == metrics["max_steps"] == sized["max_steps"]
+    assert "the learning rate decays from here" in proc.stdout

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from huggingface_hub import ModelCard
 
-from demo.serving import DemoService
+from demo.serving import DemoError, DemoService
 from demo.serving.checkpoint import LM
 from demo.tiny import shared_tiny_checkpoints
 from publishing import report
@@ -98,6 +98,10 @@ def test_a_text_file_trains_with_its_own_tokenizer_then_samples_evaluates_and_se
         assert list(expected.token_ids[: len(read)]) == read
         assert own.decode(expected.token_ids[len(read):]) == expected.text and len(expected.steps) > 0
         assert [row[1] for row in table["data"]] == [visible(step.token, show_spaces=True) for step in expected.steps]
+        with pytest.raises(DemoError, match="a text like `play.txt`"):  # an empty message: no movie review
+            continue_text(service, " ")
+        _, *rest = client.predict("", [], 6, 0.0, 40, 0.95, 1, 0, api_name="/chat")
+        assert "a text like `play.txt`" in str(rest) and "movie" not in str(rest)
         _, summary = client.predict("ANNA:\nThe king said", api_name="/tokenize")
         assert f"**{len(own.encode('ANNA:' + chr(10) + 'The king said'))} tokens**" in summary
     finally:
@@ -128,6 +132,17 @@ def test_a_model_of_imdb_keeps_the_review_openings():
     own = {"data": {"kind": "data", "source": "/x/notes.txt"}, "sample_prompts": ["Dear diary,", ""]}
     assert lm_openings(own) == ["Dear diary,"] and "`notes.txt`" in chat_intro(own)
     assert lm_openings({"data": {"kind": "data", "source": "n.txt"}}) == CHAT_EXAMPLES  # none recorded
+
+
+def test_an_empty_chat_message_asks_for_the_kind_of_text_the_model_was_trained_on():
+    from demo.views.chat import empty_prompt
+
+    imdb = {"data": {"kind": "data_dir", "source": "../shared/data/imdb"}, "sample_prompts": ["I rented this"]}
+    assert "movie review" in empty_prompt(imdb) and "movie review" in empty_prompt({})
+    own = {"data": {"kind": "data", "source": "/x/play.txt"}, "sample_prompts": ["ANGELO:\nCharges she more"]}
+    assert empty_prompt(own) == "Type the opening of a text like `play.txt` first, e.g. *“ANGELO: Charges she more”*."
+    none = {"data": {"kind": "data", "source": "n.txt"}}  # no opening recorded: no example, not a movie one
+    assert empty_prompt(none) == "Type the opening of a text like `n.txt` first."
 
 
 def test_evaluate_refuses_a_file_changed_since_the_run(tmp_path):
@@ -217,13 +232,30 @@ IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
 
 
 @pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
-def test_a_classifier_from_your_lm_reads_with_the_lm_s_own_tokenizer(tmp_path):
+def test_a_classifier_from_your_lm_reads_with_the_lm_s_own_tokenizer(tmp_path, capsys):
     tiny(write_text(tmp_path / "play.txt"), tmp_path / "lm", "--max-steps", "2", "--eval-every", "2")
+    capsys.readouterr()
     metrics = run.main(["--task", "sentiment", "--preset", "tiny", "--init-from", str(tmp_path / "lm"),
                         "--data-dir", str(IMDB), "--max-examples", "100", "--val-size", "20", "--max-steps", "2",
                         "--eval-every", "2", "--out", str(tmp_path / "s")])
     assert metrics["tokenizer"]["path"] == str(tmp_path / "lm") and not metrics["tokenizer"]["trained"]
     assert (tmp_path / "s" / "tokenizer.json").read_text() == (tmp_path / "lm" / "tokenizer.json").read_text()
+    # two steps learn nothing: one line says so, and names the LM of play.txt as the likely cause
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: held-out accuracy")]
+    assert len(warned) == 1 and "is chance" in warned[0] and "a language model of `play.txt`" in warned[0]
+
+
+def test_a_classifier_at_chance_is_one_line_and_says_why_when_it_started_from_your_text(tmp_path):
+    labels = [0] * 488 + [1] * 512  # the commoner label alone: 51.2%; two standard errors on 1,000 rows: 3.2 points
+    assert run.chance_warning(0.56, 1000, labels, None) is None
+    line = run.chance_warning(0.506, 1000, labels, "checkpoints/lm")
+    assert line == ("warning: held-out accuracy 50.6% is chance (the commoner label alone scores 51.2%): this "
+                    "classifier learned nothing")  # checkpoints/lm learned reviews: no cause to name
+    lm = tmp_path / "lm"
+    lm.mkdir()
+    (lm / "metrics.json").write_text(json.dumps({"data": {"kind": "data", "source": "/x/input.txt"}}))
+    assert "a language model of `input.txt`" in run.chance_warning(0.506, 1000, labels, str(lm))
+    assert run.trained_text(str(tmp_path / "missing")) is None and run.trained_text(None) is None
 
 
 def test_torchrun_trains_the_text_s_own_tokenizer_once_and_every_rank_reads_it(tmp_path):

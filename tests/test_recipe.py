@@ -1,6 +1,8 @@
 """Fine-tuning options: each checked for exactly what it does."""
 
 import json
+import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -25,6 +27,7 @@ from training.recipe import (
     smoothed_loss,
     stlr,
     training_loss,
+    wsd_decay_start,
 )
 from training.tasks import TASKS, TaskOptions
 from training.trainer import lr_at
@@ -193,6 +196,29 @@ def test_slanted_triangular_schedule_by_hand():
     assert stlr(100, peak, 10, 100) == pytest.approx(peak / 32)
     cfg = TrainConfig(lr=peak, warmup_steps=10, max_steps=100, recipe=Recipe(schedule="stlr"))
     assert [lr_at(s, cfg) for s in (0, 10, 100)] == pytest.approx([peak / 32, peak, peak / 32])
+
+
+def test_warmup_stable_decay_schedule_by_hand():
+    """wsd with warmup 10 of 100 steps, the last 20% decaying in the (1 - sqrt) shape to a floor of 0.1:
+    the cosine schedule's warmup, the peak from step 9 to step 80, then peak x (0.1 + 0.9 (1 - sqrt(p)))."""
+    peak = 0.01
+    cfg = TrainConfig(lr=peak, warmup_steps=10, max_steps=100, min_lr_ratio=0.1, recipe=Recipe(schedule="wsd"))
+    assert wsd_decay_start(10, 100, 0.2) == 80
+    assert lr_at(0, cfg) == pytest.approx(peak / 10) and lr_at(4, cfg) == pytest.approx(peak * 5 / 10)
+    assert [lr_at(s, cfg) for s in (9, 10, 50, 79, 80)] == pytest.approx([peak] * 5)
+    assert lr_at(85, cfg) == pytest.approx(peak * (0.1 + 0.9 * (1 - math.sqrt(5 / 20))))  # 0.0055
+    assert lr_at(95, cfg) == pytest.approx(peak * (0.1 + 0.9 * (1 - math.sqrt(15 / 20))))
+    assert lr_at(100, cfg) == pytest.approx(peak * 0.1)
+    assert lr_at(20, replace(cfg, warmup_steps=0)) == peak
+    half = replace(cfg, recipe=Recipe(schedule="wsd", decay_fraction=0.5))
+    assert lr_at(49, half) == peak and lr_at(75, half) == pytest.approx(peak * (0.1 + 0.9 * (1 - math.sqrt(0.5))))
+    # the decay is at least one step, never inside the warmup
+    assert wsd_decay_start(10, 100, 0.001) == 99 and wsd_decay_start(50, 60, 0.2) == 50
+    # until the decay starts the rate does not depend on where the run ends (what lets a run re-fit its end)
+    for total in (100, 101, 137, 500):
+        assert [lr_at(s, replace(cfg, max_steps=total)) for s in range(80)] == [lr_at(s, cfg) for s in range(80)]
+    with pytest.raises(ValueError, match="decay-fraction"):
+        Recipe(schedule="wsd", decay_fraction=0)
 
 
 def test_sentiment_batches_with_buckets_crops_and_evidence_are_a_pure_function_of_the_step(tokenizer, tmp_path):

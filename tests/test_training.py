@@ -503,10 +503,11 @@ def test_a_resumed_stretch_plans_with_the_last_evaluation_rate_until_it_measures
 
 # --- a run sized to its time budget (the laptop preset) --------------------------------------------------
 class StepClock:
-    """A clock that moves only when a batch is drawn: `per_batch` seconds each (the test's step time)."""
+    """A clock that moves only when a batch is drawn: `per_batch` seconds each (the test's step time),
+    or from the n-th batch drawn on (0-based) `then[n]` seconds each, the last such n counting."""
 
-    def __init__(self, per_batch: float):
-        self.now, self.per_batch, self.batches = 0.0, per_batch, 0
+    def __init__(self, per_batch: float, then: dict[int, float] | None = None):
+        self.now, self.per_batch, self.batches, self.then = 0.0, per_batch, 0, then or {}
 
     def __call__(self) -> float:
         return self.now
@@ -516,7 +517,8 @@ class StepClock:
         drawn = task.batch
 
         def batch(*args):
-            self.now += self.per_batch
+            self.now += max(((n, t) for n, t in self.then.items() if n <= self.batches),
+                            default=(0, self.per_batch))[1]
             self.batches += 1
             return drawn(*args)
 
@@ -524,15 +526,16 @@ class StepClock:
         return task
 
 
-def budgeted(tmp_path: Path, tokenizer_path: Path, clock: StepClock, max_steps: int | None, name: str) -> Trainer:
+def budgeted(tmp_path: Path, tokenizer_path: Path, clock: StepClock, max_steps: int | None, name: str,
+             schedule: str = "cosine", eval_every: int = 1000) -> Trainer:
     """A tiny LM's trainer with 1 minute to train (eval_every past the end: one evaluation, where it
     stops), evaluations planned at 0.5 s a row, and the same initial weights every time."""
     from training.contract import TaskOptions
     from training.data import load_splits
 
     task = clock.timing(TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300)))
-    cfg = TrainConfig(batch_size=4, max_steps=max_steps, max_minutes=1, warmup_steps=5, eval_every=1000,
-                      eval_batches=3)
+    cfg = TrainConfig(batch_size=4, max_steps=max_steps, max_minutes=1, warmup_steps=5, eval_every=eval_every,
+                      eval_batches=3, recipe=Recipe(schedule=schedule))
     data = task.prepare(BPETokenizer.from_file(tokenizer_path), TASKS["lm"].presets["tiny"]["model"], cfg)
     torch.manual_seed(0)
     trainer = Trainer(task.build(data), task, data, tmp_path / name, "cpu", DistInfo(), clock=clock)
@@ -585,14 +588,96 @@ def test_a_sized_run_resumes_with_the_count_it_chose(tmp_path, tokenizer_path):
     assert all(torch.equal(v, fixed.model.state_dict()[k]) for k, v in resumed.model.state_dict().items())
 
 
+def same_weights(a: Trainer, b: Trainer) -> bool:
+    return all(torch.equal(v, b.model.state_dict()[k]) for k, v in a.model.state_dict().items())
+
+
+def test_a_wsd_run_refits_its_count_to_its_warm_steps_before_the_decay_starts(tmp_path, tokenizer_path):
+    """The sizing steps take 1 s, the run's own 0.5 s (a CPU's first steps are slower): every 10 steps
+    while the rate holds its peak the count is re-fitted to the steps taken, and the run is the
+    fixed-step wsd run of the count it ends with, weight for weight. A cosine run keeps its first count."""
+    fast = {12: 0.5}  # the 13th batch drawn on: after the sizing steps
+    clock = StepClock(per_batch=1.0, then=fast)
+    sized = budgeted(tmp_path, tokenizer_path, clock, None, "sized", "wsd")
+    assert sized.train() == "max_steps"
+    # sized at 1 s a step: 33 (as the cosine run). At step 10 (clock 12 + 5 s, 8 warm steps timed):
+    # 60 - 17 - 11 (final evaluation) - 2 x 1.5 = 29 s left: 57 steps of 0.5 s (+1.5 s / 1000), 67 in all;
+    # later refits find the same; the decay starts at 67 - 13 = step 54, after the refit
+    assert sized.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 67,
+                           "first_max_steps": 33, "refit_step": 10, "refit_step_seconds": 0.5}
+    assert sized.step == 67 and clock.batches == 12 + 67 and sized.decay_start() == 54
+    assert 57 * (0.5 + 1.5 / 1000) <= 60 - 17 - 11 - 2 * 1.5 < 58 * (0.5 + 1.5 / 1000)
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=0.5), 67, "fixed", "wsd")
+    assert fixed.train() == "max_steps" and fixed.sized is None and same_weights(sized, fixed)
+    state = torch.load(tmp_path / "sized" / STATE_NAME, weights_only=True)
+    assert state["train_config"]["max_steps"] == 67 and state["sized"] == sized.sized
+    cosine = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then=fast), None, "cosine")
+    assert cosine.train() == "max_steps" and cosine.step == 33 and "first_max_steps" not in cosine.sized
+
+
+def test_a_wsd_refit_never_moves_the_decay_before_the_next_step(tmp_path, tokenizer_path):
+    """Warm steps slower than the sizing ones: fewer steps. At 2 s a step, at step 10: 60 - 32 - 11 - 3 =
+    14 s, 6 steps more: 16. At 3 s: 4 s, one step more: 11, but the decay of 11 would have started at
+    step 9, already taken at the peak rate: the fewest steps whose decay starts at step 10, 12."""
+    slower = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 2.0}), None, "slower", "wsd")
+    assert slower.train() == "max_steps" and slower.step == 16 and slower.sized["refit_step"] == 10
+    assert slower.decay_start() == 13
+    slowest = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 3.0}), None, "slowest", "wsd")
+    slowest.train()
+    assert slowest.cfg.max_steps == 12 and slowest.decay_start() == 10 == slowest.sized["refit_step"]
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 12, "fixed", "wsd")
+    assert fixed.train() == "max_steps" and slowest.step == 12 and same_weights(slowest, fixed)
+
+
+def test_a_wsd_run_decays_from_where_the_held_out_loss_stops_improving(tmp_path, tokenizer_path):
+    """Evaluated every 10 steps, the held-out loss falls, then rises at step 30 while the rate holds its
+    peak: the decay starts at step 30 (the fewest steps whose decay starts there: 37, 37 - 7 = 30) and
+    the run ends at 37, before its minute is up, as the fixed 37-step wsd run, keeping step 20's weights."""
+    losses = iter([5.0, 4.0, 4.5, 4.2])
+    cooled = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 0.5}), None, "cooled", "wsd", 10)
+    cooled.task.evaluate = lambda *args, **kwargs: {"loss": next(losses)}
+    assert cooled.train() == "max_steps" and cooled.step == cooled.cfg.max_steps == 37
+    assert cooled.sized["cooled_down_at"] == 30 == cooled.decay_start() and "refit_step" in cooled.sized
+    assert [p["val_loss"] for p in cooled.history] == [5.0, 4.0, 4.5, 4.2] and cooled.best["step"] == 20
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 37, "fixed", "wsd", 10)
+    assert fixed.train() == "max_steps" and same_weights(cooled, fixed)
+    losses = iter([5.0, 4.0, 4.5] + [4.2] * 20)  # the same losses under cosine: no refit, no cool-down, and
+    # the sizing's count, 29 (evaluations every 10 steps planned at 1.5 s)
+    cosine = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 0.5}), None, "cos", "cosine", 10)
+    cosine.task.evaluate = lambda *args, **kwargs: {"loss": next(losses)}
+    assert cosine.train() == "max_steps" and cosine.step == cosine.sized["max_steps"] == 29  # its first count
+    assert "cooled_down_at" not in cosine.sized and "first_max_steps" not in cosine.sized
+
+
+def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, tokenizer_path):
+    """Re-fitted to 67 at step 10, the steps then slow down during the decay (3 s from step 40): the
+    deadline stops it; --resume times nothing, re-fits nothing, and ends as the fixed 67-step run."""
+    clock = StepClock(per_batch=1.0, then={12: 0.5, 12 + 40: 3.0})
+    first = budgeted(tmp_path, tokenizer_path, clock, None, "run", "wsd")
+    assert first.train() == "max_minutes" and 40 < first.step < first.cfg.max_steps == 67
+    again_clock = StepClock(per_batch=1.0)
+    resumed = budgeted(tmp_path, tokenizer_path, again_clock, None, "run", "wsd")
+    resumed.load_state(Trainer.read_state(tmp_path / "run" / STATE_NAME))
+    assert resumed.cfg.max_steps == 67 and resumed.sized == first.sized
+    assert resumed.train() == "max_steps" and resumed.step == 67 and again_clock.batches == 67 - first.step
+    assert resumed.sized == first.sized  # nothing re-fitted
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=0.5), 67, "fixed", "wsd")
+    assert fixed.train() == "max_steps" and same_weights(resumed, fixed)
+
+
 def test_the_laptop_preset_fits_its_steps_to_its_minutes_unless_max_steps_is_given(tmp_path, tokenizer_path):
     assert settings("--task", "lm", "--preset", "laptop").max_steps is None
+    assert settings("--task", "lm", "--preset", "laptop").recipe.schedule == "wsd"
+    assert settings("--task", "lm", "--preset", "laptop", "--schedule", "cosine").recipe.schedule == "cosine"
     assert settings("--task", "lm", "--preset", "laptop", "--max-steps", "300").max_steps == 300  # a flag wins
     assert settings("--task", "lm", "--preset", "laptop", "--init-from", "checkpoints/lm").max_steps is None
     with pytest.raises(run.UsageError, match="--max-minutes"):
         TrainConfig(max_steps=None)
     clock = StepClock(per_batch=1.0)
     fixed = budgeted(tmp_path, tokenizer_path, clock, 20, "fixed")  # a budget, and a count: the count
+    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.sized is None
+    clock = StepClock(per_batch=1.0, then={0: 0.1})  # wsd, and steps that would fit many more: still the count
+    fixed = budgeted(tmp_path, tokenizer_path, clock, 20, "wsd", "wsd")
     assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.sized is None
 
 

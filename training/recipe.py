@@ -32,6 +32,12 @@ which ones help:
 - a slanted triangular learning rate (ULMFiT, eq. 3): a short linear climb from lr / 32 to lr over
   the warmup steps, then a long linear decay back to lr / 32 at the last step, so that the model
   first moves quickly towards the task and then refines;
+- warmup-stable-decay ("wsd": MiniCPM, Hu et al. 2024; Hägele et al. 2024, "Scaling Laws and
+  Compute-Optimal Training Beyond Fixed Training Durations"): the linear warmup, then the peak rate
+  held, and a decay only over the last `decay_fraction` of the steps, in Hägele et al.'s (1 - sqrt)
+  shape, to the floor cosine ends at. Until the decay starts the rate does not depend on where the
+  run ends, so a run sized to its time budget can re-fit its step count while it trains
+  (`training.trainer.Trainer.refit`), and a short run spends its steps at the peak rate;
 - evidence snippets: a fraction `evidence_prob` is replaced by sentences, phrases and words that
   carried their review's label by the full-review classifier's own attribution
   (`training.evidence`, built beforehand into the caches `evidence`), each with its own label;
@@ -43,6 +49,7 @@ More dropout is `--set dropout=0.2` (model config). Every option is a pure funct
 and the seed, so `--resume` stays bit-exact.
 """
 
+import math
 import re
 import string
 from dataclasses import dataclass
@@ -57,7 +64,7 @@ from tokenization import sentences
 from .data import PairSet
 from .errors import UsageError
 
-SCHEDULES = ("cosine", "stlr")
+SCHEDULES = ("cosine", "stlr", "wsd")
 STLR_RATIO = 32  # ULMFiT's slanted triangular schedule starts and ends at lr / 32
 
 
@@ -70,7 +77,8 @@ class Recipe:
     average_last: int = 1  # average the weights of the last N evaluation points (1 = off)
     crop_prob: float = 0.0  # fraction of training reviews replaced by 1-3 contiguous sentences
     lm_weight: float = 0.0  # weight of the source's next-token loss (needs a causal encoder; 0 = off)
-    schedule: str = "cosine"  # or "stlr": ULMFiT's slanted triangular learning rate
+    schedule: str = "cosine"  # or "stlr": ULMFiT's slanted triangular learning rate; or "wsd": warmup-stable-decay
+    decay_fraction: float = 0.2  # wsd: the share of the steps, at the end, over which the rate decays
     evidence_prob: float = 0.0  # fraction of training reviews replaced by an evidence snippet
     evidence: tuple[str, ...] = ()  # the evidence caches (training.evidence) the snippets come from
     sentence_copies: int = 0  # each training review's first and last sentence as rows of their own, N times
@@ -89,6 +97,8 @@ class Recipe:
             raise UsageError("--lm-weight must be >= 0, and does not combine with --adversarial-eps")
         if self.schedule not in SCHEDULES:
             raise UsageError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if not 0 < self.decay_fraction <= 1:
+            raise UsageError(f"--decay-fraction must be in (0, 1], got {self.decay_fraction}")
         if not 0 <= self.evidence_prob <= 1 - self.crop_prob or bool(self.evidence_prob) != bool(self.evidence):
             raise UsageError("--evidence-prob must be in [0, 1 - --crop-prob], and is given with --evidence PATH")
         if self.sentence_copies < 0:
@@ -104,6 +114,26 @@ def stlr(step: int, peak: float, cut: int, total: int) -> float:
     from peak / STLR_RATIO to `peak`, then falls linearly to peak / STLR_RATIO at `total`."""
     p = step / cut if step < cut else 1 - (step - cut) / max(1, total - cut)
     return peak * (1 + max(0.0, p) * (STLR_RATIO - 1)) / STLR_RATIO
+
+
+def wsd_decay_start(warmup: int, total: int, fraction: float) -> int:
+    """The first step of a warmup-stable-decay schedule's decay: `fraction` of `total` steps (at least
+    one) before the end, never inside the warmup."""
+    return max(warmup, total - max(1, round(fraction * total)))
+
+
+def wsd(step: int, peak: float, warmup: int, total: int, fraction: float, floor: float) -> float:
+    """The warmup-stable-decay learning rate at `step` (0-based): peak x (step + 1) / warmup during
+    the warmup (as the cosine schedule's), then `peak` until `wsd_decay_start`, then Hägele et al.'s
+    (1 - sqrt) cooldown to peak x floor at `total`: peak x (floor + (1 - floor)(1 - sqrt(p))), p the
+    decay's progress from 0 at its first step to 1 at `total`."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    start = wsd_decay_start(warmup, total, fraction)
+    if step < start:
+        return peak
+    progress = min(1.0, (step - start) / max(1, total - start))
+    return peak * (floor + (1 - floor) * (1 - math.sqrt(progress)))
 
 
 # --- layer groups: discriminative learning rates and gradual unfreezing ---------------------------

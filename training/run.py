@@ -181,8 +181,11 @@ def build_parser() -> Parser:
                         help="auxiliary next-token loss on the source, times this weight "
                              "(needs --set causal_encoder=1)")
     recipe.add_argument("--schedule", choices=SCHEDULES,
-                        help="learning-rate schedule: warmup + cosine (default), or ULMFiT's slanted triangular "
-                             "(stlr)")
+                        help="learning-rate schedule: warmup + cosine (default), ULMFiT's slanted triangular "
+                             "(stlr), or warmup-stable-decay (wsd: the peak held, a decay over the last "
+                             "--decay-fraction of the steps; the laptop LM's)")
+    recipe.add_argument("--decay-fraction", type=float,
+                        help="wsd: the share of the steps, at the end, over which the rate decays (default 0.2)")
     recipe.add_argument("--evidence", nargs="+", metavar="PATH",
                         help="sentiment: evidence caches (python -m training.evidence) to draw snippets from")
     recipe.add_argument("--evidence-prob", type=float,
@@ -391,7 +394,9 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
     model = model_settings(preset, explicit)
     train = asdict(cfg)
     if cfg.max_steps is None:
-        train["max_steps"] = f"as many as fit {cfg.max_minutes:g} minutes (timed on the first steps)"
+        train["max_steps"] = f"as many as fit {cfg.max_minutes:g} minutes (timed on the first steps" + (
+            ", re-fitted as it trains until the decay starts, which a held-out loss that stops improving "
+            "brings forward)" if cfg.recipe.schedule == "wsd" else ")")
     print(json.dumps({"task": args.task, "preset": args.preset, **data, "val_size": held_out,
                       "split_seed": split_seed(args), "max_examples": args.max_examples,
                       "tokenizer": tokenizer, "vocab_size": vocab, "init_from": args.init_from,
@@ -465,6 +470,36 @@ def split_seed(args: argparse.Namespace) -> int:
     return args.seed if args.split_seed is None else args.split_seed
 
 
+CHANCE_SIGMAS = 2  # a classifier this close to always answering the commoner label learned nothing
+
+
+def trained_text(checkpoint: str | None) -> str | None:
+    """The file a checkpoint was trained on with `--data` (a text of its own, with that text's own
+    tokenizer), from its metrics.json; None for any other checkpoint, or none."""
+    try:
+        data = json.loads((Path(checkpoint) / METRICS_NAME).read_text(encoding="utf-8")).get("data")
+    except (TypeError, OSError, ValueError, AttributeError):
+        return None
+    own = isinstance(data, dict) and data.get("kind") == "data" and data.get("source")
+    return Path(str(data["source"])).name if own else None
+
+
+def chance_warning(accuracy: float, rows: int, labels: list[int], init: str | None) -> str | None:
+    """One line when a classifier's held-out `accuracy` (on `rows` rows) is within CHANCE_SIGMAS standard
+    errors of always answering the commoner of the held-out `labels`: it learned nothing. When it started
+    from a language model of a text of its own (`init`), that is the likely cause: from the laptop LM of
+    tinyshakespeare the laptop sentiment preset stayed at 50.6% (docs/training.md)."""
+    majority = max(labels.count(label) for label in set(labels)) / len(labels)
+    if accuracy > majority + CHANCE_SIGMAS * (majority * (1 - majority) / max(1, rows)) ** 0.5:
+        return None
+    cause = trained_text(init)
+    why = (f": it started from {init}, a language model of `{cause}` that reads with that text's own tokenizer, "
+           "not of reviews (from one of Shakespeare this preset stayed at 50.6%: docs/training.md); start from "
+           "checkpoints/lm, the IMDB LM, instead" if cause else "")
+    return (f"warning: held-out accuracy {accuracy:.1%} is chance (the commoner label alone scores {majority:.1%}): "
+            f"this classifier learned nothing{why}")
+
+
 def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, task: Task, data: TaskData,
                      model: PreTrainedModel, state: dict | None, out: Path, device: str, info: DistInfo,
                      started: float, started_from: dict | None, source: dict, tokenizer: dict) -> dict | None:
@@ -532,6 +567,11 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
               f"--checkpoint {out}):\n" + "\n".join(f"  {text!r}" for text in samples))
     if "val_bpb" in metrics:
         print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({source.get('held_out', source['source'])})")
+    labels = getattr(data.splits["val"], "labels", None)
+    if "val_accuracy" in metrics and labels:
+        warning = chance_warning(metrics["val_accuracy"], final["final_eval"]["val"]["rows"], labels, args.init_from)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
     print(f"score it again: python -m training.evaluate --checkpoint {out}; serve it: python -m demo "
           f"--{'lm' if isinstance(best, LMTask.model_class) else 'sentiment'} {out}")
     return metrics

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from model import PreTrainedModel, autocast, resolve_precision
 from storage import SNAPSHOTS_DIR, STATE_NAME, TOKENIZER_NAME, atomic_write, snapshot_name, write_index
 
-from .recipe import apply_unfreezing, average_state_dicts, param_groups, stlr, training_loss
+from .recipe import apply_unfreezing, average_state_dicts, param_groups, stlr, training_loss, wsd, wsd_decay_start
 from .training_args import TrainConfig
 
 if TYPE_CHECKING:
@@ -44,14 +44,19 @@ FINAL_SHARE = 0.1  # under --max-minutes, the final evaluation gets at most this
 FINAL_OVERHEAD_S = 5.0  # ... plus this (at most that share) for loading the checkpoint, samples, curve and metrics
 SIZING_STEPS = 12  # a run sized to its time budget (`Trainer.size_to_budget`) times this many steps ...
 SIZING_UNTIMED = 2  # ... but not its first ones, which allocate memory and pick kernels: slower than the rest
+REFIT_EVERY = 10  # under wsd, a sized run re-fits its count every this many steps, until its decay starts
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warmup to `lr`, then cosine decay to `lr * min_lr_ratio` at `max_steps`; or the recipe's
-    slanted triangular schedule (`training.recipe.stlr`), whose climb is the warmup. The decay needs
-    its end from the start: a run sized to its time budget fixes `max_steps` before its first step."""
+    slanted triangular schedule (`training.recipe.stlr`), whose climb is the warmup; or its
+    warmup-stable-decay (`training.recipe.wsd`), which holds `lr` until the last `decay_fraction` of
+    the steps. A decay needs its end before it starts: a run sized to its time budget fixes
+    `max_steps` before its first step, and under wsd may re-fit it until the decay starts."""
     if cfg.recipe.schedule == "stlr":
         return stlr(step, cfg.lr, cfg.warmup_steps, cfg.max_steps)
+    if cfg.recipe.schedule == "wsd":
+        return wsd(step, cfg.lr, cfg.warmup_steps, cfg.max_steps, cfg.recipe.decay_fraction, cfg.min_lr_ratio)
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
@@ -218,9 +223,11 @@ class Trainer:
     invocation ends by the deadline. Every duration it plans with is measured in this invocation (steps,
     periodic evaluations: seconds per validation row) or, until it evaluates, a resumed run's last rate
     on the same device and threads. A run without `max_steps` (the laptop preset's) first sizes them to
-    the time it has (`size_to_budget`). `clock` (seconds) is read once at the start, around the sizing
-    steps and once before each step; tests inject one to make a rank run out of time, or a step take
-    a known time."""
+    the time it has (`size_to_budget`), and under the wsd schedule re-fits them to the steps it takes
+    while the rate holds its peak (`refit`), or starts the decay when a periodic evaluation finds the
+    held-out loss no better (`cool_down`). `clock` (seconds) is read once at the start, around the
+    sizing steps and once before each step (while re-fitting, after it too, and at each re-fit); tests
+    inject one to make a rank run out of time, or a step take a known time."""
 
     def __init__(self, model: PreTrainedModel, task: "Task", data: "TaskData", out_dir: Path, device: str,
                  dist_info: DistInfo, save_dtype: torch.dtype = torch.float32,
@@ -240,6 +247,7 @@ class Trainer:
         self.eval_seconds = 0.0  # the last periodic evaluation, saving included
         self.row_seconds: float | None = None  # evaluation time per validation row, measured
         self.sized: dict | None = None  # how `size_to_budget` chose max_steps (metrics.json's `sized_to_budget`)
+        self.refitting = False  # sized in this invocation under wsd: re-fit max_steps until the decay starts
         self.ddp = self.model
         if dist_info.world_size > 1:
             device_ids = [torch.device(device).index] if device.startswith("cuda") else None
@@ -400,21 +408,69 @@ class Trainer:
         self.cfg.max_steps = agreed(steps if self.info.is_main else 0, self.device, self.info)
         self.sized = {"step_seconds": round(step_seconds, 4), "eval_seconds": round(self.planned_eval_seconds(), 3),
                       "budget_s": round(self.deadline - self.clock(), 1), "max_steps": self.cfg.max_steps}
+        self.refitting = self.cfg.recipe.schedule == "wsd"
         if self.info.is_main:
+            later = (", re-fitted as it trains until the decay starts (sooner if the held-out loss stops "
+                     "improving)") if self.refitting else ""
             print(f"sized to the time left ({self.sized['budget_s']:.0f} s): {self.cfg.max_steps:,} steps of "
                   f"{step_seconds:.3f} s (timed on {SIZING_STEPS - SIZING_UNTIMED}), evaluations of "
-                  f"{self.sized['eval_seconds']:.1f} s every {self.cfg.eval_every}", flush=True)
+                  f"{self.sized['eval_seconds']:.1f} s every {self.cfg.eval_every}{later}", flush=True)
+
+    def decay_start(self) -> int:
+        """The first step at which wsd's rate falls below its peak, for the current `max_steps`."""
+        return wsd_decay_start(self.cfg.warmup_steps, self.cfg.max_steps, self.cfg.recipe.decay_fraction)
+
+    def refit(self, step_seconds: float, now: float, snapshots_left: int) -> bool:
+        """Re-fit `max_steps` to the time left at `step_seconds` a step, as measured on the steps this
+        run has taken (warm, unlike the sizing steps, which ran ~10% slower on a 2-core CPU), with the
+        evaluations and `snapshots_left` snapshots still to come. Only while the wsd rate holds its
+        peak: every step taken so far had the same rate under the old count and the new one, so the run
+        is, weight for weight, the fixed-step run of the count it ends with, and --resume goes on from
+        the count the state recorded. The new count never moves the decay's start before the next step
+        (a slower machine starts decaying now, and the deadline guards the rest). Returns whether the
+        count changed; under DDP the slowest rank's step time counts and rank 0's count is everyone's."""
+        step_seconds = agreed(math.ceil(step_seconds * 1e6), self.device, self.info) / 1e6
+        fit = self.step + self.steps_that_fit(step_seconds, now, snapshots_left)
+        steps = agreed(max(fit, self.decaying_from_here()) if self.info.is_main else 0, self.device, self.info)
+        changed = steps != self.cfg.max_steps
+        if changed:
+            self.sized.setdefault("first_max_steps", self.sized["max_steps"])
+            self.cfg.max_steps = steps
+            self.sized.update(max_steps=steps, refit_step=self.step, refit_step_seconds=round(step_seconds, 4))
+        return changed
+
+    def decaying_from_here(self) -> int:
+        """The fewest steps whose wsd decay starts at or after the next step (`self.step`), so that
+        every step taken so far was at the rate of the run that ends there."""
+        low, high = self.step + 1, max(self.step + 1, self.cfg.max_steps)
+        fraction, warmup = self.cfg.recipe.decay_fraction, self.cfg.warmup_steps
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (mid + 1, high) if wsd_decay_start(warmup, mid, fraction) < self.step else (low, mid)
+        return low
+
+    def cool_down(self) -> None:
+        """A sized wsd run whose held-out loss did not improve at a periodic evaluation while the rate
+        held its peak: more steps at the peak would only memorise the text (a small corpus on a fast
+        machine), so the decay starts at the next step and the run ends after it, before its time is
+        up. The best checkpoint is still the one kept; `sized` records where the decay began."""
+        steps = self.decaying_from_here()
+        self.sized.setdefault("first_max_steps", self.sized["max_steps"])
+        self.sized.update(max_steps=steps, cooled_down_at=self.step)
+        self.cfg.max_steps, self.refitting = steps, False
 
     def planned_eval_seconds(self) -> float:
         """What one periodic evaluation takes: the last one's time, or the measured rate times its rows."""
         return self.eval_seconds or (self.row_seconds or 0.0) * self.sample_rows("val")
 
-    def steps_that_fit(self, step_seconds: float, now: float) -> int:
+    def steps_that_fit(self, step_seconds: float, now: float, snapshots: int | None = None) -> int:
         """How many steps of `step_seconds` fit between `now` and the deadline, leaving time for an
-        evaluation every `eval_every` steps, one for each snapshot, the one `stop_reason` keeps in hand
-        and the final evaluation (`final_seconds`). At least one."""
+        evaluation every `eval_every` steps, one for each snapshot still to take (`snapshots`; by
+        default all of them), the one `stop_reason` keeps in hand and the final evaluation
+        (`final_seconds`). At least one."""
         evaluation = self.planned_eval_seconds()
-        left = self.deadline - now - self.final_seconds() - (self.cfg.snapshots + 2) * evaluation
+        snapshots = self.cfg.snapshots if snapshots is None else snapshots
+        left = self.deadline - now - self.final_seconds() - (snapshots + 2) * evaluation
         return max(1, int(left / (step_seconds + evaluation / self.cfg.eval_every)))
 
     def where(self) -> str:
@@ -479,11 +535,14 @@ class Trainer:
     def stop_reason(self, received: list[int], now: float, step_seconds: float) -> int:
         """The index in `STOPS` of why to stop before the next step (0: go on), agreed by all ranks:
         a signal, or --max-minutes when the next step, an evaluation it ends with, the evaluation
-        of where training stops and the final evaluation would not fit."""
+        of where training stops (and its snapshot, when the run keeps them) and the final evaluation
+        would not fit."""
         code = 0
         if self.deadline is not None:
             next_eval = (self.step + 1) % self.cfg.eval_every == 0 or self.step + 1 == self.cfg.max_steps
             needed = step_seconds + (self.eval_seconds if next_eval else 0.0) + self.eval_seconds
+            if self.cfg.snapshots:  # a run stopped by the deadline also keeps a snapshot of where it stopped
+                needed += self.eval_seconds
             if now + needed + self.final_seconds() >= self.deadline:
                 code = STOPS.index("max_minutes")
         if received:
@@ -523,6 +582,7 @@ class Trainer:
                    mininterval=1.0 if os.isatty(2) else 30.0, desc=self.task.name)
         window_start, window_tokens, reason, steps_here = time.perf_counter(), 0, "max_steps", 0
         loop_start = time.perf_counter()
+        warm_seconds, warm_steps = 0.0, 0  # `clock` time of this invocation's steps after its first (refit's rate)
         with stop_requests() as received:
             if self.step == 0 and 0 in keep:
                 self._at_rank_zero(self.take_snapshot)
@@ -536,9 +596,18 @@ class Trainer:
                 if self.deadline is not None and steps_here and info.is_main:  # the ETA: steps or time, first
                     fit = (self.deadline - now - self.final_seconds()) / step_seconds
                     bar.total = max(self.step + 1, min(cfg.max_steps, self.step + int(fit)))
+                if self.refitting and self.step >= self.decay_start():  # the count is final from here
+                    self.refitting = False
+                    if info.is_main:
+                        rate = f"{self.sized['refit_step_seconds']:.3f} s a step" if "refit_step" in self.sized \
+                            else "the sizing steps' rate"
+                        bar.write(f"step {self.step}: the learning rate decays from here to step {cfg.max_steps:,} "
+                                  f"(fitted at {rate})")
                 t0 = time.perf_counter()
                 lr = lr_at(self.step, cfg)
                 loss, n_tok = self.optimizer_step(self.step, lr)
+                if self.refitting and steps_here >= SIZING_UNTIMED:  # the first steps here allocate the
+                    warm_seconds, warm_steps = warm_seconds + self.clock() - now, warm_steps + 1  # optimizer's state
                 self.step += 1
                 steps_here += 1
                 self.tokens_seen += n_tok
@@ -555,8 +624,22 @@ class Trainer:
                     self._at_rank_zero(self.evaluate, lambda: bar.write(f"step {self.step}: " + ", ".join(
                         f"{k} {v:.4f}" for k, v in self.history[-1].items() if isinstance(v, float))))
                     window_start, window_tokens = time.perf_counter(), 0
+                    if self.refitting and self.step < min(self.decay_start(), cfg.max_steps) and agreed(
+                            int(info.is_main and self.best["step"] != self.step), self.device, info):
+                        self.cool_down()
+                        keep = set(snapshot_steps(cfg.max_steps, cfg.snapshots)) | {s["step"] for s in self.snapshots}
+                        if info.is_main:  # rank 0 evaluates: the others know no best
+                            bar.write(f"step {self.step}: the held-out loss has not improved since step "
+                                      f"{self.best['step']:,}: the learning rate decays from here to step "
+                                      f"{cfg.max_steps:,}")
                 if self.step in keep:
                     self._at_rank_zero(self.take_snapshot)
+                if (self.refitting and warm_steps and steps_here % REFIT_EVERY == 0
+                        and self.step < min(self.decay_start(), cfg.max_steps)):
+                    left = sum(step > self.step for step in keep)
+                    if self.refit(warm_seconds / warm_steps, self.clock(), left):
+                        keep = set(snapshot_steps(cfg.max_steps, cfg.snapshots)) | {
+                            s["step"] for s in self.snapshots}  # those taken stay in the view
             bar.close()
             if reason == "interrupted":
                 self._at_rank_zero(self.save_state)

@@ -11,7 +11,7 @@ from demo.tabs.common import bind, lenient, notice_markdown
 from demo.text import LENS_INTRO, PROBABILITY_BANDS, TABLE_HEADERS, TABLE_LABEL, chat_intro, lm_openings, own_text
 from demo.views import chat as chat_view
 from demo.views import sentiment
-from demo.views.chat import EMPTY_PROMPT, TokenView
+from demo.views.chat import TokenView, empty_prompt
 from demo.views.lens import LensView, lens_view
 from tokenization import clean_text, visible
 
@@ -95,7 +95,8 @@ def chat(service: DemoService, message, history, max_new_tokens, temperature, to
     history = list(history or [])
     text, cleaning = visitor_text(message)  # the history shows the cleaned text
     if not clean_text(text):
-        yield history, message, gr.skip(), gr.skip(), failure(DemoError(EMPTY_PROMPT)), gr.skip(), gr.skip()
+        empty = failure(DemoError(empty_prompt(service.lm.metrics)))
+        yield history, message, gr.skip(), gr.skip(), empty, gr.skip(), gr.skip()
         return
     history += [{"role": "user", "content": text}, {"role": "assistant", "content": CONTINUATION}]
     session = session_of(request)

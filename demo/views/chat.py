@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from demo.serving import Checkpoint, DemoError, DemoService, read_number, visitor_text
+from demo.text import lm_openings, own_text
 from model import GenerationConfig
 from model.generation import MIN_TEMPERATURE
 from tokenization import clean_text, token_label
@@ -18,7 +19,19 @@ MAX_TEMPERATURE = 5.0
 MIN_TOP_P = 0.01
 NUM_ALTERNATIVES = 5
 
-EMPTY_PROMPT = "Type the opening of a movie review first, e.g. *“This movie was”*."
+EMPTY_PROMPT = "Type the opening of a movie review first, e.g. *“This movie was”*."  # a model of IMDB's reviews
+
+
+def empty_prompt(metrics: dict) -> str:
+    """What an empty message is answered with: the opening of a movie review for a model of IMDB's, else
+    of a text like the one the model was trained on (`training.run --data`), its first held-out opening
+    as the example when the run recorded one."""
+    name = own_text(metrics)
+    if name is None:
+        return EMPTY_PROMPT
+    recorded = [p for p in metrics.get("sample_prompts") or [] if isinstance(p, str) and p.strip()]
+    example = f", e.g. *“{' '.join(lm_openings(metrics)[0].split())}”*" if recorded else ""
+    return f"Type the opening of a text like `{name}` first{example}."
 
 
 @dataclass
@@ -108,7 +121,7 @@ def stream_continuation(service: DemoService, prompt: object, max_new_tokens=64,
     text, notices = visitor_text(prompt)
     text = clean_text(text)
     if not text:
-        raise DemoError(EMPTY_PROMPT)
+        raise DemoError(empty_prompt(service.lm.metrics))  # a snapshot's text is the served model's
     config, clamp_notices = generation_config(model.config.vocab_size, model.config.eos_token_id, max_new_tokens,
                                               temperature, top_k, top_p, seed)
     notices += clamp_notices
