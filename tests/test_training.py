@@ -6,7 +6,7 @@ import math
 import random
 import shlex
 import time
-from dataclasses import fields, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -406,7 +406,7 @@ def test_help_names_the_default_preset_and_the_laptop_figures(capsys):
         run.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "(default: small)" in text and "laptop (at most 10 min" in text and "fine-tune settings" in text
-    assert "lm 1.91 bits/byte (IMDB) in 7:05" in text  # the table's figures
+    assert "lm 1.80 bits/byte (IMDB) in 8:54" in text  # the table's figures
 
 
 # --- what a run keeps: snapshots --------------------------------------------------------------------
@@ -527,7 +527,7 @@ class StepClock:
 
 
 def budgeted(tmp_path: Path, tokenizer_path: Path, clock: StepClock, max_steps: int | None, name: str,
-             schedule: str = "cosine", eval_every: int = 1000) -> Trainer:
+             schedule: str = "cosine", eval_every: int = 1000, repeat_dropout: float = 0.0) -> Trainer:
     """A tiny LM's trainer with 1 minute to train (eval_every past the end: one evaluation, where it
     stops), evaluations planned at 0.5 s a row, and the same initial weights every time."""
     from training.contract import TaskOptions
@@ -535,7 +535,7 @@ def budgeted(tmp_path: Path, tokenizer_path: Path, clock: StepClock, max_steps: 
 
     task = clock.timing(TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300)))
     cfg = TrainConfig(batch_size=4, max_steps=max_steps, max_minutes=1, warmup_steps=5, eval_every=eval_every,
-                      eval_batches=3, recipe=Recipe(schedule=schedule))
+                      eval_batches=3, recipe=Recipe(schedule=schedule, repeat_dropout=repeat_dropout))
     data = task.prepare(BPETokenizer.from_file(tokenizer_path), TASKS["lm"].presets["tiny"]["model"], cfg)
     torch.manual_seed(0)
     trainer = Trainer(task.build(data), task, data, tmp_path / name, "cpu", DistInfo(), clock=clock)
@@ -665,9 +665,53 @@ def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, toke
     assert fixed.train() == "max_steps" and same_weights(resumed, fixed)
 
 
+def test_a_sized_run_that_would_read_its_text_too_often_trains_with_dropout(tmp_path, tokenizer_path, monkeypatch):
+    """With `repeat_dropout`, a count that would read the training tokens more than `REPEAT_PASSES`
+    times turns that dropout on before the first step (the attention weights keeping none) and times
+    the steps again: here 2 s instead of 1, so 4 steps fit instead of 33. The run is the fixed 4-step
+    run with that dropout from the start, weight for weight; config.json says what it trained with, and
+    --resume trains with it again. Under the passes, nothing changes."""
+    import training.trainer as trainer_module
+    from training.recipe import set_dropout
+    from training.trainer import resume_mismatches
+
+    clock = StepClock(per_batch=1.0, then={12: 2.0})  # the second timing's steps, and the run's, take 2 s
+    sized = budgeted(tmp_path, tokenizer_path, clock, None, "sized", repeat_dropout=0.1)
+    passes = 33 * 4 * 64 / sized.data.description["train_tokens"]  # 33 steps of 4 x 64 tokens (sized at 1 s)
+    monkeypatch.setattr(trainer_module, "REPEAT_PASSES", passes - 0.01)  # this tiny run's passes: just over
+    assert sized.train() == "max_steps"
+    # the first timing's 12 steps at 1 s and the second's at 2 s leave 60 - 36 - 11 (final evaluation) - 2 x 1.5
+    # (evaluations) = 10 s: 4 steps of 2 s (+1.5 s / 1000)
+    assert sized.sized == {"step_seconds": 2.0, "eval_seconds": 1.5, "budget_s": 24.0, "max_steps": 4,
+                           "passes_without_dropout": round(passes, 1), "step_seconds_without_dropout": 1.0,
+                           "dropout": 0.1}
+    assert sized.step == 4 and clock.batches == 12 + 12 + 4
+    assert {m.p for m in sized.model.modules() if isinstance(m, torch.nn.Dropout)} == {0.1}
+    assert all(m.dropout_p == 0.0 for m in sized.model.modules() if hasattr(m, "dropout_p"))  # attention weights
+    saved = json.loads((tmp_path / "sized" / "config.json").read_text())
+    assert saved["dropout"] == 0.1 and saved["attention_dropout"] == 0.0
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=2.0), 4, "fixed")
+    set_dropout(fixed.model, 0.1)  # --set dropout=0.1 --set attention_dropout=0
+    assert fixed.train() == "max_steps" and same_weights(sized, fixed)
+    state = Trainer.read_state(tmp_path / "sized" / STATE_NAME)
+    resumed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=2.0), None, "sized", repeat_dropout=0.1)
+    assert not resume_mismatches(state, resumed.cfg, asdict(resumed.model.config), 1)  # the preset's 0.0: no mismatch
+    resumed.load_state(state)
+    assert resumed.model.config.dropout == 0.1 and {m.p for m in resumed.model.modules()
+                                                    if isinstance(m, torch.nn.Dropout)} == {0.1}
+    monkeypatch.setattr(trainer_module, "REPEAT_PASSES", passes + 0.01)  # just under: no dropout
+    under = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), None, "under", repeat_dropout=0.1)
+    assert under.train() == "max_steps" and under.step == 33 and "dropout" not in under.sized
+    assert under.model.config.dropout == 0.0
+
+
 def test_the_laptop_preset_fits_its_steps_to_its_minutes_unless_max_steps_is_given(tmp_path, tokenizer_path):
     assert settings("--task", "lm", "--preset", "laptop").max_steps is None
     assert settings("--task", "lm", "--preset", "laptop").recipe.schedule == "wsd"
+    assert settings("--task", "lm", "--preset", "laptop").recipe.repeat_dropout == 0.1
+    assert settings("--task", "lm", "--preset", "laptop", "--repeat-dropout", "0").recipe.repeat_dropout == 0.0
+    with pytest.raises(run.UsageError, match="--repeat-dropout"):
+        settings("--task", "lm", "--preset", "laptop", "--repeat-dropout", "1")
     assert settings("--task", "lm", "--preset", "laptop", "--schedule", "cosine").recipe.schedule == "cosine"
     assert settings("--task", "lm", "--preset", "laptop", "--max-steps", "300").max_steps == 300  # a flag wins
     assert settings("--task", "lm", "--preset", "laptop", "--init-from", "checkpoints/lm").max_steps is None

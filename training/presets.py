@@ -26,9 +26,11 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
 # run; bf16 where the CPU has it). The LM's shape, batch and learning rate were chosen by the runs in
 # docs/experiments/laptop-2026-11-25; the classifier is ULMFiT's fine-tuning of the causal encoder
 # (docs/experiments/sentiment-recipe-2026-11-25, `ulmfit-nolm`), from the shipped LM (--init-from checkpoints/lm)
-# The same settings serve any text (`--data`): on a 1 MB text, read 14 times by the 1,200 steps it had
-# then, dropout 0.19 scored worse (2.022 bits/byte against 1.967) and took longer (8:41 against 6:21;
-# docs/training.md)
+# The same settings serve any text (`--data`). Dropout only when the minutes would read the training
+# tokens more than 16 times (`repeat_dropout`, `training.recipe.REPEAT_PASSES`): on 1 MB of Shakespeare,
+# 29 passes at 9 minutes scored 1.944 bits/byte with dropout 0.1 against 2.004 without, and 8 passes at
+# 3 minutes 2.140 against 2.003 (a CPU step under dropout is 60-70% slower; read 14 times by a fixed
+# 1,200 steps, dropout 0.19 scored 2.022 against 1.967): docs/experiments/own-text-budgets-2026-12-03
 # Its steps are not a fixed count (max_steps None): the run times its first steps and fits the count,
 # and with it the learning rate's decay, to max_minutes (`training.trainer.Trainer.size_to_budget`), so
 # a fast machine trains longer and a slow one ends its schedule in time; --max-steps N still fixes them.
@@ -40,7 +42,7 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
 # 1.979 in 6:05 (decay from step 1,200, where the held-out loss rose) against cosine's 1.973 in 8:33
 LAPTOP_LM = {"model": dict(n_layer=4, n_head=4, d_model=192, d_ff=768, block_size=256, dropout=0.0),
              "train": dict(batch_size=16, max_steps=None, lr=2e-3, warmup_steps=50, eval_every=200,
-                           eval_batches=40, max_minutes=9.0, recipe=dict(schedule="wsd"))}
+                           eval_batches=40, max_minutes=9.0, recipe=dict(schedule="wsd", repeat_dropout=0.1))}
 # The fine-tune keeps a fixed 300 steps, not fitted to its minutes as the LM's are: one more layer group
 # trains every 25 steps, so its steps grow dearer (0.54 s over the first 75, 0.68-0.69 s after, in
 # docs/experiments/own-text-wsd-2026-12-02/ts-sent) and steps timed at the start would fit over a
@@ -134,10 +136,9 @@ MEASURED = {  # --help's last column: docs/experiments/laptop-2026-11-25, docs/t
     "small": "the first CPU-trained LM: 50 min on 2 cores, fp32 -> 1.82 bits/byte (IMDB)",
     "base": "the shipped models: minutes on one GPU, hours on a CPU",
     "laptop": "<= 10 min on 2 cores, start-up and final evaluation included; lm steps fitted to 9 min "
-              "(warmup-stable-decay): 1.979 bits/byte on 1 MB of Shakespeare (--data) in 6:05 (1,500 steps: its "
-              "decay started when the held-out loss stopped improving; AMX Xeon), 2.012 with --max-minutes 3; "
-              "with the earlier fixed 1,200 steps lm 1.91 bits/byte (IMDB) in 7:05 on an idle AVX512-BF16 CPU; "
-              "sentiment (300 steps) --init-from checkpoints/lm 89.1% in 4:41",
+              "(warmup-stable-decay; dropout 0.1 past 16 passes over the text): 1.929 bits/byte on 1 MB of "
+              "Shakespeare (--data) in 8:54 (AMX Xeon), 2.012 with --max-minutes 3; lm 1.80 bits/byte (IMDB) in "
+              "8:54; sentiment (300 steps) --init-from checkpoints/lm 89.1% in 4:41",
 }
 
 

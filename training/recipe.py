@@ -79,6 +79,9 @@ class Recipe:
     lm_weight: float = 0.0  # weight of the source's next-token loss (needs a causal encoder; 0 = off)
     schedule: str = "cosine"  # or "stlr": ULMFiT's slanted triangular learning rate; or "wsd": warmup-stable-decay
     decay_fraction: float = 0.2  # wsd: the share of the steps, at the end, over which the rate decays
+    # a run sized to its minutes that would read its training tokens more than `REPEAT_PASSES` times
+    # trains with this dropout from its first step (0 = off; `set_dropout`, `Trainer.size_to_budget`)
+    repeat_dropout: float = 0.0
     evidence_prob: float = 0.0  # fraction of training reviews replaced by an evidence snippet
     evidence: tuple[str, ...] = ()  # the evidence caches (training.evidence) the snippets come from
     sentence_copies: int = 0  # each training review's first and last sentence as rows of their own, N times
@@ -99,6 +102,8 @@ class Recipe:
             raise UsageError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if not 0 < self.decay_fraction <= 1:
             raise UsageError(f"--decay-fraction must be in (0, 1], got {self.decay_fraction}")
+        if not 0 <= self.repeat_dropout < 1:
+            raise UsageError(f"--repeat-dropout must be in [0, 1), got {self.repeat_dropout}")
         if not 0 <= self.evidence_prob <= 1 - self.crop_prob or bool(self.evidence_prob) != bool(self.evidence):
             raise UsageError("--evidence-prob must be in [0, 1 - --crop-prob], and is given with --evidence PATH")
         if self.sentence_copies < 0:
@@ -107,6 +112,28 @@ class Recipe:
             raise UsageError("--shout-prob must be in [0, 1], and shouts crops: give --crop-prob too")
         if not 0.5 <= self.pseudo_confidence <= 1:
             raise UsageError(f"--pseudo-confidence must be in [0.5, 1], got {self.pseudo_confidence}")
+
+
+# More passes than this over the same training tokens and a model with no dropout memorises them: on
+# 1 MB of Shakespeare the laptop LM's held-out loss stopped improving after 13-15 passes, and a budget
+# of 29 passes scored better with dropout 0.1 (1.944 bits/byte, against 2.004 without and 1.994 at 0.2),
+# one of 8 passes worse (2.140 against 2.003): docs/experiments/own-text-budgets-2026-12-03. Muennighoff
+# et al. 2023 (Scaling Data-Constrained Language Models) find repeated tokens worth less and less after
+# about 4 passes, and next to nothing after 16 to 40
+REPEAT_PASSES = 16
+
+
+def set_dropout(model: PreTrainedModel, p: float) -> None:
+    """Train `model` from here with dropout `p` on its embeddings, residual branches and feed-forward
+    hidden layer; the attention weights keep theirs (as in the runs that chose `REPEAT_PASSES`).
+    Dropout holds no weights, so this changes nothing a trained model computes; it is written into the
+    config, so that config.json says what the model was trained with and a resumed run trains the same."""
+    config = model.config
+    config.attention_dropout = config.attention_weight_dropout
+    config.dropout = p
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = p
 
 
 def stlr(step: int, peak: float, cut: int, total: int) -> float:

@@ -186,6 +186,9 @@ def build_parser() -> Parser:
                              "--decay-fraction of the steps; the laptop LM's)")
     recipe.add_argument("--decay-fraction", type=float,
                         help="wsd: the share of the steps, at the end, over which the rate decays (default 0.2)")
+    recipe.add_argument("--repeat-dropout", type=float,
+                        help="a run sized to --max-minutes whose steps would read the training tokens more than 16 "
+                             "times trains with this dropout (the laptop LM's: 0.1; 0 = off)")
     recipe.add_argument("--evidence", nargs="+", metavar="PATH",
                         help="sentiment: evidence caches (python -m training.evidence) to draw snippets from")
     recipe.add_argument("--evidence-prob", type=float,

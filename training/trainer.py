@@ -32,7 +32,17 @@ from tqdm.auto import tqdm
 from model import PreTrainedModel, autocast, resolve_precision
 from storage import SNAPSHOTS_DIR, STATE_NAME, TOKENIZER_NAME, atomic_write, snapshot_name, write_index
 
-from .recipe import apply_unfreezing, average_state_dicts, param_groups, stlr, training_loss, wsd, wsd_decay_start
+from .recipe import (
+    REPEAT_PASSES,
+    apply_unfreezing,
+    average_state_dicts,
+    param_groups,
+    set_dropout,
+    stlr,
+    training_loss,
+    wsd,
+    wsd_decay_start,
+)
 from .training_args import TrainConfig
 
 if TYPE_CHECKING:
@@ -189,9 +199,23 @@ def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_s
     if state.get("world_size", 1) != world_size:
         found.append(f"{state.get('world_size', 1)} processes (now {world_size})")
     saved_model = state.get("model_config")
+    chosen = ("dropout", "attention_dropout") if "dropout" in (state.get("sized") or {}) else ()  # by the sizing
     if saved_model is not None:
-        found += [f"{k}={saved_model.get(k)!r} (now {v!r})" for k, v in model_config.items() if saved_model.get(k) != v]
+        found += [f"{k}={saved_model.get(k)!r} (now {v!r})" for k, v in model_config.items()
+                  if saved_model.get(k) != v and k not in chosen]
     return found
+
+
+@contextlib.contextmanager
+def kept_random_state():
+    """Within: draw random numbers freely; after: the CPU's (and CUDA's) random state as before."""
+    cpu, cuda = torch.get_rng_state(), torch.cuda.get_rng_state() if torch.cuda.is_available() else None
+    try:
+        yield
+    finally:
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state(cuda)
 
 
 @contextlib.contextmanager
@@ -291,6 +315,8 @@ class Trainer:
         self.window_losses = state.get("window_losses", [])
         self.snapshots = state.get("snapshot_index", [])
         self.sized = state.get("sized")
+        if self.sized and "dropout" in self.sized:  # chosen when the run was sized: its other steps take it too
+            set_dropout(self.model, self.sized["dropout"])
         if self.cfg.max_steps is None:  # sized to the first invocation's budget: a resumed one keeps that schedule
             self.cfg.max_steps = state["train_config"]["max_steps"]
         timing = state.get("timing") or {}
@@ -381,40 +407,68 @@ class Trainer:
         the step, as it is in every other run: `--resume` goes on with the count the state recorded,
         and `--max-steps N` (which always wins) trains exactly this run again.
 
-        It times `SIZING_STEPS` real steps (the first `SIZING_UNTIMED` not counted) and, if no rate
-        was measured yet, one periodic evaluation; then puts the weights, the optimizer and the random
-        state back, so the run trains from step 0 as if it had not. Under DDP the slowest rank's step
-        time counts and rank 0's count is everyone's."""
+        It times real steps (`time_steps`) and, if no rate was measured yet, one periodic evaluation,
+        leaving no trace. With the recipe's `repeat_dropout`, a count that would read the training
+        tokens more than `REPEAT_PASSES` times turns that dropout on (`set_dropout`) and times the
+        steps again (dropout makes them slower): a small text on a fast machine is otherwise memorised
+        long before the time is up. Under DDP the slowest rank's step time counts and rank 0's count
+        and choice are everyone's."""
         if self.deadline is None:
             raise ValueError("max_steps=None sizes a run to its time budget: give max_minutes (or max_steps)")
-        weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-        rng = (torch.get_rng_state(), torch.cuda.get_rng_state() if torch.cuda.is_available() else None)
         if self.row_seconds is None and self.info.is_main:  # rank 0 evaluates
-            self._periodic_metrics(self.model)
-        self.model.train()
-        for step in range(SIZING_STEPS):
-            if step == SIZING_UNTIMED:
-                timed_from = self.clock()
-            self.optimizer_step(step, self.cfg.lr)
-        step_seconds = (self.clock() - timed_from) / (SIZING_STEPS - SIZING_UNTIMED)
-        self.model.load_state_dict(weights)
-        self.optimizer = make_optimizer(self.model, self.cfg)  # a fresh one, as the run started with
-        self.model.zero_grad(set_to_none=True)
-        torch.set_rng_state(rng[0])
-        if rng[1] is not None:
-            torch.cuda.set_rng_state(rng[1])
-        step_seconds = agreed(math.ceil(step_seconds * 1e6), self.device, self.info) / 1e6  # the slowest rank's
+            with kept_random_state():
+                self._periodic_metrics(self.model)
+        step_seconds, step_tokens = self.time_steps()
         steps = self.steps_that_fit(step_seconds, self.clock())
+        chosen = {}  # what the passes chose, for metrics.json
+        passes = self.passes(steps, step_tokens)
+        dropout = self.cfg.recipe.repeat_dropout
+        if dropout > self.model.config.dropout and agreed(int(self.info.is_main and passes > REPEAT_PASSES),
+                                                          self.device, self.info):
+            # the time would read the text more than REPEAT_PASSES times: dropout, and its slower steps
+            set_dropout(self.model, dropout)
+            chosen = {"passes_without_dropout": round(passes, 1),
+                      "step_seconds_without_dropout": round(step_seconds, 4), "dropout": dropout}
+            step_seconds, _ = self.time_steps()
+            steps = self.steps_that_fit(step_seconds, self.clock())
         self.cfg.max_steps = agreed(steps if self.info.is_main else 0, self.device, self.info)
         self.sized = {"step_seconds": round(step_seconds, 4), "eval_seconds": round(self.planned_eval_seconds(), 3),
-                      "budget_s": round(self.deadline - self.clock(), 1), "max_steps": self.cfg.max_steps}
+                      "budget_s": round(self.deadline - self.clock(), 1), "max_steps": self.cfg.max_steps, **chosen}
         self.refitting = self.cfg.recipe.schedule == "wsd"
         if self.info.is_main:
             later = (", re-fitted as it trains until the decay starts (sooner if the held-out loss stops "
                      "improving)") if self.refitting else ""
+            if "dropout" in self.sized:
+                print(f"{self.sized['passes_without_dropout']:g} passes over the training tokens would fit the time "
+                      f"(steps of {self.sized['step_seconds_without_dropout']:.3f} s): more than {REPEAT_PASSES} "
+                      f"memorise them, so dropout {dropout:g} from the first step", flush=True)
             print(f"sized to the time left ({self.sized['budget_s']:.0f} s): {self.cfg.max_steps:,} steps of "
                   f"{step_seconds:.3f} s (timed on {SIZING_STEPS - SIZING_UNTIMED}), evaluations of "
                   f"{self.sized['eval_seconds']:.1f} s every {self.cfg.eval_every}{later}", flush=True)
+
+    def time_steps(self) -> tuple[float, float]:
+        """Seconds and tokens of one step, on `SIZING_STEPS` real steps (the first `SIZING_UNTIMED` not
+        timed); then the weights, the optimizer and the random state go back, so the run trains from
+        step 0 as if they had not been taken. Under DDP the slowest rank's step time counts."""
+        weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.model.train()
+        tokens = 0
+        with kept_random_state():
+            for step in range(SIZING_STEPS):
+                if step == SIZING_UNTIMED:
+                    timed_from = self.clock()
+                tokens += self.optimizer_step(step, self.cfg.lr)[1]
+        step_seconds = (self.clock() - timed_from) / (SIZING_STEPS - SIZING_UNTIMED)
+        self.model.load_state_dict(weights)
+        self.optimizer = make_optimizer(self.model, self.cfg)  # a fresh one, as the run started with
+        self.model.zero_grad(set_to_none=True)
+        return agreed(math.ceil(step_seconds * 1e6), self.device, self.info) / 1e6, tokens / SIZING_STEPS
+
+    def passes(self, steps: int, step_tokens: float) -> float:
+        """How many times `steps` steps of `step_tokens` tokens read the training tokens (0 when the task
+        does not count them)."""
+        train_tokens = self.data.description.get("train_tokens")
+        return steps * step_tokens / train_tokens if train_tokens else 0.0
 
     def decay_start(self) -> int:
         """The first step at which wsd's rate falls below its peak, for the current `max_steps`."""
