@@ -206,16 +206,10 @@ def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_s
     return found
 
 
-@contextlib.contextmanager
 def kept_random_state():
-    """Within: draw random numbers freely; after: the CPU's (and CUDA's) random state as before."""
-    cpu, cuda = torch.get_rng_state(), torch.cuda.get_rng_state() if torch.cuda.is_available() else None
-    try:
-        yield
-    finally:
-        torch.set_rng_state(cpu)
-        if cuda is not None:
-            torch.cuda.set_rng_state(cuda)
+    """Within: draw random numbers freely; after: the CPU's (and the current CUDA device's) random
+    state as before (`torch.random.fork_rng`)."""
+    return torch.random.fork_rng(devices=[torch.cuda.current_device()] if torch.cuda.is_available() else [])
 
 
 @contextlib.contextmanager
