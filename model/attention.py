@@ -21,17 +21,19 @@ from .masks import causal_mask
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-              dropout_p: float = 0.0, at: Callable[[str, torch.Tensor], torch.Tensor] = lambda name, x: x
-              ) -> torch.Tensor:
+              dropout_p: float = 0.0, at: Callable[[str, torch.Tensor], torch.Tensor] = lambda name, x: x,
+              scale: float | None = None) -> torch.Tensor:
     """The formula, step by step. q: (B, H, T_q, d_k), k/v: (B, H, T_k, d_k), `mask` True where
     attention is allowed -> out (B, H, T_q, d_k). `at(name, value)` is where each step's value
     passes a named point (`MultiHeadAttention.at`: "scores", "weights"), to be read or replaced.
+    `scale` multiplies the scores: 1/√d_k unless given (1.0: a model trained without the scaling).
 
     A query row whose keys are all masked gets zero weights and a zero output instead of the NaN a
     softmax of all -inf would give (a left-padded position under a causal mask has no key to see).
     """
-    scores = at("scores", q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)))  # (B, H, T_q, T_k): query·key,
-    # scaled by √d_k so that the softmax does not saturate as d_k grows
+    scale = 1 / math.sqrt(q.size(-1)) if scale is None else scale
+    scores = at("scores", q @ k.transpose(-2, -1) * scale)  # (B, H, T_q, T_k): query·key, scaled by 1/√d_k:
+    # a dot product of d_k random terms has variance d_k, so its spread grows as √d_k and would saturate the softmax
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))  # + M: a masked key gets weight 0
     weights = scores.float().softmax(dim=-1)  # each row sums to 1 (float32, also under bfloat16 autocast)
@@ -51,7 +53,7 @@ def full_mask(mask: torch.Tensor | None, is_causal: bool, t_q: int, t_k: int, de
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                    is_causal: bool = False, dropout_p: float = 0.0) -> torch.Tensor:
+                    is_causal: bool = False, dropout_p: float = 0.0, scale: float | None = None) -> torch.Tensor:
     """ALTERNATIVE, for speed: `attention`'s output from PyTorch's fused kernel
     (`F.scaled_dot_product_attention`), which never materialises the (T_q, T_k) weights; the tests
     prove both equal. Causal attention without a mask, the training case, goes to the kernel's own
@@ -59,10 +61,10 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     t_q, t_k = q.size(-2), k.size(-2)
     is_causal = is_causal and t_q > 1  # one query aligned to the end sees every key: no mask to build
     if mask is None and (t_q == t_k or not is_causal):
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
     if is_causal:
         mask = causal_mask(t_q, t_k, q.device) if mask is None else mask & causal_mask(t_q, t_k, q.device)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
     return out.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # the kernel gives NaN where a row is all masked
 
 
@@ -108,6 +110,7 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         d_model = config.d_model  # the config checked d_model % n_head == 0
         self.d_model, self.n_head, self.dropout_p = d_model, config.n_head, config.attention_weight_dropout
+        self.scale = None if config.scale_scores else 1.0  # None: 1/√d_k; 1.0: raw dot products (`training.why`)
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
         self.hook = nn.ModuleDict({point: HookPoint(f"{name}.{point}") for point in self.POINTS})
@@ -149,9 +152,9 @@ class MultiHeadAttention(nn.Module):
         dropout_p = self.dropout_p if self.training else 0.0
         if watched(self.hook["mask"], self.hook["scores"], self.hook["weights"]):  # the formula, step by step
             mask = full_mask(mask, is_causal, q.size(-2), k.size(-2), q.device)
-            out = attention(q, k, v, self.at("mask", mask), dropout_p, self.at)
+            out = attention(q, k, v, self.at("mask", mask), dropout_p, self.at, self.scale)
         else:  # fast: the same numbers from PyTorch's kernel, the weights never materialised
-            out = fused_attention(q, k, v, mask, is_causal, dropout_p)
+            out = fused_attention(q, k, v, mask, is_causal, dropout_p, self.scale)
         out = self.at("heads", out)  # (B, H, T, d_k)
         out = out.transpose(1, 2).reshape(B, T, C)  # concat heads: (B, T, C)
         return self.at("out", self.out_proj(out))

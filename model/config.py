@@ -24,6 +24,7 @@ MAX_FF = 32_768  # d_ff
 MAX_HEADS = 128
 MAX_LAYERS = 128
 MAX_POSITIONS = 16_384  # block_size, max_src_len, max_tgt_len
+PARTS = ("positions", "embed_scale", "scale_scores", "causal", "residual", "layer_norm", "feed_forward")
 
 
 def bounded(default, low, high=None):
@@ -70,6 +71,15 @@ class TransformerConfig:
     # tokens, 0.1 costs 3x a step of the shipped classifier); at 0, the fused kernel runs.
     attention_dropout: float | None = bounded(None, 0.0, 0.99)
     norm_first: bool = True  # pre-norm (GPT-2); False gives the paper's post-norm
+    # The parts a model can be trained without, to see why each exists (`python -m training.why`).
+    # Every shipped model has them all; False skips the part's one line in model/, nothing else changes.
+    positions: bool = True  # add the sinusoidal positions (`embeddings.PositionalEncoding`)
+    embed_scale: bool = True  # multiply the token embeddings by √d_model (`embeddings.Embeddings`)
+    scale_scores: bool = True  # divide Q Kᵀ by √d_k (`attention.MultiHeadAttention`)
+    causal: bool = True  # a decoder position sees only itself and the positions before it (`layers.DecoderLayer`)
+    residual: bool = True  # x + Sublayer(...): the stream carries x past each sublayer (`layers.SublayerConnection`)
+    layer_norm: bool = True  # normalise around each sublayer and after the stack (`layers.build_norm`)
+    feed_forward: bool = True  # a feed-forward sublayer in every block (`layers.DecoderLayer`, `EncoderLayer`)
     pad_token_id: int = bounded(0, 0)
     bos_token_id: int = bounded(1, 0)
     eos_token_id: int = bounded(2, 0)
@@ -89,6 +99,11 @@ class TransformerConfig:
         for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
             if getattr(self, name) >= self.vocab_size:
                 raise ValueError(f"{name} ({getattr(self, name)}) must be below vocab_size ({self.vocab_size})")
+
+    @property
+    def parts_off(self) -> tuple[str, ...]:
+        """The parts this model was built without (`training.why`); () for every shipped model."""
+        return tuple(name for name in PARTS if not getattr(self, name))
 
     @property
     def attention_weight_dropout(self) -> float:

@@ -23,7 +23,7 @@ class Embeddings(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.lut = nn.Embedding(config.vocab_size, config.d_model)
-        self.scale = math.sqrt(config.d_model)
+        self.scale = math.sqrt(config.d_model) if config.embed_scale else 1.0  # without: N(0, 0.02) per dimension
         self.hook_logits = HookPoint("logits")
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
@@ -52,8 +52,10 @@ class PositionalEncoding(nn.Module):
     def __init__(self, config: TransformerConfig, name: str = "decoder"):
         super().__init__()
         self.dropout = nn.Dropout(config.dropout)
-        # not a parameter and not saved: it is a pure function of (max_positions, d_model)
-        self.register_buffer("pe", sinusoidal_table(config.max_positions, config.d_model), persistent=False)
+        # not a parameter and not saved: it is a pure function of (max_positions, d_model); without
+        # positions (`config.positions` False) every row is zero, so nothing tells the places apart
+        table = sinusoidal_table(config.max_positions, config.d_model)
+        self.register_buffer("pe", table if config.positions else torch.zeros_like(table), persistent=False)
         self.hook_embed, self.hook_pos = HookPoint(f"{name}.embed"), HookPoint(f"{name}.pos")
         self.hook_input = HookPoint(f"{name}.input")
 

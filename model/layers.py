@@ -21,8 +21,9 @@ from .hooks import HookPoint, attach, names
 
 
 def build_norm(config: TransformerConfig) -> nn.Module:
-    """The one place a normalisation layer is chosen (an RMSNorm variant would be added here)."""
-    return nn.LayerNorm(config.d_model)
+    """The one place a normalisation layer is chosen (an RMSNorm variant would be added here);
+    `config.layer_norm` False: none, the identity (`training.why`)."""
+    return nn.LayerNorm(config.d_model) if config.layer_norm else nn.Identity()
 
 
 class SublayerConnection(nn.Module):
@@ -30,6 +31,8 @@ class SublayerConnection(nn.Module):
 
     Post-norm, `LayerNorm(x + Sublayer(x))`, is the paper's; pre-norm, `x + Sublayer(LayerNorm(x))`,
     keeps an unnormalised residual path and trains more stably in deep or fast-LR settings.
+    The `x +` is the residual connection: the gradient reaches every earlier layer through it
+    unchanged, whatever the sublayers do (`config.residual` False drops it: `training.why`).
     Named points: `{name}.in`, what the sublayer reads, and `{name}.resid`, the stream after it.
     """
 
@@ -37,13 +40,14 @@ class SublayerConnection(nn.Module):
         super().__init__()
         self.norm = build_norm(config)
         self.dropout = nn.Dropout(config.dropout)
-        self.norm_first = config.norm_first
+        self.norm_first, self.residual = config.norm_first, config.residual
         self.hook_in, self.hook_resid = HookPoint(f"{name}.in"), HookPoint(f"{name}.resid")
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
+        kept = x if self.residual else 0  # the residual connection: x carried past the sublayer
         if self.norm_first:
-            return self.hook_resid(x + self.dropout(sublayer(self.hook_in(self.norm(x)))))
-        return self.hook_resid(self.norm(x + self.dropout(sublayer(self.hook_in(x)))))
+            return self.hook_resid(kept + self.dropout(sublayer(self.hook_in(self.norm(x)))))
+        return self.hook_resid(self.norm(kept + self.dropout(sublayer(self.hook_in(x)))))
 
 
 class FeedForward(nn.Module):
@@ -65,18 +69,19 @@ class FeedForward(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention over the whole source, then the feed-forward network."""
+    """Self-attention over the whole source, then the feed-forward network (none without
+    `config.feed_forward`: attention alone, `training.why`)."""
 
     def __init__(self, config: TransformerConfig, name: str = "encoder.0"):
         super().__init__()
         self.self_attn = MultiHeadAttention(config, f"{name}.attn")
-        self.feed_forward = FeedForward(config, f"{name}.ffn")
-        self.sublayer = nn.ModuleList([SublayerConnection(config, f"{name}.attn"),
-                                       SublayerConnection(config, f"{name}.ffn")])
+        self.feed_forward = FeedForward(config, f"{name}.ffn") if config.feed_forward else None
+        parts = ("attn", "ffn") if config.feed_forward else ("attn",)
+        self.sublayer = nn.ModuleList(SublayerConnection(config, f"{name}.{part}") for part in parts)
 
     def forward(self, x, mask=None, is_causal=False):
         x = self.sublayer[0](x, lambda h: self.self_attn(h, mask=mask, is_causal=is_causal))
-        return self.sublayer[1](x, self.feed_forward)
+        return self.sublayer[1](x, self.feed_forward) if self.feed_forward is not None else x
 
 
 @dataclass
@@ -90,25 +95,28 @@ class LayerCache:
 class DecoderLayer(nn.Module):
     """Masked self-attention -> cross-attention over the encoder memory -> feed-forward.
 
-    With `cross_attention=False` it is a GPT block (masked self-attention -> feed-forward).
+    With `cross_attention=False` it is a GPT block (masked self-attention -> feed-forward). The
+    mask is what keeps a position from reading the token it is trained to predict (`config.causal`
+    False removes it; `config.feed_forward` False, the feed-forward: `training.why`).
     """
 
     def __init__(self, config: TransformerConfig, cross_attention: bool = True, name: str = "decoder.0"):
         super().__init__()
         c = config
+        self.causal = c.causal
         self.self_attn = MultiHeadAttention(c, f"{name}.attn")
         self.src_attn = MultiHeadAttention(c, f"{name}.cross") if cross_attention else None
-        self.feed_forward = FeedForward(c, f"{name}.ffn")
-        parts = ("attn", "cross", "ffn") if cross_attention else ("attn", "ffn")
+        self.feed_forward = FeedForward(c, f"{name}.ffn") if c.feed_forward else None
+        parts = ("attn",) + (("cross",) if cross_attention else ()) + (("ffn",) if c.feed_forward else ())
         self.sublayer = nn.ModuleList(SublayerConnection(c, f"{name}.{part}") for part in parts)
 
     def forward(self, x, tgt_mask=None, memory=None, src_mask=None, cache: LayerCache | None = None):
-        """x: (B, T, C). `tgt_mask` may be None: causality is always applied (`is_causal`)."""
+        """x: (B, T, C). `tgt_mask` may be None: causality is applied on its own (`is_causal`)."""
         self_cache, cross_cache = (cache.self_attn, cache.cross_attn) if cache is not None else (None, None)
-        x = self.sublayer[0](x, lambda h: self.self_attn(h, mask=tgt_mask, is_causal=True, cache=self_cache))
+        x = self.sublayer[0](x, lambda h: self.self_attn(h, mask=tgt_mask, is_causal=self.causal, cache=self_cache))
         if self.src_attn is not None:
             x = self.sublayer[1](x, lambda h: self.src_attn(h, memory, mask=src_mask, cache=cross_cache))
-        return self.sublayer[-1](x, self.feed_forward)
+        return self.sublayer[-1](x, self.feed_forward) if self.feed_forward is not None else x
 
 
 @dataclass

@@ -38,6 +38,7 @@ import torch
 from safetensors.torch import load_file
 
 from cli import Parser
+from model.config import PARTS
 from storage import (
     CARD_NAME,
     CONFIG_NAME,
@@ -159,6 +160,8 @@ def check_checkpoint(checkpoint: Path) -> dict:
                          f"model ({LM_TYPE}) has a GPT-2 layout")
     if not config.get("norm_first", True):
         raise ValueError(f"--checkpoint {checkpoint}: a post-norm model; GPT-2 is pre-norm")
+    if off := [part for part in PARTS if not config.get(part, True)]:
+        raise ValueError(f"--checkpoint {checkpoint}: a model trained without {', '.join(off)}; GPT-2 has every part")
     return config
 
 

@@ -14,6 +14,7 @@ import torch.nn as nn
 
 import model.layers
 from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig
+from model.config import PARTS
 from model.fast import can_decode, decode_step
 
 VOCAB, STEPS = 50, 8
@@ -25,7 +26,7 @@ SIZES_AND_IDS = {"vocab_size", "n_head", "d_model", "d_ff", "block_size", "n_lay
                  "bos_token_id", "eos_token_id"}
 # `reverse` only says which way the LM's training text ran: the same computation either way
 CONFIG_OPTIONS = {"norm_first": [True, False], "dropout": [0.0, 0.5], "attention_dropout": [None, 0.0, 0.5],
-                  "reverse": [False, True]}
+                  "reverse": [False, True], **{part: [True, False] for part in PARTS}}
 
 
 class DoubledLayerNorm(nn.LayerNorm):
@@ -67,6 +68,8 @@ def lm(norm: str = "layer_norm", activation: str = "gelu", bias: bool = True, **
         lm = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=2, d_model=16,
                                              d_ff=32, **options))
     for block in lm.decoder.layers:
+        if block.feed_forward is None:  # a model without the feed-forward (`training.why`)
+            continue
         block.feed_forward.activation = ACTIVATIONS[activation]
         if not bias:
             for linear in (block.self_attn.in_proj, block.self_attn.out_proj, block.feed_forward.w_1,
@@ -141,3 +144,27 @@ def test_the_fast_step_is_refused_with_autograd():
     assert not can_decode(model)  # grad mode is on in a test
     with torch.no_grad():
         assert can_decode(model)
+
+
+@pytest.mark.parametrize("part", [p for p in PARTS if p != "causal"])
+def test_a_model_without_a_part_generates_through_its_layers(monkeypatch, part):
+    """`training.why`'s models (a part switched off) are refused by the fast step, so the layers decode
+    them: each cached step's logits equal the full forward's, as for every shipped model."""
+    model = lm(**{part: False})
+    with torch.no_grad():
+        assert not can_decode(model) and can_decode(lm())
+    with counting_fast_steps(monkeypatch) as calls:
+        steps = list(model.stream(PROMPT, GenerationConfig(max_new_tokens=STEPS, temperature=2.0, seed=0)))
+    assert calls == []
+    tokens = PROMPT[0].tolist() + [s.token_id for s in steps]
+    with torch.no_grad():
+        for i, step in enumerate(steps):
+            expected = model(torch.tensor([tokens[: PROMPT.size(1) + i]])).logits[0, -1]
+            torch.testing.assert_close(step.logits, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_model_without_the_causal_mask_is_refused_by_the_fast_step():
+    """Without the mask every position reads the whole window, so a cached step (which has only the
+    past) is not the full forward: nothing fast may claim to be."""
+    with torch.no_grad():
+        assert not can_decode(lm(causal=False))

@@ -34,8 +34,9 @@ from .row_layout import row_weight
 def can_decode(model: nn.Module) -> bool:
     """Whether `decode_step` computes what the layers of `model` (a DecoderOnlyLM) would: eval mode
     (dropout is the identity), no autograd, no autocast (generation stays float32), and nothing
-    attached to its named points in this context (a head knocked out, a value read)."""
-    return (not model.training and not torch.is_grad_enabled()
+    attached to its named points in this context (a head knocked out, a value read), and a model with
+    every part (`config.parts_off`: a `training.why` model steps through its layers)."""
+    return (not model.config.parts_off and not model.training and not torch.is_grad_enabled()
             and not torch.is_autocast_enabled(model.pos.pe.device.type) and not attached(model))
 
 
