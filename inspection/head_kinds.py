@@ -52,7 +52,7 @@ class HeadScore:
         return self.score >= THRESHOLDS[self.kind]
 
 
-def _weights(model: DecoderOnlyLM, ids: torch.Tensor) -> torch.Tensor:
+def attention_weights(model: DecoderOnlyLM, ids: torch.Tensor) -> torch.Tensor:
     """Every layer's attention weights of one text (1, T) -> (L, H, T, T)."""
     names = [attention_point("decoder_self", i, "weights") for i in range(model.config.n_layer)]
     with torch.inference_mode(), model.hooks(read=names) as seen:
@@ -110,7 +110,7 @@ def score_heads(model: DecoderOnlyLM, tokenizer: BPETokenizer, texts: Sequence[s
         ids = prompt_ids(text, tokenizer)[: c.block_size]
         if len(ids) < 3:
             continue
-        w = _weights(model, torch.tensor([ids]))  # (L, H, T, T)
+        w = attention_weights(model, torch.tensor([ids]))  # (L, H, T, T)
         T = w.size(-1)
         sums["sink"] += on_start(w).sum(-1).double()
         counts["sink"] += T - 1
@@ -120,17 +120,24 @@ def score_heads(model: DecoderOnlyLM, tokenizer: BPETokenizer, texts: Sequence[s
             sums["negation_at"] += w[:, :, p + 1, p].double()
             counts["negation_at"] += 1
     mean = {k: sums[k] / max(counts[k], 1) for k in sums}
-    n = length or min(50, (c.block_size - 1) // 2)
-    ids = repeated_random(model, n, seed)
-    w = _weights(model, ids)
-    second = torch.arange(n + 1, 2 * n + 1)  # positions of the second copy
-    target = second - n + 1  # the token after the same token's first occurrence
-    valid = target <= n  # the last token's successor is the copy's own first token: not a first-copy position
-    induction = w[:, :, second[valid], target[valid]].mean(-1).double()
-    scores = {"sink": mean["sink"], "previous": mean["previous"], "induction": induction,
+    scores = {"sink": mean["sink"], "previous": mean["previous"], "induction": induction_scores(model, length, seed),
               "negation": (mean["negation_at"] - mean["previous"]) if counts["negation_at"] else None}
     return [HeadScore(layer, head, kind, round(float(scores[kind][layer, head]), 4))
             for kind in KINDS if scores[kind] is not None for layer in range(L) for head in range(H)]
+
+
+def induction_scores(model: DecoderOnlyLM, length: int | None = None, seed: int = 0,
+                     weights: torch.Tensor | None = None) -> torch.Tensor:
+    """(L, H): each head's induction score on a random sequence of `length` tokens shown twice
+    (default: as long as the context allows, at most 50): from each token of the second copy, the
+    weight on the token that followed its first occurrence. `weights`: the model's (L, H, T, T)
+    attention on `repeated_random(model, length, seed)`, when already read."""
+    n = length or min(50, (model.config.block_size - 1) // 2)
+    w = attention_weights(model, repeated_random(model, n, seed)) if weights is None else weights
+    second = torch.arange(n + 1, 2 * n + 1)  # positions of the second copy
+    target = second - n + 1  # the token after the same token's first occurrence
+    valid = target <= n  # the last token's successor is the copy's own first token: not a first-copy position
+    return w[:, :, second[valid], target[valid]].mean(-1).double()
 
 
 def describe(scores: Sequence[HeadScore], layer: int, head: int) -> str:

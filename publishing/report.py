@@ -342,6 +342,30 @@ def experiments_table(runs: dict[str, dict], where: str) -> str:
     return "\n".join(lines)
 
 
+def why_table(root: Path = Path("checkpoints/why")) -> str:
+    """One row per part `training.why` trained without (`<root>/<part>/why.json`), and the induction
+    run's final scores: what each verdict rests on, with the command that made it."""
+    lines = ["| part | without it | held-out loss with (spread) | without (spread) | verdict | measure: with / without "
+             "| command |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for path in sorted(root.glob("*/why.json")):
+        w = json.loads(path.read_text(encoding="utf-8"))
+        f, s, m = w["final"], w["spread"], w["measure"]
+        lines.append(f"| [{w['part']}](../{path.as_posix()}) | {w['change']} | {f['with']:.3f} ({s['with']:.3f}) | "
+                     f"{f['without']:.3f} ({s['without']:.3f}) | {w['verdict']} | {m['name']}: {_value(m['with'])} / "
+                     f"{_value(m['without'])} | `{w['command']}` |")
+    induction = root / "induction" / "induction.json"
+    if induction.is_file():
+        i = json.loads(induction.read_text(encoding="utf-8"))
+        lines += ["", f"Induction (`{i['command']}`, {i['steps']} steps; {i['data']}): the best head's score on a "
+                      f"random sequence shown twice, 2 layers **{i['final']['2layer']:.2f}**, 1 layer "
+                      f"**{i['final']['1layer']:.2f}**."]
+    return "\n".join(lines)
+
+
+def _value(v) -> str:
+    return " ".join(f"{x:g}" for x in v) if isinstance(v, list) else f"{v:g}"
+
+
 def results_markdown(shipped: dict[str, dict], experiments: dict[str, dict]) -> str:
     return f"""# Results
 
@@ -365,6 +389,14 @@ Validation quality against minutes of training, every run's periodic evaluations
 (`python -m publishing.report checkpoints docs/experiments --frontier docs/frontier.png`):
 
 ![frontier](frontier.png)
+
+## Why each part exists: trained without it
+
+The same small model trained with and without one part (`python -m training.why`, docs/why.md): the
+held-out loss of each arm is the mean over its seeds (nats per token), the spread their range; the
+verdict is "worse" only when the difference passes both spreads together.
+
+{why_table()}
 """
 
 

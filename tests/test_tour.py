@@ -35,7 +35,7 @@ COMPUTATION = {
     "tokens": "models.BPE()", "source_tokens": "cut_source(", "embedding": "self.lut(idx) * self.scale",
     "position": "torch.sin", "source_embedding": "self.src_pos(", "norm": "self.norm(x)", "qkv": "self.in_proj(x)",
     "scores": "q @ k.transpose", "scaling": "/ math.sqrt", "mask": ".tril(", "padding_mask": "mask & causal",
-    "softmax": "softmax", "weighted_sum": "@ v", "heads": "self.out_proj(out)", "residual": "(x + self.dropout",
+    "softmax": "softmax", "weighted_sum": "@ v", "heads": "self.out_proj(out)", "residual": "(kept + self.dropout",
     "ffn": "GELU", "stack": "layer(", "memory": "layer(", "logits": "lut.weight",
     "probabilities": "softmax(-1)", "sampling": "top_p", "decoder_input": "bos_token_id",
     "cross": "memory", "label": "log_softmax", "loss": "loss.backward()", "gradient": ".norm()",

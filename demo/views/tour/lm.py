@@ -189,8 +189,8 @@ def heads(s: LMState) -> Built:
                  n_head=n_head, d_k=s.d_k, d=s.d, n=s.n)
 
 
-@step("residual", CodeRef("model.layers.SublayerConnection.forward", r"if self\.norm_first",
-                          r"return self\.hook_resid\(x \+"))
+@step("residual", CodeRef("model.layers.SublayerConnection.forward", r"kept = x if self\.residual",
+                          r"return self\.hook_resid\(kept \+"))
 def residual(s: LMState) -> Built:
     x, attention, last = s.v["norm_1_in"], s.v["attention"], s.last
     mid = x + attention
