@@ -73,6 +73,15 @@ def on_previous(w: torch.Tensor) -> torch.Tensor:
     return w[..., t, t - 1]
 
 
+def on_induction(w: torch.Tensor) -> torch.Tensor:
+    """(…, T, T) attention weights over `repeated_random` ids (T = 1 + 2n) -> (…, n − 1): from each token
+    of the second copy whose earlier occurrence a token followed in the first copy, the weight on that
+    token (what `induction` averages; the last token's successor would be the second copy's own start)."""
+    n = (w.size(-1) - 1) // 2
+    second = torch.arange(n + 1, 2 * n)  # positions of the second copy, its last one left out
+    return w[..., second, second - n + 1]  # the token after the same token's first occurrence
+
+
 def _negation_positions(tokenizer: BPETokenizer, ids: list[int]) -> list[int]:
     """Positions p whose token is a negation and which a next token follows."""
     words = [tokenizer.decode([i]).strip().lower() for i in ids]
@@ -122,11 +131,7 @@ def score_heads(model: DecoderOnlyLM, tokenizer: BPETokenizer, texts: Sequence[s
     mean = {k: sums[k] / max(counts[k], 1) for k in sums}
     n = length or min(50, (c.block_size - 1) // 2)
     ids = repeated_random(model, n, seed)
-    w = _weights(model, ids)
-    second = torch.arange(n + 1, 2 * n + 1)  # positions of the second copy
-    target = second - n + 1  # the token after the same token's first occurrence
-    valid = target <= n  # the last token's successor is the copy's own first token: not a first-copy position
-    induction = w[:, :, second[valid], target[valid]].mean(-1).double()
+    induction = on_induction(_weights(model, ids)).mean(-1).double()
     scores = {"sink": mean["sink"], "previous": mean["previous"], "induction": induction,
               "negation": (mean["negation_at"] - mean["previous"]) if counts["negation_at"] else None}
     return [HeadScore(layer, head, kind, round(float(scores[kind][layer, head]), 4))
