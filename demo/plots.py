@@ -340,7 +340,8 @@ def grouped_bars_figure(labels: list[str], series: list[tuple[str, list[float], 
                        hovertemplate=f"{html.escape(name)}<br>%{{x}}: %{{y:.4g}}<extra></extra>")
     values = [v for _, vs, _ in series for v in vs]
     log = min(values) > 0 and max(values) / min(values) > 30  # a hundredfold gap: each bar still readable
-    figure.update_yaxes(type="log" if log else "linear", title_text="log scale" if log else None)
+    figure.update_yaxes(type="log" if log else "linear", title_text="log scale" if log else None,
+                        dtick=1 if log else None)  # log: one tick a decade, no unlabelled 2s and 5s
     titled(figure, title)
     figure.update_layout(height=height, barmode="group", margin={"l": 10, "r": 10, "b": 10},
                          legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"})

@@ -18,7 +18,7 @@ from demo.views.why import WhyView, trained_without, why_view
 WITH, WITHOUT = "#2563eb", "#ea580c"  # blue: the model as shipped; orange: trained without the part
 CSS = """
 /* code listings (here and in the induction panel) keep their indentation on any width: they scroll sideways */
-.code-listing pre, .code-listing code { white-space: pre !important; overflow-wrap: normal !important;
+.code-listing pre, .code-listing pre code { white-space: pre !important; overflow-wrap: normal !important;
   word-break: normal !important; }
 .code-listing pre { overflow-x: auto; max-width: 100%; }
 #tour-why { border-top: 1px solid #e5e7eb; padding-top: 8px; }
@@ -54,7 +54,7 @@ def measure_figure(view: WhyView):
     if not isinstance(m["with"], list):
         return None
     labels = m.get("labels") or [str(i + 1) for i in range(len(m["with"]))]
-    name = m["name"]
+    name = m["name"][:1].upper() + m["name"][1:]
     title = name if len(name) <= 44 else name[:name.rfind(" ", 0, 44)] + "<br>" + name[name.rfind(" ", 0, 44) + 1:]
     return plots.grouped_bars_figure(labels, [("with it", m["with"], WITH), ("without it", m["without"], WITHOUT)],
                                      title)

@@ -89,15 +89,15 @@ def verdict_sentence(run: dict) -> str:
     spreads = f"the range over {seeds} seeds: {sw:.3f} with it, {swo:.3f} without"
     losses = f"{wo:.3f} nats per token on held-out text, against {w:.3f} with it"
     if verdict == WITHIN:
-        return (f"**At this scale this part does not matter.** Trained without it, the model ends at {losses}: a "
+        return (f"**At this scale this part does not matter.** Without it, the model ends at {losses}: a "
                 f"difference of {abs(gap):.3f}, no more than the seeds' own spread ({spreads}).")
     if verdict == BETTER:
-        return (f"**Trained without it, the held-out loss ends lower:** {losses}, {-gap:.3f} lower, more than the "
+        return (f"**Without it, the held-out loss ends lower:** {losses}, {-gap:.3f} lower, more than the "
                 f"seeds' spread ({spreads}). Read the measure below before calling it better.")
     reached = first_at_or_below(run["curves"]["without"], w)
     pace = (f" In {run['steps']:,} steps it never gets down to the loss the model with it ends at."
             if reached is None else f" It first gets down to the with-arm's final loss at step {reached:,}.")
-    return (f"**Trained without it, the model ends worse:** {losses}, {gap:.3f} higher, more than the seeds' "
+    return (f"**Without it, the model ends worse:** {losses}, {gap:.3f} higher, more than the seeds' "
             f"spread ({spreads}).{pace}")
 
 
