@@ -14,6 +14,7 @@ import pytest
 
 from demo.serving import DemoService
 from demo.tabs import induction_panel, why_panel
+from demo.tabs import tour as tour_tab
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
 from demo.views import induction, tour, why
 
@@ -157,6 +158,13 @@ def test_no_runs_shipped_and_broken_files_leave_the_tour_as_it_was(service, tmp_
 # -- the API ------------------------------------------------------------------------------------------
 
 
+def keys(value) -> set[str]:
+    """Every key of every dict inside `value`."""
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in keys(v)}
+    return {k for v in value for k in keys(v)} if isinstance(value, list) else set()
+
+
 def test_the_tour_api_carries_each_runs_why_json_on_its_step(service, fixture_root) -> None:
     t = tour.tour(service, "This movie was", "lm")
     data = tour.tour_json(t)
@@ -165,6 +173,9 @@ def test_the_tour_api_carries_each_runs_why_json_on_its_step(service, fixture_ro
         assert out.get("trained_without") == runs.get(step.key), step.key
     assert sum("trained_without" in s for s in data["steps"]) == len(runs) >= 7
     json.dumps(data)  # as the API sends it
+    api = tour_tab.run(service, "This movie was", "lm", 0, 0, False)[1]  # the `/tour` route's own output
+    assert [s.get("trained_without") for s in api["steps"]] == [s.get("trained_without") for s in data["steps"]]
+    assert "path" not in keys(data)  # gradio_client would take a dict with a "path" for a file to download
     sentiment = tour.tour_json(tour.tour(service, "A fine film.", "sentiment"))
     assert not any("trained_without" in s for s in sentiment["steps"])
 
