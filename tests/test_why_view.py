@@ -23,7 +23,7 @@ SHIPPED = REPO_ROOT / "checkpoints" / "why"
 STEPS = {"positions": "position", "embed_scale": "embedding", "scale_scores": "scaling", "causal": "mask",
          "heads": "heads", "residual": "residual", "layer_norm": "norm", "feed_forward": "ffn", "depth": "stack"}
 PHRASE = {why.WORSE: "the model ends worse", why.BETTER: "the held-out loss ends lower",
-          why.WITHIN: "At this scale this part does not matter"}
+          why.WITHIN: "this part does not matter"}
 
 
 def fixture_runs() -> dict[str, dict]:
@@ -86,6 +86,10 @@ def test_the_section_shows_each_runs_numbers_and_the_verdict_they_give(service, 
         assert f"{value:.3f}" in words
     assert f"{abs(final['without'] - final['with']):.3f}" in words
     assert PHRASE[run["verdict"]] in words
+    if run["verdict"] == why.WITHIN:  # said plainly, with the scale it holds at
+        shape = run["shape"]
+        assert (f"**At this scale ({shape['n_layer']} layers, {shape['n_head']} heads, width {shape['d_model']}, "
+                f"{run['steps']:,} steps) this part does not matter.**") in words
     assert [PHRASE[v] in words for v in PHRASE].count(True) == 1
     assert [trace.name for trace in curves.data] == ["with it", "without it"]
     for trace, arm in zip(curves.data, why.ARMS, strict=True):
@@ -145,10 +149,11 @@ def test_the_section_is_hidden_without_a_run(service, fixture_root) -> None:
 def test_no_runs_shipped_and_broken_files_leave_the_tour_as_it_was(service, tmp_path, monkeypatch, caplog) -> None:
     run = fixture_runs()["residual"]
     write_run(tmp_path, {k: v for k, v in run.items() if k != "final"})  # a key missing
+    write_run(tmp_path, {**run, "part": "depth", "tour_step": "stack", "spread": {"with": 0.1}})  # a spread missing
     (tmp_path / "positions").mkdir()
     (tmp_path / "positions" / why.RUN_FILE).write_text("{not json", encoding="utf-8")
     monkeypatch.setattr(why, "ROOT", tmp_path)
-    assert why.runs() == {} and "no final" in caplog.text
+    assert why.runs() == {} and "no final" in caplog.text and "'without'" in caplog.text
     t = tour.tour(service, "This movie was", "lm")
     assert not any("trained_without" in s for s in tour.tour_json(t)["steps"])
     monkeypatch.setattr(why, "ROOT", tmp_path / "nothing")
@@ -234,6 +239,13 @@ def test_a_map_of_another_shape_is_drawn_without_a_share(tmp_path, monkeypatch) 
     assert view.shares == [None] * 3 and "In the maps" not in view.summary and len(view.maps) == 3
     monkeypatch.setattr(why, "ROOT", tmp_path / "nothing")
     assert induction_panel.draw()[0] == f"**{induction.NO_RUN}**"
+    del run["best_head"]  # not what the panel reads: one line, no figure
+    broken = tmp_path / "broken"
+    (broken / "induction").mkdir(parents=True)
+    (broken / "induction" / "induction.json").write_text(json.dumps(run), encoding="utf-8")
+    monkeypatch.setattr(why, "ROOT", broken)
+    out = induction_panel.draw()
+    assert out[0].startswith("⚠️") and out[1:6] == (None,) * 5
 
 
 def test_the_shipped_induction_run_forms_a_head_with_two_layers_only() -> None:

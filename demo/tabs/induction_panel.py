@@ -7,6 +7,7 @@ figures are drawn when the tab is opened (`build` returns the handler), not with
 import gradio as gr
 
 from demo import plots
+from demo.serving import failure
 from demo.views.induction import MODELS, NAMES, NO_RUN, InductionView, induction_view
 from demo.views.tour.code import listing
 from inspection.head_kinds import THRESHOLDS
@@ -59,7 +60,10 @@ def code_markdown(view: InductionView) -> str:
 
 def draw():
     """Every output of the panel from the shipped run, or the one line that says none is shipped."""
-    view = induction_view()
+    try:
+        view = induction_view()
+    except Exception as e:  # a run that is not what the panel reads: one line, as every tab says a failure
+        return failure(e), *(None,) * (2 + MOMENTS), "", ""
     if view is None:
         return f"**{NO_RUN}**", *(None,) * (2 + MOMENTS), "", ""
     curves = view.run["curves"]

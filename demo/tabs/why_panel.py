@@ -6,6 +6,8 @@ changes. Open on the page (no accordion), hidden on the steps without a run. The
 `demo.views.why`; `demo.tabs.tour` places the section (`build`) and redraws it when the step changes
 (`attach`)."""
 
+import textwrap
+
 import gradio as gr
 
 from demo import plots
@@ -54,8 +56,7 @@ def measure_figure(view: WhyView):
     if not isinstance(m["with"], list):
         return None
     labels = m.get("labels") or [str(i + 1) for i in range(len(m["with"]))]
-    name = m["name"][:1].upper() + m["name"][1:]
-    title = name if len(name) <= 44 else name[:name.rfind(" ", 0, 44)] + "<br>" + name[name.rfind(" ", 0, 44) + 1:]
+    title = "<br>".join(textwrap.wrap(m["name"][:1].upper() + m["name"][1:], 44))  # Plotly never wraps: a phone
     return plots.grouped_bars_figure(labels, [("with it", m["with"], WITH), ("without it", m["without"], WITHOUT)],
                                      title)
 

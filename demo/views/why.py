@@ -33,7 +33,8 @@ def _runs(root: Path) -> dict[str, dict]:
             missing = [key for key in REQUIRED if key not in run]
             if missing:
                 raise ValueError(f"no {', '.join(missing)}")
-        except (OSError, ValueError) as e:  # a broken file leaves its step without the section, not the tour
+            why_view(run)  # every sentence can be written from it
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as e:  # its step goes without, not the tour
             log.warning("skipping %s: %s", path, e)
             continue
         runs.setdefault(run["tour_step"], run)
@@ -89,7 +90,8 @@ def verdict_sentence(run: dict) -> str:
     spreads = f"the range over {seeds} seeds: {sw:.3f} with it, {swo:.3f} without"
     losses = f"{wo:.3f} nats per token on held-out text, against {w:.3f} with it"
     if verdict == WITHIN:
-        return (f"**At this scale this part does not matter.** Without it, the model ends at {losses}: a "
+        scale = ", ".join([w for w in (shape_words(run.get("shape", {})),) if w] + [f"{run['steps']:,} steps"])
+        return (f"**At this scale ({scale}) this part does not matter.** Without it, the model ends at {losses}: a "
                 f"difference of {abs(gap):.3f}, no more than the seeds' own spread ({spreads}).")
     if verdict == BETTER:
         return (f"**Without it, the held-out loss ends lower:** {losses}, {-gap:.3f} lower, more than the "
