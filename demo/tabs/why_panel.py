@@ -17,6 +17,8 @@ from demo.views.tour import Tour
 from demo.views.tour.code import listing
 from demo.views.why import WhyView, trained_without, why_view
 
+LEAD = ("*Switching a part off in the trained model shows what that model now depends on; here a small model was "
+        "trained with the part and again without it, to show what the part does for training.*")
 WITH, WITHOUT = "#2563eb", "#ea580c"  # blue: the model as shipped; orange: trained without the part
 CSS = """
 /* code listings (here and in the induction panel) keep their indentation on any width: they scroll sideways */
@@ -87,7 +89,7 @@ def section(t: Tour | None, index):
     view = why_view(run)
     measure = measure_figure(view)
     reason = f"\n\n**Why the part is there:** {view.reason}" if view.reason else ""
-    return (gr.update(visible=True), f"### Trained without it\n\n{view.headline}{reason}",
+    return (gr.update(visible=True), f"### Trained without it\n\n{LEAD}\n\n{view.headline}{reason}",
             curves_figure(view), gr.update(value=measure, visible=measure is not None), details_markdown(view))
 
 
