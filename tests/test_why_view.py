@@ -60,7 +60,7 @@ def test_every_runs_verdict_agrees_with_its_numbers_and_its_line_is_found(root: 
     if not root.is_dir():
         pytest.skip(f"no {root.relative_to(REPO_ROOT)} yet")
     runs = why.runs(root)
-    assert len(runs) >= 8 and set(runs) <= set(STEPS.values())
+    assert len(runs) >= 7 and set(runs) <= set(STEPS.values())  # issue 60: at least 7 LM steps carry a run
     for step, run in runs.items():
         assert run["verdict"] == why.verdict_of(run["final"], run["spread"]), step
         assert all(len(run["curves"][arm]) >= 10 for arm in why.ARMS), step
@@ -154,6 +154,9 @@ def test_no_runs_shipped_and_broken_files_leave_the_tour_as_it_was(service, tmp_
     (tmp_path / "positions" / why.RUN_FILE).write_text("{not json", encoding="utf-8")
     monkeypatch.setattr(why, "ROOT", tmp_path)
     assert why.runs() == {} and "no final" in caplog.text and "'without'" in caplog.text
+    write_run(tmp_path / "two", run)
+    write_run(tmp_path / "two", {**run, "part": "zresidual"})  # a second run for the same step
+    assert why.runs(tmp_path / "two")["residual"]["part"] == "residual" and "shows residual's run" in caplog.text
     t = tour.tour(service, "This movie was", "lm")
     assert not any("trained_without" in s for s in tour.tour_json(t)["steps"])
     monkeypatch.setattr(why, "ROOT", tmp_path / "nothing")

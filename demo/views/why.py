@@ -37,7 +37,10 @@ def _runs(root: Path) -> dict[str, dict]:
         except (OSError, ValueError, KeyError, TypeError, IndexError) as e:  # its step goes without, not the tour
             log.warning("skipping %s: %s", path, e)
             continue
-        runs.setdefault(run["tour_step"], run)
+        if run["tour_step"] in runs:  # one run a step: the first part in name order
+            log.warning("skipping %s: step %r shows %s's run", path, run["tour_step"], runs[run["tour_step"]]["part"])
+            continue
+        runs[run["tour_step"]] = run
     return runs
 
 
