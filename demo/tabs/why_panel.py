@@ -19,7 +19,7 @@ from demo.views.why import WhyView, trained_without, why_view
 
 LEAD = ("*Switching a part off in the trained model shows what that model now depends on; here a small model was "
         "trained with the part and again without it, to show what the part does for training.*")
-WITH, WITHOUT = "#2563eb", "#ea580c"  # blue: the model as shipped; orange: trained without the part
+WITH, WITHOUT = "#2563eb", "#ea580c"  # blue: trained with the part; orange: without it
 CSS = """
 /* code listings (here and in the induction panel) keep their indentation on any width: they scroll sideways */
 .code-listing pre, .code-listing pre code { white-space: pre !important; overflow-wrap: normal !important;
