@@ -40,7 +40,7 @@ from demo.serving import (  # noqa: E402
     trim_when_idle,
 )
 from demo.serving.sessions import start_sessions_lazily  # noqa: E402
-from demo.tabs import about, attention, chat, learning, sentiment, tokenizer, tour  # noqa: E402
+from demo.tabs import about, attention, chat, induction_panel, learning, sentiment, tokenizer, tour  # noqa: E402
 from demo.text import TITLE  # noqa: E402
 from demo.views import warm_up  # noqa: E402
 from model import PRECISIONS  # noqa: E402
@@ -78,12 +78,14 @@ def build_app(service: DemoService) -> gr.Blocks:
             on_load.append(opened)
             with gr.Tab("Watch it learn", id="learning") as learning_tab:
                 learned = learning.build(service, COMPUTE)  # None: no snapshots, nothing to draw
+                induced = induction_panel.build()  # issue 60: an induction head forming, drawn when opened
             with gr.Tab("About", id="about"):
                 about.build(service)
         for i, (handler, inputs, outputs) in enumerate(on_load):  # the example tabs open already drawn
             app.load(handler, inputs, outputs, api_name=f"example_{i}", api_visibility="private", **COMPUTE)
         if learned:  # drawn when opened: few visitors open it, and every page load would pay for it
             learning_tab.select(*learned, api_name="learning_opened", api_visibility="private", **COMPUTE)
+        learning_tab.select(*induced, api_visibility="private", queue=False)
     start_queue(app)
     return app
 

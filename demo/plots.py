@@ -111,9 +111,10 @@ def select_head(result: AttentionResult, head: object) -> tuple[np.ndarray, str]
     return result.weights.mean(axis=0), f"mean of {result.n_heads} heads"
 
 
-def heatmap(result: AttentionResult, head: object = MEAN):
+def heatmap(result: AttentionResult, head: object = MEAN, where: str | None = None):
     """One attention map: queries down the side, keys along the top; hover shows both tokens and
-    the weight."""
+    the weight. `where`: the title's second line, when the map is not one of `result`'s model's
+    layers and heads as they are counted there (default: "layer 2, head 1 of 4")."""
     import plotly.graph_objects as go  # on first use: keeps it off the start-up path
 
     weights, which = select_head(result, head)
@@ -133,7 +134,8 @@ def heatmap(result: AttentionResult, head: object = MEAN):
                   "ticktext": [str(t) for t in ticks], "thickness": 12},
     ))
     # the title on two lines at the top, above the key labels: it fits a phone and nothing covers it
-    titled(figure, f"{result.title}<br>layer {result.layer + 1}, {which}", "hover a cell: query, key, weight", 14)
+    where = where or f"layer {result.layer + 1}, {which}"
+    titled(figure, f"{result.title}<br>{where}", "hover a cell: query, key, weight", 14)
     figure.update_layout(height=min(max(420, 220 + 18 * t_q), 1480), plot_bgcolor="white", font={"size": 11},
                          margin={"l": 10, "r": 10, "t": 190, "b": 10})  # the key labels, rotated, under the title
     figure.update_xaxes(tickvals=list(range(t_k)), ticktext=keys, tickangle=-90, side="top",
@@ -303,6 +305,46 @@ def training_curve_figure(history: list[dict], title: str):
     titled(figure, title)
     figure.update_layout(height=380, margin={"l": 10, "r": 10, "b": 10}, hovermode="x unified",
                          legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.25, "yanchor": "top"})
+    return figure
+
+
+def curves_figure(series: list[tuple[str, list, dict]], title: str, y_title: str, x_title: str = "training step",
+                  height: int = 340):
+    """Curves over training: one line per (name, [[x, y], …], its Plotly line style), markers at the
+    points measured; the legend under the plot; hover or tap a point for its value."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    for name, points, line in series:
+        figure.add_scatter(x=[x for x, _ in points], y=[y for _, y in points], mode="lines+markers", name=name,
+                           line=line, marker={"size": 4},
+                           hovertemplate=f"{html.escape(name)}<br>%{{x:,}}: %{{y:.3f}}<extra></extra>")
+    titled(figure, title)
+    figure.update_xaxes(title_text=x_title)
+    figure.update_yaxes(title_text=y_title)
+    figure.update_layout(height=height, margin={"l": 10, "r": 10, "b": 10}, hovermode="x unified",
+                         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.3, "yanchor": "top"})
+    return figure
+
+
+def grouped_bars_figure(labels: list[str], series: list[tuple[str, list[float], str]], title: str,
+                        height: int = 320):
+    """Bars side by side for each label, one colour per (name, values, colour); each bar's value
+    written on it, so that a phone needs no hover."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    for name, values, colour in series:
+        figure.add_bar(x=_plotly_text(labels), y=values, name=name, marker_color=colour,
+                       text=[f"{v:.3g}" for v in values], textposition="outside", cliponaxis=False,
+                       hovertemplate=f"{html.escape(name)}<br>%{{x}}: %{{y:.4g}}<extra></extra>")
+    values = [v for _, vs, _ in series for v in vs]
+    log = min(values) > 0 and max(values) / min(values) > 30  # a hundredfold gap: each bar still readable
+    figure.update_yaxes(type="log" if log else "linear", title_text="log scale" if log else None,
+                        dtick=1 if log else None)  # log: one tick a decade, no unlabelled 2s and 5s
+    titled(figure, title)
+    figure.update_layout(height=height, barmode="group", margin={"l": 10, "r": 10, "b": 10},
+                         legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2, "yanchor": "top"})
     return figure
 
 

@@ -73,6 +73,15 @@ def on_previous(w: torch.Tensor) -> torch.Tensor:
     return w[..., t, t - 1]
 
 
+def on_induction(w: torch.Tensor) -> torch.Tensor:
+    """(…, T, T) attention weights over `repeated_random` ids (T = 1 + 2n) -> (…, n − 1): from each token
+    of the second copy whose earlier occurrence a token followed in the first copy, the weight on that
+    token (what `induction` averages; the last token's successor would be the second copy's own start)."""
+    n = (w.size(-1) - 1) // 2
+    second = torch.arange(n + 1, 2 * n)  # positions of the second copy, its last one left out
+    return w[..., second, second - n + 1]  # the token after the same token's first occurrence
+
+
 def _negation_positions(tokenizer: BPETokenizer, ids: list[int]) -> list[int]:
     """Positions p whose token is a negation and which a next token follows."""
     words = [tokenizer.decode([i]).strip().lower() for i in ids]
@@ -134,10 +143,7 @@ def induction_scores(model: DecoderOnlyLM, length: int | None = None, seed: int 
     attention on `repeated_random(model, length, seed)`, when already read."""
     n = length or min(50, (model.config.block_size - 1) // 2)
     w = attention_weights(model, repeated_random(model, n, seed)) if weights is None else weights
-    second = torch.arange(n + 1, 2 * n + 1)  # positions of the second copy
-    target = second - n + 1  # the token after the same token's first occurrence
-    valid = target <= n  # the last token's successor is the copy's own first token: not a first-copy position
-    return w[:, :, second[valid], target[valid]].mean(-1).double()
+    return on_induction(w).mean(-1).double()
 
 
 def describe(scores: Sequence[HeadScore], layer: int, head: int) -> str:

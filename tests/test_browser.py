@@ -874,3 +874,58 @@ def test_the_learning_chapter_experiments_and_watch_it_learn_on_desktop_and_phon
         assert_no_error_box(view)
         assert errors == []
         view.close()
+
+
+# -- issue 60: "Trained without it" in the tour, "Watch an induction head form" in Watch it learn -----------
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_trained_without_it_and_the_induction_head_on_desktop_and_phone(url, page, viewport, shots: Path,
+                                                                        monkeypatch) -> None:
+    """Against tests/data/why: the residual step shows its run open (no accordion), both pictures drawn
+    with clear titles, the changed line kept indented; a step without a run hides it; Watch it learn
+    draws the induction panel's curves and three maps. Nothing sticks out past the right edge."""
+    from demo.views import why
+
+    fixture = Path(__file__).parent / "data" / "why"
+    monkeypatch.setattr(why, "ROOT", fixture)
+    final = why.runs(fixture)["residual"]["final"]
+    view = page.context.browser.new_page(viewport=viewport)
+    suffix = "" if viewport == DESKTOP else "_phone"
+    try:
+        view.set_default_timeout(TIMEOUT_MS)
+        errors: list[str] = []
+        view.on("pageerror", lambda e: errors.append(str(e)))
+        view.goto(url)
+        view.locator(TOUR_TITLE).get_by_text("Step 1 of").wait_for()
+        assert not view.locator("#tour-why").is_visible()  # the tokens step: no run
+        view.locator("#tour-steps").get_by_text("Residual connection").click()
+        words = view.locator("#tour-why-words")
+        words.get_by_role("heading", name="Trained without it").wait_for()
+        text = words.inner_text()
+        assert f"{final['without']:.3f}" in text and f"{final['with']:.3f}" in text and "ends worse" in text
+        for plot in ("#tour-why-curves", "#tour-why-measure"):
+            assert_titles_clear(view, plot)
+        code = view.locator("#tour-why-code pre").first
+        assert "kept = x if self.residual" in code.inner_text()
+        assert code.evaluate("e => getComputedStyle(e).whiteSpace") == "pre"
+        assert "model/layers.py:" in view.locator("#tour-why-code").inner_text()
+        assert view.evaluate(OVERFLOWING) == []
+        view.screenshot(path=shots / f"screenshot_why{suffix}.png", full_page=True)
+        view.locator("#tour-steps").get_by_text("9. Softmax").click()
+        view.locator(TOUR_TITLE).get_by_text("Step 9 of").wait_for()
+        view.locator("#tour-why").wait_for(state="hidden")
+        open_tab(view, "Watch it learn")
+        view.locator("#induction-summary").get_by_text("where this app names an induction head").wait_for()
+        view.locator("#induction-map-2 .js-plotly-plot").wait_for()
+        assert view.locator("#induction-maps .js-plotly-plot").count() == 3
+        for plot in ("#induction-loss", "#induction-score", "#induction-map-0"):
+            assert_titles_clear(view, plot)
+        assert "x = layer(" in view.locator("#induction-code").inner_text()
+        assert view.evaluate(OVERFLOWING) == []
+        view.locator("#induction-intro").scroll_into_view_if_needed()
+        view.screenshot(path=shots / f"screenshot_induction{suffix}.png", full_page=True)
+        assert_no_error_box(view)
+        assert errors == []
+    finally:
+        view.close()

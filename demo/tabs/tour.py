@@ -8,17 +8,16 @@ only for the step's experiment, the first time that step is shown (and for the s
 temperature, top-k and top-p its controls set). The `/tour` API returns every experiment; the page's own
 events do not wait for them."""
 
-import textwrap
-
 import gradio as gr
 
 from demo import plots
 from demo.serving import LM, SENTIMENT, DemoService, failure
-from demo.tabs import browser
+from demo.tabs import browser, why_panel
 from demo.tabs.common import bind, lenient, notice_markdown
 from demo.tabs.tokenizer import pieces_html
 from demo.text import TOUR_EXAMPLE, TOUR_INTRO, code_span, lm_openings, own_text
 from demo.views.tour import LEARN, SAMPLING, Step, Tour, tour, tour_checkpoint, tour_json, track_shape
+from demo.views.tour.code import listing
 from inspection.experiments import Outcome
 
 PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
@@ -27,7 +26,7 @@ VIEW = 11 + PLOTS + PARTS  # a step's outputs: words, pieces, pictures, numbers,
 # sampling controls and words, code, two links, Back, Next, overview
 MAX_SESSION_SECONDS = 3600  # a session's pass is dropped an hour after it was computed
 LATEX = [{"left": "$$", "right": "$$", "display": True}]
-CSS = """
+CSS = why_panel.CSS + """
 #tour-overview { gap: 26px; flex-wrap: wrap; }
 #tour-overview > button { position: relative; overflow: visible; flex: 1 1 140px; min-height: 46px;
   font-weight: 600; border: 1px solid #c7d2fe; }
@@ -136,10 +135,8 @@ def code_markdown(step: Step) -> str:
     if code is None:
         return ("The source lines of this step were not found (the model's code moved: re-point the step's `code=` in "
                 "`demo/views/tour/`, where it is registered).")
-    shown = textwrap.dedent("\n".join(code.lines)).split("\n")  # the file's lines, less their common indent
-    lines = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(shown, start=code.first_line))
-    where = f"{code.path}:{code.first_line}" + (f"–{code.last_line}" if code.last_line > code.first_line else "")
-    return f"**The code that computed it**, `{where}` (read from the file now):\n```python\n{lines}\n```"
+    where, lines = listing(code)
+    return f"**The code that computed it**, `{where}` (read from the file now):\n{lines}"
 
 
 def show(t: Tour | None, index, show_all, *sampling):
@@ -260,6 +257,7 @@ def build(service: DemoService, compute: dict):
                     top_p = gr.Slider(0.01, 1, value=SAMPLING.top_p, step=0.01, label="Top-p (1 = off)",
                                       elem_id="tour-top-p")
                 experiment = gr.Markdown(elem_id="tour-experiment")
+            trained = why_panel.build()  # issue 60: "Trained without it", open, beside the experiment
             code = gr.Markdown(elem_id="tour-code")
             lens = gr.Button("Open the logit lens in the Chat tab (write a continuation, then “Look inside”)",
                              visible=False, size="sm", elem_id="tour-lens")
@@ -300,6 +298,7 @@ def build(service: DemoService, compute: dict):
                    [shown, show_all, *settings], moved, **private)
     for control in settings:  # dragged or typed: one pass of the model at the new settings, the last one only
         control.input(resample, [shown, steps, *settings], experiment, **private, trigger_mode="always_last")
+    why_panel.attach(trained, steps, shown)  # issue 60: follows the step shown
     lens.click(None, js=browser.call("go_to", "Chat", "#chat-lens"), **private)
     sampling.click(None, js=browser.call("go_to", "Chat", "#chat-table"), **private)
     return bind(open_tour, service), controls, outputs

@@ -12,6 +12,7 @@ from demo.views.tour.experiments import Experiments, experiment_json
 from demo.views.tour.learn import LEARN
 from demo.views.tour.registry import REGISTRY, TRACKS, State, Step, Tour
 from demo.views.toy import toy_checkpoint
+from demo.views.why import trained_without  # issue 60: a step's training.why run
 from tokenization import read_texts
 
 
@@ -92,7 +93,8 @@ def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0,
 
 def tour_json(t: Tour) -> dict:
     """What the `/tour` API returns: the steps with their code ranges, checks and experiments (every one
-    run here, if the tab has not run it yet), and the outcome.
+    run here, if the tab has not run it yet), an LM step's `trained_without` (its part's why.json,
+    `demo.views.why`), and the outcome.
 
     A code range names its file under "file", not "path": `gradio_client` takes any dict with a
     "path" string in an output for a file to download, and fails on it."""
@@ -102,7 +104,8 @@ def tour_json(t: Tour) -> dict:
         steps.append({"title": s.title, "explanation": s.explanation, "formula": s.formula, "shape": s.shape,
                       "code": code and {"file": code.path, "first_line": code.first_line, "last_line": code.last_line},
                       "checks": [{"what": c.what, "error": c.error, "ok": c.ok} for c in s.checks],
-                      **({"experiment": experiment_json(o)} if (o := t.experiment(s.key)) else {})})
+                      **({"experiment": experiment_json(o)} if (o := t.experiment(s.key)) else {}),
+                      **({"trained_without": run} if t.model == LM and (run := trained_without(s.key)) else {})})
     out = {"model": t.model, "toy": t.toy, "layer": t.layer, "head": t.head, "steps": steps, "notices": t.notices,
            **({"head_about": t.head_about} if t.head_about else {})}
     if t.model == LM:

@@ -6,6 +6,7 @@ import functools
 import importlib
 import inspect
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,3 +64,12 @@ def source_lines(ref: CodeRef) -> CodeRange:
     text = path.read_text(encoding="utf-8").splitlines()
     return CodeRange(path.relative_to(REPO_ROOT).as_posix(), first + begin, first + end,
                      tuple(text[first + begin - 1: first + end]))
+
+
+def listing(code: CodeRange) -> tuple[str, str]:
+    """`code` as shown beside a step: (where, "path:first–last"; the lines, numbered, less their common
+    indent, in a Markdown code block)."""
+    shown = textwrap.dedent("\n".join(code.lines)).split("\n")
+    lines = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(shown, start=code.first_line))
+    where = f"{code.path}:{code.first_line}" + (f"–{code.last_line}" if code.last_line > code.first_line else "")
+    return where, f"```python\n{lines}\n```"
