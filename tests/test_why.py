@@ -15,6 +15,7 @@ import torch
 import training.why as why
 from demo.views.tour.code import CodeRef, source_lines
 from inspection.head_kinds import induction_scores
+from inspection.trained_without import NO_CHANGE
 from model import DecoderOnlyConfig, DecoderOnlyLM
 from model.config import PARTS
 from model.layers import FeedForward, SublayerConnection
@@ -178,7 +179,7 @@ def test_each_shipped_verdict_agrees_with_its_numbers(name):
     assert w["part"] == name and w["command"].startswith("python -m training.why --part " + name)
     assert all(len(w["curves"][arm]) >= 10 for arm in ("with", "without"))
     diff = w["final"]["without"] - w["final"]["with"]
-    margin = max(w["spread"]["with"] + w["spread"]["without"], why.NO_CHANGE)
+    margin = max(w["spread"]["with"] + w["spread"]["without"], NO_CHANGE)
     assert w["verdict"] == ("worse" if diff > margin else "better" if diff < -margin else "within the seeds' spread")
     assert f"{w['final']['with']:.3f}" in w["summary"] and f"{w['final']['without']:.3f}" in w["summary"]
     assert w["tour_step"] == why.PARTS[name].tour_step

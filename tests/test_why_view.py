@@ -17,13 +17,14 @@ from demo.tabs import induction_panel, why_panel
 from demo.tabs import tour as tour_tab
 from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
 from demo.views import induction, tour, why
+from inspection.trained_without import BETTER, WITHIN, WORSE, verdict
 
 FIXTURE = Path(__file__).parent / "data" / "why"
 SHIPPED = REPO_ROOT / "checkpoints" / "why"
 STEPS = {"positions": "position", "embed_scale": "embedding", "scale_scores": "scaling", "causal": "mask",
          "heads": "heads", "residual": "residual", "layer_norm": "norm", "feed_forward": "ffn", "depth": "stack"}
-PHRASE = {why.WORSE: "the model ends worse", why.BETTER: "the held-out loss ends lower",
-          why.WITHIN: "this part does not matter"}
+PHRASE = {WORSE: "the model ends worse", BETTER: "the held-out loss ends lower",
+          WITHIN: "this part does not matter"}
 
 
 def fixture_runs() -> dict[str, dict]:
@@ -49,10 +50,10 @@ def write_run(root: Path, run: dict) -> None:
 # -- the verdict ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("without, expected", [(5.10, why.WORSE), (5.071, why.WORSE), (5.069, why.WITHIN),
-                                               (4.931, why.WITHIN), (4.929, why.BETTER)])
+@pytest.mark.parametrize("without, expected", [(5.10, WORSE), (5.071, WORSE), (5.069, WITHIN),
+                                               (4.931, WITHIN), (4.929, BETTER)])
 def test_the_verdict_is_worse_or_better_only_past_both_spreads(without: float, expected: str) -> None:
-    assert why.verdict_of({"with": 5.0, "without": without}, {"with": 0.02, "without": 0.05}) == expected
+    assert verdict({"with": 5.0, "without": without}, {"with": 0.02, "without": 0.05}) == expected
 
 
 @pytest.mark.parametrize("root", [FIXTURE, SHIPPED], ids=["fixture", "shipped"])
@@ -62,7 +63,7 @@ def test_every_runs_verdict_agrees_with_its_numbers_and_its_line_is_found(root: 
     runs = why.runs(root)
     assert len(runs) >= 7 and set(runs) <= set(STEPS.values())  # issue 60: at least 7 LM steps carry a run
     for step, run in runs.items():
-        assert run["verdict"] == why.verdict_of(run["final"], run["spread"]), step
+        assert run["verdict"] == verdict(run["final"], run["spread"]), step
         assert all(len(run["curves"][arm]) >= 10 for arm in why.ARMS), step
         view = why.why_view(run)
         assert view.code is not None and view.code.path.startswith("model/"), step
@@ -86,7 +87,7 @@ def test_the_section_shows_each_runs_numbers_and_the_verdict_they_give(service, 
         assert f"{value:.3f}" in words
     assert f"{abs(final['without'] - final['with']):.3f}" in words
     assert PHRASE[run["verdict"]] in words
-    if run["verdict"] == why.WITHIN:  # said plainly, with the scale it holds at
+    if run["verdict"] == WITHIN:  # said plainly, with the scale it holds at
         shape = run["shape"]
         assert (f"**At this scale ({shape['n_layer']} layers, {shape['n_head']} heads, width {shape['d_model']}, "
                 f"{run['steps']:,} steps) this part does not matter.**") in words
@@ -115,14 +116,14 @@ def test_the_words_follow_the_numbers_not_the_shipped_verdict(service, tmp_path,
     does not matter here (though the file still says "worse"); moved below: lower."""
     run = fixture_runs()["residual"]
     monkeypatch.setattr(why, "ROOT", tmp_path)
-    for without, phrase in ((5.25, why.WITHIN), (5.0, why.BETTER)):
+    for without, phrase in ((5.25, WITHIN), (5.0, BETTER)):
         changed = copy.deepcopy(run)
         changed["final"]["without"] = without
         root = tmp_path / str(without)
         write_run(root, changed)
         monkeypatch.setattr(why, "ROOT", root)
         words = section_of(service, "residual")[1]
-        assert PHRASE[phrase] in words and f"{without:.3f}" in words and PHRASE[why.WORSE] not in words
+        assert PHRASE[phrase] in words and f"{without:.3f}" in words and PHRASE[WORSE] not in words
 
 
 def test_a_worse_arm_that_catches_up_says_at_which_step(service, tmp_path, monkeypatch) -> None:

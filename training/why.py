@@ -31,12 +31,12 @@ import torch
 from tqdm import tqdm
 
 from cli import Parser
+from inspection.trained_without import WITHIN, verdict
 from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig
 from tokenization import BPETokenizer, prompt_ids
 from training import induction
 from training.why_data import WhyData, load_why_data
 
-NO_CHANGE = 0.01  # nats: a difference of final losses below this is no difference, whatever the seeds
 EVALS = 15  # points on each curve (besides step 0)
 PROMPT = "This movie was"
 BASE = {"block_size": 64, "n_layer": 4, "n_head": 4, "d_model": 64, "d_ff": 256, "dropout": 0.0}
@@ -258,19 +258,11 @@ PARTS: dict[str, Part] = {
 }
 
 
-def verdict(final: dict[str, float], spread: dict[str, float]) -> str:
-    """"worse" when the without-arm's final loss is higher by more than both arms' spreads together
-    (and by more than `NO_CHANGE`), "better" when lower by as much, else within the seeds' spread."""
-    diff = final["without"] - final["with"]
-    margin = max(spread["with"] + spread["without"], NO_CHANGE)
-    return "worse" if diff > margin else "better" if diff < -margin else "within the seeds' spread"
-
-
 def summary(name: str, part: Part, final: dict, spread: dict, verdict_: str) -> str:
     """The verdict in one sentence, with the numbers it rests on."""
     arms = (f"held-out loss {final['with']:.3f} nats with it (spread {spread['with']:.3f}) against "
             f"{final['without']:.3f} without (spread {spread['without']:.3f})")
-    if verdict_ == "within the seeds' spread":
+    if verdict_ == WITHIN:
         return (f"Trained without it, the model ends no different at this scale: {arms}; the difference "
                 "is within what changing the seed changes.")
     return f"Trained without it, the model ends {verdict_}: {arms}."

@@ -4,8 +4,8 @@ from `checkpoints/why/<part>/why.json` (issue 60). The tour's LM steps show the 
 ("Trained without it", `demo.tabs.why_panel`) and the `/tour` API carries it (`trained_without`).
 
 Every sentence here is computed from the run's numbers: the verdict from the final held-out losses
-and their spread over the seeds (`verdict_of`), never taken from text that could disagree with them.
-No Gradio here."""
+and their spread over the seeds (`inspection.trained_without.verdict`, the rule the run itself used),
+never taken from text that could disagree with them. No Gradio here."""
 
 import functools
 import json
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from demo.views.tour.code import REPO_ROOT, CodeRange, CodeRef, source_lines
+from inspection.trained_without import BETTER, WITHIN, verdict
 
 log = logging.getLogger(__name__)
 
 ROOT = REPO_ROOT / "checkpoints" / "why"  # where the runs are shipped; tests point it at tests/data/why
 RUN_FILE = "why.json"
-WORSE, BETTER, WITHIN = "worse", "better", "within the seeds' spread"
 REQUIRED = ("part", "change", "curves", "final", "spread", "measure", "samples", "verdict", "tour_step", "command")
 ARMS = ("with", "without")
 
@@ -55,15 +55,6 @@ def trained_without(step: str, root: Path | None = None) -> dict | None:
     return runs(root).get(step)
 
 
-def verdict_of(final: dict, spread: dict) -> str:
-    """The verdict the numbers give: "worse" when the without-arm's final held-out loss is higher than
-    the with-arm's by more than the two spreads together (each the range over the seeds), "better" when
-    lower by more, else "within the seeds' spread"."""
-    gap = final["without"] - final["with"]
-    margin = spread["with"] + spread["without"]
-    return WORSE if gap > margin else BETTER if gap < -margin else WITHIN
-
-
 def number(x: float) -> str:
     """A measured value in a sentence: an integer with separators, a float to 3 significant digits
     (more for a large one: 1,840,128; 27.5; 0.0031)."""
@@ -88,15 +79,15 @@ def verdict_sentence(run: dict) -> str:
     """The verdict in plain words, with the numbers it rests on (Markdown)."""
     final, spread = run["final"], run["spread"]
     w, wo, sw, swo = final["with"], final["without"], spread["with"], spread["without"]
-    verdict, gap = verdict_of(final, spread), wo - w
+    said, gap = verdict(final, spread), wo - w
     seeds = len(run.get("seeds", [])) or "the"
     spreads = f"the range over {seeds} seeds: {sw:.3f} with it, {swo:.3f} without"
     losses = f"{wo:.3f} nats per token on held-out text, against {w:.3f} with it"
-    if verdict == WITHIN:
+    if said == WITHIN:
         scale = ", ".join([w for w in (shape_words(run.get("shape", {})),) if w] + [f"{run['steps']:,} steps"])
         return (f"**At this scale ({scale}) this part does not matter.** Without it, the model ends at {losses}: a "
                 f"difference of {abs(gap):.3f}, no more than the seeds' own spread ({spreads}).")
-    if verdict == BETTER:
+    if said == BETTER:
         return (f"**Without it, the held-out loss ends lower:** {losses}, {-gap:.3f} lower, more than the "
                 f"seeds' spread ({spreads}). Read the measure below before calling it better.")
     reached = first_at_or_below(run["curves"]["without"], w)
@@ -136,7 +127,7 @@ class WhyView:
     """What the "Trained without it" section shows of one run."""
 
     run: dict
-    verdict: str  # computed from the numbers (`verdict_of`)
+    verdict: str  # computed from the numbers (`inspection.trained_without.verdict`)
     headline: str  # the verdict in words
     measure: str
     reason: str  # why the part is there: the run's own paragraph (the training reason)
@@ -149,5 +140,5 @@ def why_view(run: dict) -> WhyView:
         code = source_lines(CodeRef(**run["code"])) if run.get("code") else None
     except (LookupError, AttributeError, OSError, TypeError):  # model/ moved on: the section says so
         code = None
-    return WhyView(run, verdict_of(run["final"], run["spread"]), verdict_sentence(run),
+    return WhyView(run, verdict(run["final"], run["spread"]), verdict_sentence(run),
                    measure_sentence(run["measure"]), run.get("why", ""), run_words(run), code)
