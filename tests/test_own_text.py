@@ -52,9 +52,14 @@ def test_a_text_file_trains_with_its_own_tokenizer_then_samples_evaluates_and_se
     text, out = write_text(tmp_path / "play.txt"), tmp_path / "run"
     metrics = tiny(text, out, "--precision", "fp32")  # as training.evaluate scores
     printed = capsys.readouterr().out
-    # the held-out part: a tenth of the 200 paragraphs, said in the start line and recorded
-    assert metrics["data"]["kind"] == "data" and metrics["data"]["val_size"] == 20
-    assert "held out 20 of 200 paragraphs (10%)" in printed and "tokenizer its own" in printed
+    # the held-out part: the text's last tenth (its last 21 of 200 paragraphs), said with its true share of the
+    # tokens in the start line and recorded
+    data = metrics["data"]
+    assert data["kind"] == "data" and data["held_out_by"] == "size" and data["val_size"] == 21
+    share = data["val_tokens"] / (data["train_tokens"] + data["val_tokens"])
+    assert 0.08 < share < 0.12 and "tokenizer its own" in printed
+    assert (f"held out the last 10% of the text: 21 of 200 paragraphs; {data['val_tokens']:,} of "
+            f"{data['train_tokens'] + data['val_tokens']:,} tokens ({share:.1%})") in printed
     # its own tokenizer, trained on the training part and kept in the run: not the shipped IMDB one
     own = BPETokenizer.from_file(out)
     assert metrics["tokenizer"]["trained"] and metrics["tokenizer"]["vocab_size"] == own.vocab_size < 8192
@@ -115,8 +120,8 @@ def test_the_model_card_of_an_own_text_run_names_its_file_not_imdb(tmp_path):
     assert "imdb" not in card.lower() and "movie" not in card.lower()
     assert "trained from scratch on one text, `play.txt`" in card and "in the style of `play.txt`" in card
     assert f"Data: its own text, `play.txt` ({metrics['data']['bytes']:,} bytes, 200 paragraphs" in card
-    assert "| bits per byte | " in card and "(20 held-out paragraphs of `play.txt`) |" in card
-    assert "validation = 20 of the 200 paragraphs of `play.txt`, held out (fixed seed 1337)" in card
+    assert "| bits per byte | " in card and "(21 held-out paragraphs of `play.txt`) |" in card
+    assert "validation = the last 10% of the text: 21 of 200 paragraphs of `play.txt`, held out, never" in card
     assert "python -m training.evaluate --checkpoint checkpoints/mine\n" in card  # no --data-dir: the run knows
     results = ModelCard(card).data.eval_results  # parsed as the Hub parses it
     assert [(r.dataset_name, r.dataset_split) for r in results] == [("play.txt", "held-out")] * 3
@@ -154,20 +159,87 @@ def test_evaluate_refuses_a_file_changed_since_the_run(tmp_path):
     assert str(exc.value.code).startswith("error: ") and "has changed since the run" in str(exc.value.code)
 
 
-def test_a_folder_of_files_is_a_document_each_and_a_table_needs_only_text(tmp_path):
-    folder = tmp_path / "letters"
-    folder.mkdir()
-    for i in range(30):
-        write_text(folder / f"{i:02d}.txt", paragraphs=8, seed=i)
-    (folder / "empty.txt").write_text("   \n")
+def held_out_share(metrics: dict) -> float:
+    data = metrics["data"]
+    return data["val_tokens"] / (data["train_tokens"] + data["val_tokens"])
+
+
+def test_a_folder_of_two_files_holds_out_the_end_of_each_and_says_what_it_skipped(tmp_path, capsys):
+    folder = tmp_path / "books"
+    (folder / "sub").mkdir(parents=True)
+    first, second = write_text(folder / "one.txt", paragraphs=150), write_text(folder / "sub" / "two.txt", 60, seed=1)
+    (folder / "notes.md").write_text("# notes\n")
+    (folder / "empty.txt").write_bytes(b"")
+    (folder / ".hidden.txt").write_text("not read\n")
     read = own_text.read(str(folder))
-    assert (read.unit, read.documents, read.dropped) == ("files", 30, 1)
-    texts = list(own_text.read(str(write_text(tmp_path / "play.txt"))).splits["train"]["text"])
+    assert (read.unit, read.files, read.skipped) == ("paragraphs", 2, ["empty.txt (empty)", "notes.md"])
+    assert read.note == "note: read 2 .txt file(s); skipped 2: empty.txt (empty), notes.md"
+    held, train = ([t.strip() for t in read.splits[split]["text"]] for split in (own_text.HELD_OUT, "train"))
+    for file in (first, second):  # the end of every file is held out, its start trained on
+        paragraphs = file.read_text().strip().split("\n\n")
+        assert paragraphs[-1] in held and paragraphs[-1] not in train and paragraphs[0] in train
+    assert 0.08 < read.held_out_chars / read.chars < 0.12
+
+    metrics = tiny(folder, tmp_path / "run", "--max-steps", "2", "--eval-every", "2", "--precision", "fp32")
+    printed = capsys.readouterr().out
+    assert printed.startswith("note: read 2 .txt file(s); skipped 2: empty.txt (empty), notes.md\n")
+    share = held_out_share(metrics)
+    assert 0.05 < share < 0.25 and (f"held out the last {read.held_out_chars / read.chars:.0%} of each of its 2 files: "
+                                       f"{read.held_out} of {read.documents} paragraphs;") in printed
+    assert f"tokens ({share:.1%}); tokenizer" in printed
+    scored = evaluate.main(["--checkpoint", str(tmp_path / "run")])  # the same held-out tails, read again
+    assert scored["bpb"] == pytest.approx(metrics["val_bpb"], rel=1e-5)
+
+
+def test_a_folder_of_one_file_trains_and_of_none_is_one_line(tmp_path):
+    folder = tmp_path / "one"
+    folder.mkdir()
+    write_text(folder / "only.txt")
+    assert own_text.read(str(folder)).files == 1 and own_text.read(str(folder)).note is None
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "a.md").write_text("text\n")
+    with pytest.raises(own_text.DataError, match="no non-empty .txt files in this folder or its sub-folders "
+                                                 r"\(it holds 1 other file\(s\): a.md\)"):
+        own_text.read(str(tmp_path / "none"))
+
+
+def test_a_text_of_one_long_line_trains_on_its_start_and_holds_out_its_end(tmp_path, capsys):
+    rng = random.Random(0)
+    line = " ".join(rng.choice(WORDS) for _ in range(6000))  # no line break, no paragraph
+    (tmp_path / "line.txt").write_text(line)
+    read = own_text.read(str(tmp_path / "line.txt"))
+    (held,), (train,) = read.splits[own_text.HELD_OUT]["text"], read.splits["train"]["text"]
+    assert train + " " + held == line and 0.09 < len(held) / len(line) < 0.11  # cut at a space
+    metrics = tiny(tmp_path / "line.txt", tmp_path / "run", "--max-steps", "2", "--eval-every", "2")
+    assert 0.05 < held_out_share(metrics) < 0.25 and metrics["data"]["held_out"].startswith("the last 10% of the text")
+
+
+def test_the_held_out_tail_starts_at_a_paragraph_then_a_line_then_a_space():
+    paragraphs = "\n\n".join(f"Speech {i} is here." for i in range(20))
+    cut = own_text.cut_point(paragraphs, 0.1)
+    assert paragraphs[cut:].startswith("Speech 18") and paragraphs[cut - 2:cut] == "\n\n"
+    lines = "\n".join(f"Line {i} is here." for i in range(20))
+    assert lines[own_text.cut_point(lines, 0.1):].startswith("Line 18")
+    words = "word " * 100
+    assert own_text.cut_point(words, 0.1) == 450
+    assert own_text.cut_point("x" * 100, 0.1) == 90 and own_text.cut_point("x", 0.1) == 1  # nothing to hold out
+
+
+def test_a_table_needs_only_text_and_holds_out_a_tenth_of_its_rows(tmp_path):
+    texts = list(own_text.read(str(write_text(tmp_path / "play.txt")), hold_out=False).splits["train"]["text"])
     pd.DataFrame({"text": texts + ["", None]}).to_json(tmp_path / "t.jsonl", orient="records", lines=True)
     table = own_text.read(str(tmp_path / "t.jsonl"))
     assert (table.unit, table.documents, table.dropped) == ("rows", 200, 2)
     metrics = tiny(tmp_path / "t.jsonl", tmp_path / "run", "--max-steps", "2", "--eval-every", "2")
     assert metrics["data"]["held_out"] == "20 of 200 rows (10%)"
+
+
+def test_val_size_is_a_table_s_rows_not_a_text_s(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        tiny(write_text(tmp_path / "play.txt"), tmp_path / "run", "--val-size", "30")
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--val-size 30: a text's held-out part is drawn by size" in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_held_out_part_and_the_vocabulary_suit_the_corpus_size():
@@ -183,8 +255,7 @@ BAD = [  # (what the file holds, extra flags, exit status, the one line's words)
      "old.txt is not utf-8: byte 0xe9 at offset 3; pass --encoding latin-1"),
     ("table.csv", b"body\nhello\nworld\n", [], 1, "has no column(s) ['text']; it has ['body']"),
     ("rows.jsonl", b'{"text": ""}\n' * 300, [], 1, "every one of its 300 rows is empty"),
-    ("short.txt", b"One.\n\nTwo.\n\nThree.\n", [], 1, "holds 3 non-empty paragraphs: too few to hold any out; "
-                                                    "at least 5 are needed"),
+    ("short.txt", b"Hi.\n", [], 1, "short.txt: too little text to hold a tenth of it out and train on the rest"),
     ("few.txt", b"A b.\n\nC d.\n\nE f.\n\nG h.\n\nI j.\n", [], 1,
      "the held-out text has 6 tokens: fewer than one context of 64"),
     ("two.txt", b"x", ["--data-dir", "."], 2, "--data and --data-dir: give one data source"),

@@ -26,6 +26,7 @@ from .token_cache import cached_arrays, ragged, rows_of
 
 HUB_IMDB = "stanfordnlp/imdb"
 DATA_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json"}
+HELD_OUT = "held_out"  # the split of a text's held-out tail (`training.own_text`), drawn by size, not by seed
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -141,7 +142,10 @@ def validation_rows(data_dir: str, val_size: int, seed: int):
 
 
 def held_out_of(splits: dict, val_size: int, seed: int, max_examples: int | None = None):
-    """`validation_rows` of splits already read (`--data`'s too), with `--max-examples` as the run had it."""
+    """`validation_rows` of splits already read (`--data`'s too), with `--max-examples` as the run had it;
+    a text's held-out tail (`HELD_OUT`, drawn by size) as it is."""
+    if HELD_OUT in splits:
+        return splits[HELD_OUT]
     if "train" not in splits:
         raise DataError(f"the data has no 'train' split (it has {sorted(splits)})")
     rows = head_rows(len(splits["train"]), max_examples)

@@ -63,7 +63,7 @@ from storage import (
 
 from . import own_text
 from .contract import Task, TaskData, TaskOptions
-from .data import DATA_SUFFIXES, HUB_IMDB, head_rows, held_out_digest, held_out_of, load_splits
+from .data import DATA_SUFFIXES, HUB_IMDB, held_out_digest, held_out_of, load_splits
 from .errors import Interrupted, UsageError
 from .memory import available_bytes, memory_warning
 from .plots import plot_curve
@@ -96,8 +96,8 @@ def build_parser() -> Parser:
     data = p.add_argument_group("data (one source)")
     data.add_argument("--data", metavar="PATH",
                       help="your own text: a .txt file (paragraphs split on blank lines), a folder of .txt files "
-                           "(one document per file), or a .parquet/.csv/.jsonl table (an LM needs only 'text'); "
-                           f"a tenth of the documents is held out (at most {own_text.MAX_HELD_OUT:,}), and a "
+                           "(sub-folders too), or a .parquet/.csv/.jsonl table (an LM needs only 'text'); the last "
+                           "tenth of each file is held out (a table: a tenth of its rows), and a "
                            "tokenizer of its own is trained on the rest and kept in the run")
     data.add_argument("--encoding", default="utf-8", help="--data's text encoding (default utf-8; e.g. latin-1)")
     data.add_argument("--data-dir", help="local folder of IMDB-like <split>.parquet/.csv/.jsonl files")
@@ -139,8 +139,8 @@ def build_parser() -> Parser:
                    help="float16 copies of the weights kept at log-spaced steps in <out>/snapshots/, for the app's "
                         f"'watch it learn' view (default: {LMTask.snapshots} for lm, 0 for the other tasks)")
     p.add_argument("--val-size", type=int,
-                   help="validation rows carved out of train (fixed seed; default: a tenth of --data's documents, "
-                        f"at most {own_text.MAX_HELD_OUT:,}; else 2,500)")
+                   help="validation rows carved out of train (fixed seed; default: a tenth of a --data table's "
+                        f"rows, at most {own_text.MAX_HELD_OUT:,}; else 2,500; a text's is its last tenth)")
     p.add_argument("--max-examples", type=int, help="use only N rows of each split (quick runs, tests)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a model config field, e.g. --set d_model=384 --set n_layer=6")
@@ -390,7 +390,7 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
     """The settings this command would train with, as far as they are known before the data is read."""
     data = ({"data": args.data, "encoding": args.encoding} if args.data else
             {"data_dir": args.data_dir} if args.data_dir else {"dataset": args.dataset or HUB_IMDB})
-    held_out = args.val_size or (f"a tenth of the documents, at most {own_text.MAX_HELD_OUT:,}" if args.data else 2500)
+    held_out = args.val_size or (own_text.PRINTED_HELD_OUT if args.data else 2500)
     tokenizer = args.tokenizer or (f"{args.init_from}'s" if args.init_from else
                                    "its own, trained on the training part" if args.data else DEFAULT_TOKENIZER)
     vocab = args.vocab_size or ("sized to the text" if args.data and not (args.tokenizer or args.init_from) else None)
@@ -414,12 +414,9 @@ def read_data(args: argparse.Namespace) -> tuple[dict, dict]:
         return splits, {"kind": "data_dir" if args.data_dir else "dataset", "source": args.data_dir or
                         args.dataset or HUB_IMDB, "val_size": args.val_size or 2500}
     own = own_text.read(args.data, args.encoding)
-    documents = len(head_rows(own.documents, args.max_examples))
-    val_size = args.val_size or own_text.held_out_count(documents)
-    return own.splits, {"kind": "data", "source": args.data, "encoding": args.encoding, "unit": own.unit,
-                        "documents": own.documents, "empty_dropped": own.dropped, "bytes": own.n_bytes,
-                        "val_size": val_size,
-                        "held_out": f"{val_size:,} of {documents:,} {own.unit} ({val_size / documents:.0%})"}
+    if own.note:  # what of a folder was not read
+        print(own.note)
+    return own.splits, own_text.record(own, args.data, args.encoding, args.val_size, args.max_examples)
 
 
 def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: dict, explicit: dict,
@@ -519,7 +516,7 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
     described = {**task.corpus.description, **data.description}  # with the rows the recipe added
     if info.is_main:
         ready = time.monotonic() - started
-        held_out = source.get("held_out", f"{source['val_size']:,} rows")
+        held_out = own_text.held_out_line(source, described)  # with --data, the true share of the tokens
         print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size} in "
               f"{trainer.precision}, {described}; data {source['source']}, held out {held_out}; tokenizer "
               f"{tokenizer['origin']}: {tokenizer['vocab_size']:,} tokens -> {out} (ready after {ready:.0f} s)")
@@ -569,7 +566,7 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         print(f"samples ({', '.join(f'{k} {v}' for k, v in SAMPLE_SETTINGS.items())}; more: python -m training.sample "
               f"--checkpoint {out}):\n" + "\n".join(f"  {text!r}" for text in samples))
     if "val_bpb" in metrics:
-        print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({source.get('held_out', source['source'])})")
+        print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({own_text.held_out_line(source, described)})")
     labels = getattr(data.splits["val"], "labels", None)
     if "val_accuracy" in metrics and labels:
         warning = chance_warning(metrics["val_accuracy"], final["final_eval"]["val"]["rows"], labels, args.init_from)

@@ -35,6 +35,7 @@ from .bucketing import BucketSampler
 from .calibration import expected_calibration_error, fit_temperature
 from .contract import Corpus, ModelCard, Task, TaskData, TaskOptions
 from .data import (
+    HELD_OUT,
     DataError,
     PairSet,
     TokenStream,
@@ -99,9 +100,12 @@ class LMTask(Task):
 
     def __init__(self, splits: dict, options: TaskOptions):
         texts = _texts(_split(splits, "train"), "text", "train", options.max_examples)
-        train_idx, val_idx = validation_split(len(texts), options.val_size, options.seed)
-        self.val_texts = [texts[i] for i in val_idx]
-        self.train_texts = [texts[i] for i in train_idx]
+        if HELD_OUT in splits:  # a text's tail, held out by size (`training.own_text`)
+            self.val_texts, self.train_texts = _texts(splits[HELD_OUT], "text", HELD_OUT, None), texts
+        else:
+            train_idx, val_idx = validation_split(len(texts), options.val_size, options.seed)
+            self.val_texts = [texts[i] for i in val_idx]
+            self.train_texts = [texts[i] for i in train_idx]
         if "unsupervised" in splits:
             self.train_texts += _texts(splits["unsupervised"], "text", "unsupervised", options.max_examples)
         self.test_texts = _texts(splits["test"], "text", "test", options.max_examples) if "test" in splits else None
