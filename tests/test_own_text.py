@@ -341,3 +341,24 @@ def test_torchrun_trains_the_text_s_own_tokenizer_once_and_every_rank_reads_it(t
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["world_size"] == 2 and metrics["ddp_weights_in_sync"] is True and metrics["tokenizer"]["trained"]
     assert proc.stdout.count("training a 512-token BPE tokenizer") == 1
+
+
+def test_sample_and_evaluate_on_an_interrupted_run_say_so_and_how_to_resume(tmp_path, capsys):
+    from storage import STATE_NAME, interrupt_run, start_run
+
+    stopped = tmp_path / "mine"
+    start_run(stopped, "python -m training.run --task lm --data emma.txt --out runs/mine", replace=False)
+    (stopped / STATE_NAME).write_bytes(b"state")  # stopped before its first evaluation: no config.json
+    resume = "python -m training.run --task lm --data emma.txt --out runs/mine --resume"
+    interrupt_run(stopped, 28, resume)
+    for main in (sample.main, evaluate.main):
+        with pytest.raises(SystemExit) as exc:
+            main(["--checkpoint", str(stopped)])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "no config.json" not in err
+        assert f"--checkpoint {stopped}: interrupted at step 28: resume with: {resume}" in err
+    (stopped / "RUN_IN_PROGRESS").write_text('{"command": "python -m training.run --task lm --data e.txt"}')
+    with pytest.raises(SystemExit):  # killed without a word: the state it saved, and the command that resumes it
+        sample.main(["--checkpoint", str(stopped)])
+    assert (f"its saved state (trainer_state.pt) resumes with: python -m training.run --task lm --data e.txt --out "
+            f"{stopped} --resume") in capsys.readouterr().err
