@@ -362,3 +362,71 @@ def test_sample_and_evaluate_on_an_interrupted_run_say_so_and_how_to_resume(tmp_
         sample.main(["--checkpoint", str(stopped)])
     assert (f"its saved state (trainer_state.pt) resumes with: python -m training.run --task lm --data e.txt --out "
             f"{stopped} --resume") in capsys.readouterr().err
+
+
+IMDB_WORDS = re.compile(r"imdb|movie|review|film", re.IGNORECASE)
+
+
+def _page_text(block) -> str:
+    return " ".join(str(getattr(block, attr)) for attr in ("value", "label", "placeholder", "info", "choices")
+                    if getattr(block, attr, None) is not None)
+
+
+def _tab_of(block) -> str | None:
+    parent = getattr(block, "parent", None)
+    while parent is not None and type(parent).__name__ != "Tab":
+        parent = getattr(parent, "parent", None)
+    return getattr(parent, "label", None)
+
+
+def test_served_with_an_own_text_lm_no_language_model_text_speaks_of_imdb_movies_or_reviews(tmp_path):
+    pytest.importorskip("gradio")
+    from demo.app import build_app
+    from demo.tabs import about
+    from demo.text import end_notice
+
+    out = tmp_path / "run"
+    metrics = tiny(write_text(tmp_path / "play.txt"), out, "--max-steps", "4", "--eval-every", "2")
+    service = DemoService(shared_tiny_checkpoints(), device="cpu", models={LM: str(out)})
+    app = build_app(service)
+    shown = {b.elem_id: b for b in app.blocks.values() if getattr(b, "elem_id", None)}
+    # the header: the run's text and its bits per byte first; the classifier after it, labelled as apart from it
+    lm_part, apart = shown["header"].value.split("\n\n", 1)
+    assert "trained on your own text, `play.txt`" in lm_part and f"{metrics['val_bpb']:.2f} bits per byte" in lm_part
+    assert not IMDB_WORDS.search(lm_part) and apart.startswith("*Apart from it:* the **Sentiment** tab")
+    # About: the language model's card in bits per byte, of its own text; the classifiers' labelled as IMDb's
+    cards = shown["about"].value.split("## ")
+    lm_card = next(c for c in cards if c.startswith("Language model"))
+    assert not IMDB_WORDS.search(lm_card) and "Continues a text like `play.txt`" in lm_card
+    assert f"held out of its training it needs {metrics['val_bpb']:.3f} bits per byte" in lm_card
+    assert "tokens of `play.txt` while it learned" in lm_card and "perplexity" not in lm_card
+    assert all("\n\n*Apart from the language model of `play.txt`: the app's IMDb classifier, not trained on your "
+               "text.*\n\n" in c for c in cards if c.startswith(("Sentiment", "Backward")))
+    assert sum(c.startswith("Sentiment") for c in cards) >= 1
+    caption = shown["about-curve-caption-lm"].value
+    assert "on held-out text of `play.txt`" in caption and not IMDB_WORDS.search(caption)
+    # every other text outside the Sentiment tab (whose model is the IMDb classifier): none of IMDb, movies, reviews
+    others = [(b.elem_id, _tab_of(b), _page_text(b)) for b in app.blocks.values()
+              if getattr(b, "visible", True) is not False and _tab_of(b) != "Sentiment"
+              and getattr(b, "elem_id", None) not in ("header", "about", "about-reliability")]
+    assert [o for o in others if IMDB_WORDS.search(o[2])] == []
+    assert shown["att-input"].value == metrics["sample_prompts"][0]  # the Attention tab starts from its text
+    assert shown["chat-rate"].visible is False and shown["chat-rating"].visible is False  # no review verdict
+    assert end_notice(metrics) == "The model ended the text (it produced the end-of-text token)."
+    assert "The model ended the review" in end_notice({})
+    lesson = (Path(__file__).resolve().parents[1] / "demo/views/tour/lessons/tokens.md").read_text()
+    assert "merges it learned from\nits training text" in lesson  # the tour's first step
+    assert "*Train your own*" in about.developers_markdown(service)  # a README section that exists
+    assert "## Train your own" in (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def test_sample_without_a_recorded_prompt_starts_an_own_text_model_from_its_start_token(tmp_path):
+    assert "This movie was" not in sample.__doc__.split("checkpoints/lm")[0]
+    lm = tmp_path / "lm"
+    lm.mkdir()
+    (lm / "metrics.json").write_text(json.dumps({"data": {"kind": "data", "source": "play.txt"}}))
+    assert sample.run_prompt(str(lm)) == ""
+    (lm / "metrics.json").write_text(json.dumps({"data": {"kind": "data_dir", "source": "imdb"}}))
+    assert sample.run_prompt(str(lm)) == "This movie was"
+    (lm / "metrics.json").write_text(json.dumps({"sample_prompts": ["ANNA:\nThe king"]}))
+    assert sample.run_prompt(str(lm)) == "ANNA:\nThe king"
