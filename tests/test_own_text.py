@@ -430,3 +430,72 @@ def test_sample_without_a_recorded_prompt_starts_an_own_text_model_from_its_star
     assert sample.run_prompt(str(lm)) == "This movie was"
     (lm / "metrics.json").write_text(json.dumps({"sample_prompts": ["ANNA:\nThe king"]}))
     assert sample.run_prompt(str(lm)) == "ANNA:\nThe king"
+
+
+def write_table(path: Path, rows: int = 200, labels=(0, 1), blank: int | None = None) -> Path:
+    """A labelled table of made-up lines: a line with "gold" is label 1 (its second label), else label 0."""
+    rng = random.Random(0)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))) for _ in range(rows)]
+    frame = pd.DataFrame({"text": texts, "label": [labels[int("gold" in t)] for t in texts]})
+    if blank is not None:
+        frame.loc[blank, "text"] = ""
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_a_classifier_of_your_own_table_says_what_it_used_and_gives_advice_that_fits(tmp_path, capsys):
+    table = write_table(tmp_path / "mine.csv")
+    metrics = run.main(["--task", "sentiment", "--preset", "tiny", "--data", str(table), "--out", str(tmp_path / "s"),
+                        "--max-steps", "2", "--eval-every", "2"])
+    printed = capsys.readouterr()
+    assert metrics["data"]["train_pairs"] == 180 and metrics["data"]["val_pairs"] == 8
+    assert ("held out 20 of 200 rows (10%): 8 selection rows it validates on (they choose the checkpoint kept and its "
+            "temperature) and 12 report rows no choice is made on (training.evaluate --checkpoint RUN --split report "
+            "scores them); 180 rows to train on (few: a classifier learns from thousands") in printed.out
+    # at chance (two steps learn nothing): the rows are the cause it names, and no IMDB LM is offered
+    line = run.chance_warning(0.5, 8, [0] * 4 + [1] * 4, None, str(table), 180)
+    assert "it trained on 180 rows of `mine.csv` and was judged on 8: too few" in line
+    assert "checkpoints/lm" not in line and f"python -m training.run --task lm --data {table}" in line
+    lm = tmp_path / "lm"
+    lm.mkdir()
+    (lm / "metrics.json").write_text(json.dumps({"data": {"kind": "data", "source": "/x/input.txt"}}))
+    line = run.chance_warning(0.5, 8, [0] * 4 + [1] * 4, str(lm), str(table), 180)
+    assert "started from a language model of `input.txt`" in line and "IMDB" not in line
+    assert "checkpoints/lm" in run.chance_warning(0.5, 1000, [0] * 500 + [1] * 500, str(lm))  # IMDB: it fits there
+    report = evaluate.main(["--checkpoint", str(tmp_path / "s"), "--split", "report"])
+    assert report["examples"] == 12
+
+
+def test_a_bad_label_names_the_file_and_its_line(tmp_path, capsys):
+    table = write_table(tmp_path / "mine.csv", labels=("no", "yes"))
+    with pytest.raises(SystemExit) as exc:
+        run.main(["--task", "sentiment", "--preset", "tiny", "--data", str(table), "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 1 and err.count("\n") == 1 and "the train split" not in err
+    assert (f"error: {table}, line 2 (row 0, 0-based): label 'no' (a str); expected 0 (negative), 1 (positive), as a "
+            "number or the word (and 199 more bad rows)") in err
+    assert not (tmp_path / "s").exists()
+    frame = pd.read_csv(write_table(table, blank=3))  # a blank text is left out; a later bad label keeps its line
+    frame["label"] = frame["label"].astype(object)
+    frame.loc[7, "label"] = "maybe"
+    frame.to_csv(table, index=False)
+    with pytest.raises(SystemExit):
+        run.main(["--task", "sentiment", "--preset", "tiny", "--data", str(table), "--out", str(tmp_path / "s")])
+    assert f"{table}, line 9 (row 7, 0-based): label 'maybe' (a str)" in capsys.readouterr().err
+    words = write_table(tmp_path / "words.csv", labels=("negative", "positive"))  # the label words read as labels
+    metrics = run.main(["--task", "sentiment", "--preset", "tiny", "--data", str(words), "--out", str(tmp_path / "w"),
+                        "--max-steps", "1", "--eval-every", "1"])
+    assert metrics["data"]["train_pairs"] == 180
+
+
+def test_print_config_shows_the_shape_a_run_from_a_language_model_takes(tmp_path, capsys):
+    tiny(write_text(tmp_path / "play.txt"), tmp_path / "lm", "--max-steps", "1", "--eval-every", "1",
+         "--set", "d_model=48", "--set", "d_ff=96")
+    capsys.readouterr()
+    run.main(["--task", "sentiment", "--preset", "laptop", "--init-from", str(tmp_path / "lm"), "--data",
+              str(write_table(tmp_path / "mine.csv")), "--print-config"])
+    config = json.loads(capsys.readouterr().out)
+    lm = json.loads((tmp_path / "lm" / "config.json").read_text())
+    assert (config["model"]["d_model"], config["model"]["d_ff"], config["model"]["n_encoder_layer"]) == (
+        48, 96, lm["n_layer"])
+    assert config["val_size"].startswith("a tenth of its rows, at most 2,500: the first 40% of them the selection")

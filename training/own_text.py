@@ -36,13 +36,15 @@ import pyarrow.compute as pc
 
 from tokenization import read_texts
 
-from .data import DATA_SUFFIXES, HELD_OUT, head_rows, load_table, require_columns
+from .data import DATA_SUFFIXES, HELD_OUT, SOURCE_ROW, head_rows, load_table, require_columns
 from .errors import DataError, UsageError
+from .heldout import SELECTION_FRACTION
 
 HELD_OUT_FRACTION = 0.1
 MAX_HELD_OUT = 2500  # a table's rows
 MAX_HELD_OUT_CHARS = 3_000_000  # a text's characters: about IMDB's 2,500 held-out reviews
 MIN_DOCUMENTS = 5  # a table's rows: one held out, four to train on
+FEW_TRAINING_ROWS = 2000  # a classifier of your own table below this: its rows, not its recipe, are the limit
 TEXT_SUFFIX = ".txt"
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
 # where a text's held-out tail may start, best first: a paragraph, a line, a sentence, a word
@@ -212,7 +214,8 @@ def _own_rows(table, path: str, min_documents: int) -> OwnText:
     if len(kept) < min_documents:
         raise DataError(f"{path} holds {len(kept)} non-empty rows: too few to hold any out; at least "
                         f"{min_documents} are needed")
-    table = table.select(kept) if len(kept) < len(table) else table
+    if len(kept) < len(table):  # an error on a later row (a classifier's label) names its row in the file
+        table = table.select(kept).add_column(SOURCE_ROW, kept)
     n_bytes = pc.sum(pc.binary_length(pc.cast(table.with_format("arrow")["text"], "string"))).as_py()
     return OwnText({"train": table}, "rows", len(kept), len(keep) - len(kept), n_bytes)
 
@@ -244,7 +247,36 @@ def held_out_line(source: dict, described: dict) -> str:
     train, val = described.get("train_tokens"), described.get("val_tokens")
     if source.get("kind") == "data" and train and val:
         line += f"; {val:,} of {train + val:,} tokens ({val / (train + val):.1%})"
+    pairs, held = described.get("val_pairs"), source.get("val_size")
+    if source.get("kind") == "data" and pairs is not None and held:  # a classifier of your own table
+        if pairs < held:  # `training.heldout`: the selection rows choose, the report rows only report
+            line += (f": {pairs:,} selection rows it validates on (they choose the checkpoint kept and its "
+                     f"temperature) and {held - pairs:,} report rows no choice is made on (training.evaluate "
+                     "--checkpoint RUN --split report scores them)")
+        rows = described.get("train_pairs")
+        if rows is not None:
+            line += f"; {rows:,} rows to train on" + (
+                " (few: a classifier learns from thousands of labelled rows; label more for a figure above chance)"
+                if rows < FEW_TRAINING_ROWS else "")
     return line
+
+
+def table_advice(table: str, train_rows: int | None, val_rows: int, init: str | None, init_text: str | None) -> str:
+    """Why a classifier of your own `table` (`--task sentiment --data`) may have learned nothing, and what
+    to do: the end of `training.run.chance_warning`'s line. Never "start from the IMDB LM": your rows need
+    not be reviews."""
+    name = Path(table).name
+    few = f"it trained on {train_rows:,} rows of `{name}`" if train_rows is not None else f"`{name}` is small"
+    judged = f" and was judged on {val_rows:,}" if val_rows < 100 else ""
+    why = (f": {few}{judged}: too few for a classifier to learn from (it needs thousands of labelled rows, "
+           f"and {val_rows:,} held-out rows tell little apart); label more rows")
+    if init_text:
+        why += (f"; its encoder started from a language model of `{init_text}`: one of texts like your rows helps "
+                f"more (python -m training.run --task lm --data {table} trains one on the table's text column)")
+    elif init is None:
+        why += (f"; starting from a language model of texts like your rows helps (python -m training.run --task lm "
+                f"--data {table}, then --init-from that run)")
+    return why
 
 
 def held_out_count(documents: int) -> int:
@@ -258,5 +290,12 @@ def vocab_size_for(n_bytes: int) -> int:
     return int(min(8192, max(512, 256 * round(2 * math.sqrt(n_bytes) / 256))))
 
 
-PRINTED_HELD_OUT = (f"a text: the last tenth of each file, by size; a table: a tenth of its rows, at most "
-                    f"{MAX_HELD_OUT:,}")  # what `--print-config` says before the data is read
+def printed_held_out(path: str, task: str) -> str:
+    """What `--print-config` says is held out of `--data PATH`, before it is read."""
+    if Path(path).suffix not in DATA_SUFFIXES:
+        return "the last tenth of each file, by size"
+    rows = f"a tenth of its rows, at most {MAX_HELD_OUT:,}"
+    if task != "sentiment":
+        return rows
+    return (f"{rows}: the first {SELECTION_FRACTION:.0%} of them the selection rows it validates on, the rest "
+            "report rows no choice is made on (training.heldout)")

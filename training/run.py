@@ -82,7 +82,7 @@ from .trainer import (
     weights_in_sync,
 )
 from .training_args import TrainConfig
-from .transfer import STARTS_FROM, init_from, shape_from
+from .transfer import STARTS_FROM, init_from, planned_shape, shape_from
 
 
 def build_parser() -> Parser:
@@ -390,11 +390,11 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
     """The settings this command would train with, as far as they are known before the data is read."""
     data = ({"data": args.data, "encoding": args.encoding} if args.data else
             {"data_dir": args.data_dir} if args.data_dir else {"dataset": args.dataset or HUB_IMDB})
-    held_out = args.val_size or (own_text.PRINTED_HELD_OUT if args.data else 2500)
+    held_out = args.val_size or (own_text.printed_held_out(args.data, args.task) if args.data else 2500)
     tokenizer = args.tokenizer or (f"{args.init_from}'s" if args.init_from else
                                    "its own, trained on the training part" if args.data else DEFAULT_TOKENIZER)
     vocab = args.vocab_size or ("sized to the text" if args.data and not (args.tokenizer or args.init_from) else None)
-    model = model_settings(preset, explicit)
+    model = model_settings(preset, {**planned_shape(TASKS[args.task].model_class, args.init_from), **explicit})
     train = asdict(cfg)
     if cfg.max_steps is None:
         train["max_steps"] = f"as many as fit {cfg.max_minutes:g} minutes (timed on the first steps" + (
@@ -427,7 +427,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
 
     splits, source = read_data(args)
     options = TaskOptions(source["val_size"], split_seed(args), args.max_examples, args.source_column,
-                          args.target_column)
+                          args.target_column, args.data)
     task = TASKS[args.task](splits, options)
     if args.data:  # a changed file must not be scored as if it were the run's held-out part
         held_out = held_out_of(splits, source["val_size"], split_seed(args), args.max_examples)
@@ -484,11 +484,13 @@ def trained_text(checkpoint: str | None) -> str | None:
     return Path(str(data["source"])).name if own else None
 
 
-def chance_warning(accuracy: float, rows: int, labels: list[int], init: str | None) -> str | None:
+def chance_warning(accuracy: float, rows: int, labels: list[int], init: str | None, table: str | None = None,
+                   train_rows: int | None = None) -> str | None:
     """One line when a classifier's held-out `accuracy` (on `rows` rows) is within CHANCE_SIGMAS standard
-    errors of always answering the commoner of the held-out `labels`: it learned nothing. When it started
-    from a language model of a text of its own (`init`), that is the likely cause: from the laptop LM of
-    tinyshakespeare the laptop sentiment preset stayed at 50.6% (docs/training.md)."""
+    errors of always answering the commoner of the held-out `labels`: it learned nothing. On IMDB, when it
+    started from a language model of a text of its own (`init`), that is the likely cause: from the laptop
+    LM of tinyshakespeare the laptop sentiment preset stayed at 50.6% (docs/training.md). On a `table` of
+    your own (`--data`), its `train_rows` are the first limit (`own_text.table_advice`)."""
     majority = max(labels.count(label) for label in set(labels)) / len(labels)
     if accuracy > majority + CHANCE_SIGMAS * (majority * (1 - majority) / max(1, rows)) ** 0.5:
         return None
@@ -496,6 +498,8 @@ def chance_warning(accuracy: float, rows: int, labels: list[int], init: str | No
     why = (f": it started from {init}, a language model of `{cause}` that reads with that text's own tokenizer, "
            "not of reviews (from one of Shakespeare this preset stayed at 50.6%: docs/training.md); start from "
            "checkpoints/lm, the IMDB LM, instead" if cause else "")
+    if table:
+        why = own_text.table_advice(table, train_rows, rows, init, cause)
     return (f"warning: held-out accuracy {accuracy:.1%} is chance (the commoner label alone scores {majority:.1%}): "
             f"this classifier learned nothing{why}")
 
@@ -569,7 +573,8 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({own_text.held_out_line(source, described)})")
     labels = getattr(data.splits["val"], "labels", None)
     if "val_accuracy" in metrics and labels:
-        warning = chance_warning(metrics["val_accuracy"], final["final_eval"]["val"]["rows"], labels, args.init_from)
+        warning = chance_warning(metrics["val_accuracy"], final["final_eval"]["val"]["rows"], labels, args.init_from,
+                                 args.data, described.get("train_pairs"))
         if warning:
             print(warning, file=sys.stderr, flush=True)
     print(f"score it again: python -m training.evaluate --checkpoint {out}; serve it: python -m demo "

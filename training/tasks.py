@@ -202,11 +202,15 @@ class Seq2SeqTask(Task):
         keep = head_rows(len(sources), self.options.max_examples)
         return read_texts(sources[i] for i in keep), [targets[i] for i in keep]
 
+    def _where(self, split: str) -> str:
+        """The split as errors name it: `--data`'s file for its one split, else the split's name."""
+        return self.options.data if self.options.data and split == "train" else split
+
     def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
         """(sources, targets) of one split, validated."""
-        source, target = self.options.source_column, self.options.target_column
-        require_columns(ds, [source, target], f"the {split} split")
-        return text_column(ds, source, split), text_column(ds, target, split)
+        source, target, where = self.options.source_column, self.options.target_column, self._where(split)
+        require_columns(ds, [source, target], where if self.options.data else f"the {split} split")
+        return text_column(ds, source, where), text_column(ds, target, where)
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig,
                 train_rows: tuple[list[str], list[str]] | None = None) -> TaskData:
@@ -365,9 +369,10 @@ class SentimentTask(Seq2SeqTask):
         return pairs.batch(indices, **_special_ids(data.tokenizer))
 
     def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
-        require_columns(ds, ["text", "label"], f"the {split} split")
-        words = [SENTIMENT_LABELS[y] for y in label_column(ds, "label", split, SENTIMENT_LABELS)]
-        return text_column(ds, "text", split), words
+        where = self._where(split)
+        require_columns(ds, ["text", "label"], where if self.options.data else f"the {split} split")
+        words = [SENTIMENT_LABELS[y] for y in label_column(ds, "label", where, SENTIMENT_LABELS)]
+        return text_column(ds, "text", where), words
 
     def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", limit: int | None = None,
                  progress=None) -> dict:
