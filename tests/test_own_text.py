@@ -499,3 +499,23 @@ def test_print_config_shows_the_shape_a_run_from_a_language_model_takes(tmp_path
     assert (config["model"]["d_model"], config["model"]["d_ff"], config["model"]["n_encoder_layer"]) == (
         48, 96, lm["n_layer"])
     assert config["val_size"].startswith("a tenth of its rows, at most 2,500: the first 40% of them the selection")
+
+
+def _code_block_after(text: str, heading: str) -> list[str]:
+    section = text[text.index(heading):]
+    block = section[section.index("```bash\n") + len("```bash\n"):]
+    return [line for line in block[:block.index("```")].splitlines() if line.strip()]
+
+
+def test_the_readme_sets_up_a_cpu_laptop_in_two_commands_and_ends_your_text_s_quick_start_on_your_model():
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    setup = _code_block_after(readme, "## Two commands")
+    assert len(setup) == 2 and setup[0].startswith("python3.11 -m venv .venv && . .venv/bin/activate && pip install")
+    assert all("--extra-index-url https://download.pytorch.org/whl/cpu -r requirements" in line for line in setup)
+    assert setup[0].endswith("python -m demo") and setup[1].endswith("python -m pytest -q")
+    assert 'python_version: "3.11"' in readme and "Python 3.11" in readme
+    assert "torch==2.13.0\n" in (root / "requirements.txt").read_text()  # the CPU index's 2.13.0+cpu matches it
+    quick = _code_block_after(readme, "## Train your own")
+    assert quick[0].startswith("python -m training.run --task lm --preset laptop --data FILE_OR_FOLDER")
+    assert quick[-1].startswith("python -m demo --lm runs/mine") and not any("sentiment" in line for line in quick)
