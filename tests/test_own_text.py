@@ -519,3 +519,23 @@ def test_the_readme_sets_up_a_cpu_laptop_in_two_commands_and_ends_your_text_s_qu
     quick = _code_block_after(readme, "## Train your own")
     assert quick[0].startswith("python -m training.run --task lm --preset laptop --data FILE_OR_FOLDER")
     assert quick[-1].startswith("python -m demo --lm runs/mine") and not any("sentiment" in line for line in quick)
+
+
+def test_a_run_from_before_the_held_out_tail_is_scored_on_the_paragraphs_it_held_out(tmp_path, capsys):
+    """A run that held out a tenth of one file's paragraphs at random (no `held_out_by`) finds them again;
+    one of a folder read a document per file says so in one line."""
+    from training.data import held_out_digest, held_out_of
+
+    text, out = write_text(tmp_path / "play.txt"), tmp_path / "run"
+    tiny(text, out, "--max-steps", "2", "--eval-every", "2")
+    metrics = json.loads((out / "metrics.json").read_text())
+    old = held_out_of(own_text.read(str(text), hold_out=False).splits, 20, 1337)
+    metrics["data"] = {"kind": "data", "source": str(text), "encoding": "utf-8", "unit": "paragraphs",
+                       "val_size": 20, "held_out_sha256": held_out_digest(old)}
+    (out / "metrics.json").write_text(json.dumps(metrics))
+    assert evaluate.main(["--checkpoint", str(out)])["bpb"] > 0
+    metrics["data"]["unit"] = "files"
+    (out / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(SystemExit) as exc:
+        evaluate.main(["--checkpoint", str(out)])
+    assert "a document per file, as runs before held-out parts were drawn by size did" in str(exc.value.code)

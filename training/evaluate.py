@@ -165,6 +165,8 @@ def run_held_out(checkpoint: str, part: str):
     if "held_out_sha256" in source and held_out_digest(rows) != source["held_out_sha256"]:
         raise DataError(f"{source['source']} has changed since the run: its held-out rows are not the ones the "
                         "run held out")
+    if source.get("held_out_by") == "size":  # a text's tails: no selection and report rows to tell apart
+        return rows, f"the held-out part of {source['source']}: {source.get('held_out', '')}"
     return held_out_part(rows, part), f"the {part} rows held out of {source['source']}"
 
 
