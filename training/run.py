@@ -414,7 +414,7 @@ def read_data(args: argparse.Namespace) -> tuple[dict, dict]:
         return splits, {"kind": "data_dir" if args.data_dir else "dataset", "source": args.data_dir or
                         args.dataset or HUB_IMDB, "val_size": args.val_size or 2500}
     own = own_text.read(args.data, args.encoding)
-    if own.note:  # what of a folder was not read
+    if own.note and os.environ.get("RANK", "0") == "0":  # what of a folder was not read; once under torchrun
         print(own.note)
     return own.splits, own_text.record(own, args.data, args.encoding, args.val_size, args.max_examples)
 
