@@ -83,6 +83,45 @@ def lm_openings(metrics: dict) -> list[str]:
     return recorded if own_text(metrics) and recorded else CHAT_EXAMPLES
 
 
+def own_header(name: str, metrics: dict) -> str:
+    """The page header when the language model served is one of its own text (`--lm RUN`, trained with
+    `training.run --data`): that text and its figure first, then the sentiment model, labelled as the
+    separate IMDb classifier it is."""
+    bpb = metrics.get("val_bpb")
+    figure = (f", which it predicts at {bpb:.2f} bits per byte on the part of it held out of training"
+              if isinstance(bpb, int | float) and not isinstance(bpb, bool) else "")
+    return ("# Tiny Transformers, built from scratch\n"
+            f"A small **language model** written from scratch in PyTorch and trained on your own text, `{name}`"
+            f"{figure}: it continues a text you start (**Chat**). **How it works** follows your text through it "
+            "step by step; the other tabs look inside it; its size and scores are under **About**.\n\n"
+            "*Apart from it:* the **Sentiment** tab (and the sentiment model of the Attention and How it works tabs) "
+            "is a separate model, not trained on your text: a classifier of IMDb movie reviews, positive or "
+            "negative.\n")
+
+
+def header(lm_metrics: dict) -> str:
+    """The page's header: the shipped models' (IMDb reviews), or a language model of its own text's."""
+    name = own_text(lm_metrics)
+    return own_header(name, lm_metrics) if name else HEADER
+
+
+def held_out_words(metrics: dict) -> str:
+    """What a language model's held-out figures were measured on: reviews, or its own text's held-out part."""
+    name = own_text(metrics)
+    return f"held-out text of `{name}`" if name else "held-out reviews"
+
+
+def end_notice(lm_metrics: dict) -> str:
+    """The chat's notice when the model writes its end token: it ended a review, or a text of its own kind."""
+    return f"The model ended the {'text' if own_text(lm_metrics) else 'review'} (it produced the end-of-text token)."
+
+
+def attention_example(lm_metrics: dict) -> str:
+    """The Attention tab's first text: the opening of a movie review, or the served language model's own
+    first held-out opening (`lm_openings`)."""
+    return lm_openings(lm_metrics)[0] if own_text(lm_metrics) else ATTENTION_EXAMPLE
+
+
 def chat_intro(metrics: dict) -> str:
     """The chat tab's first line: a movie review, or the kind of text the model was trained on."""
     name = own_text(metrics)
@@ -151,7 +190,7 @@ DATA_LINES = {LM: "IMDb movie reviews (Maas et al., 2011): next-token prediction
               SENTIMENT_BACKWARD: "The same reviews and labels, each review read last token first."}
 DEVELOPERS = ("Running on **{device}**; the batched passes (classification, explanations, attention) in "
               "**{precision}** (`python -m demo --precision`, `$DEMO_PRECISION`).\n\n"
-              "- **Retrain:** see the README's *Retraining* section, or `python -m training.run --help` "
+              "- **Retrain:** see the README's *Train your own* section, or `python -m training.run --help` "
               "(`--preset laptop`: ten minutes on a laptop's CPU).\n"
               "- **Serve what you trained:** `python -m demo --lm runs/… --sentiment runs/…` (a run folder, a "
               "checkpoint folder or a Hub id), or a folder holding both with `python -m demo --checkpoints DIR`.\n"

@@ -98,6 +98,10 @@ def _split_seed(m: dict) -> int | None:
 def _split_note(m: dict) -> str:
     seed = _split_seed(m)
     own = own_text(m)
+    if own and own.get("held_out_by") == "size":  # a text's tail, not rows drawn by a seed
+        return (f"validation = {own['held_out']} of `{_file_name(own)}`, held out, never trained on; "
+                "`metrics.json` records the file, its size and a SHA-256 of the held-out texts, so "
+                "`training.evaluate --checkpoint` scores exactly them and refuses a file changed since")
     if own:
         return (f"validation = {_held_out(m):,} of the {own.get('documents', 0):,} {own.get('unit', 'documents')} "
                 f"of `{_file_name(own)}`, held out (fixed seed {seed}), never trained on; `metrics.json` records "

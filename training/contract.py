@@ -42,6 +42,7 @@ class TaskOptions:
     max_examples: int | None = None  # use only this many rows of each split (quick runs, tests)
     source_column: str = "source"  # seq2seq
     target_column: str = "target"  # seq2seq
+    data: str | None = None  # `--data FILE`: its one split is that file, which errors name
 
 
 @dataclass

@@ -26,6 +26,8 @@ from .token_cache import cached_arrays, ragged, rows_of
 
 HUB_IMDB = "stanfordnlp/imdb"
 DATA_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json"}
+HELD_OUT = "held_out"  # the split of a text's held-out tail (`training.own_text`), drawn by size, not by seed
+SOURCE_ROW = "__source_row"  # a table's own row numbers, kept where `training.own_text` dropped empty rows
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -92,30 +94,47 @@ def require_columns(ds, columns: list[str], what: str) -> None:
         raise DataError(f"{what} is empty")
 
 
+def row_name(ds, split: str, i: int) -> str:
+    """Row `i` of `ds` in an error: "the train split, row 4 (0-based)"; where `split` names a file (`--data
+    reviews.csv`), that file's row, by its line where it has lines ("reviews.csv, line 6 (row 4, 0-based)"),
+    counted as in the file even where empty rows were left out (`SOURCE_ROW`)."""
+    suffix = Path(split).suffix
+    if suffix not in DATA_SUFFIXES:
+        return f"the {split} split, row {i} (0-based)"
+    row = ds.with_format("arrow")[SOURCE_ROW][i].as_py() if SOURCE_ROW in ds.column_names else i
+    line = {".csv": row + 2, ".jsonl": row + 1}.get(suffix)  # a CSV's first line is its header
+    return f"{split}, line {line} (row {row}, 0-based)" if line else f"{split}, row {row} (0-based)"
+
+
 def text_column(ds, column: str, split: str, rows=None) -> list[str]:
-    """The `column` of one split as strings (only `rows`, when given). A missing value anywhere in
-    the split is an error naming its row: a None review would otherwise fail deep inside the
-    tokenizer, or become the text "None"."""
+    """The `column` of one split (or of a file: `row_name`) as strings (only `rows`, when given). A missing
+    value anywhere in the split is an error naming its row: a None review would otherwise fail deep inside
+    the tokenizer, or become the text "None"."""
     values = ds.with_format("arrow")[column]  # the whole split, without building Python objects
     if values.null_count:
         missing = pc.index(pc.is_null(values), True).as_py()
-        raise DataError(f"the {split} split, row {missing} (0-based): no {column!r} value"
+        raise DataError(f"{row_name(ds, split, missing)}: no {column!r} value"
                         + (f" (and {values.null_count - 1} more rows)" if values.null_count > 1 else ""))
     values = (values if rows is None else values.take(list(rows))).to_pylist()
     return [v if isinstance(v, str) else str(v) for v in values]
 
 
 def label_column(ds, column: str, split: str, names: list[str]) -> list[int]:
-    """The `column` of one split as class indices 0 .. len(names) - 1. Anything else (-1, 2, 1.0,
-    True, None, "1") is an error naming the split and the first bad row: a label outside the
-    classes must never be read as one of them."""
-    values = ds.with_format("arrow")[column].to_pylist()
+    """The `column` of one split (or file: `row_name`) as class indices 0 .. len(names) - 1: a class index,
+    or the class's own word ("positive"), or in a CSV the index as text. Anything else (-1, 2, 1.0, True,
+    None, "1" outside a CSV, "yes") is an error naming the split or file and the first bad row: a label
+    outside the classes must never be read as one of them."""
+    untyped = Path(split).suffix == ".csv"  # a CSV has no types: one bad label makes "0" and "1" text
+    values = [names.index(v) if isinstance(v, str) and v in names else
+              int(v) if untyped and isinstance(v, str) and v.strip().isdecimal() else v
+              for v in ds.with_format("arrow")[column].to_pylist()]
     bad = [i for i, v in enumerate(values) if type(v) is not int or not 0 <= v < len(names)]
     if bad:
         v = values[bad[0]]
         found = "missing" if v is None else f"{v!r}" + ("" if type(v) is int else f" (a {type(v).__name__})")
         expected = ", ".join(f"{i} ({name})" for i, name in enumerate(names))
-        raise DataError(f"the {split} split, row {bad[0]} (0-based): {column} {found}; expected {expected}"
+        words = ", as a number or the word" if isinstance(v, str) else ""  # "yes": the label words are read too
+        raise DataError(f"{row_name(ds, split, bad[0])}: {column} {found}; expected {expected}{words}"
                         + (f" (and {len(bad) - 1} more bad rows)" if len(bad) > 1 else ""))
     return values
 
@@ -141,7 +160,10 @@ def validation_rows(data_dir: str, val_size: int, seed: int):
 
 
 def held_out_of(splits: dict, val_size: int, seed: int, max_examples: int | None = None):
-    """`validation_rows` of splits already read (`--data`'s too), with `--max-examples` as the run had it."""
+    """`validation_rows` of splits already read (`--data`'s too), with `--max-examples` as the run had it;
+    a text's held-out tail (`HELD_OUT`, drawn by size) as it is."""
+    if HELD_OUT in splits:
+        return splits[HELD_OUT]
     if "train" not in splits:
         raise DataError(f"the data has no 'train' split (it has {sorted(splits)})")
     rows = head_rows(len(splits["train"]), max_examples)

@@ -130,10 +130,11 @@ def classifier_metrics(reader: Reader, scores: torch.Tensor, labels: list[int]) 
 
 
 def _texts(path: Path, column: str = "text") -> list[str]:
-    """The texts of a .txt file (its paragraphs), a folder of them (a document each, as `training.run
-    --data` reads them) or of a table's column, as the models read them (`read_texts`), whatever the format."""
+    """The texts of a .txt file (its paragraphs), a folder of them (their paragraphs, as `training.run
+    --data` reads them, none held out) or of a table's column, as the models read them (`read_texts`),
+    whatever the format."""
     if path.suffix == ".txt" or path.is_dir():
-        return read_texts(read_own_text(str(path), min_documents=1).splits["train"]["text"])
+        return read_texts(read_own_text(str(path), hold_out=False).splits["train"]["text"])
     ds = load_table(path)
     require_columns(ds, [column], str(path))
     return read_texts(ds[column])
@@ -152,13 +153,20 @@ def run_held_out(checkpoint: str, part: str):
                         "(a run on the Hub's data, or one from before runs recorded them); pass --data-dir and "
                         "--val-size")
     if source["kind"] == "data":
-        splits = read_own_text(source["source"], source.get("encoding", "utf-8")).splits
+        as_now = source.get("held_out_by") == "size" or source.get("unit") == "rows"
+        if not as_now and source.get("unit") != "paragraphs":
+            raise DataError(f"--checkpoint {checkpoint}: its run read {source['source']} a document per file, as "
+                            "runs before held-out parts were drawn by size did; pass --data FILE to score a file")
+        # a run from before then held out a tenth of one file's paragraphs at random: read whole, drawn so again
+        splits = read_own_text(source["source"], source.get("encoding", "utf-8"), hold_out=as_now).splits
     else:
         splits = load_splits(source["source"])
     rows = held_out_of(splits, source["val_size"], seed, source.get("max_examples"))
     if "held_out_sha256" in source and held_out_digest(rows) != source["held_out_sha256"]:
         raise DataError(f"{source['source']} has changed since the run: its held-out rows are not the ones the "
                         "run held out")
+    if source.get("held_out_by") == "size":  # a text's tails: no selection and report rows to tell apart
+        return rows, f"the held-out part of {source['source']}: {source.get('held_out', '')}"
     return held_out_part(rows, part), f"the {part} rows held out of {source['source']}"
 
 

@@ -63,7 +63,7 @@ from storage import (
 
 from . import own_text
 from .contract import Task, TaskData, TaskOptions
-from .data import DATA_SUFFIXES, HUB_IMDB, head_rows, held_out_digest, held_out_of, load_splits
+from .data import DATA_SUFFIXES, HUB_IMDB, held_out_digest, held_out_of, load_splits
 from .errors import Interrupted, UsageError
 from .memory import available_bytes, memory_warning
 from .plots import plot_curve
@@ -82,7 +82,7 @@ from .trainer import (
     weights_in_sync,
 )
 from .training_args import TrainConfig
-from .transfer import STARTS_FROM, init_from, shape_from
+from .transfer import STARTS_FROM, init_from, planned_shape, shape_from
 
 
 def build_parser() -> Parser:
@@ -96,8 +96,8 @@ def build_parser() -> Parser:
     data = p.add_argument_group("data (one source)")
     data.add_argument("--data", metavar="PATH",
                       help="your own text: a .txt file (paragraphs split on blank lines), a folder of .txt files "
-                           "(one document per file), or a .parquet/.csv/.jsonl table (an LM needs only 'text'); "
-                           f"a tenth of the documents is held out (at most {own_text.MAX_HELD_OUT:,}), and a "
+                           "(sub-folders too), or a .parquet/.csv/.jsonl table (an LM needs only 'text'); the last "
+                           "tenth of each file is held out (a table: a tenth of its rows), and a "
                            "tokenizer of its own is trained on the rest and kept in the run")
     data.add_argument("--encoding", default="utf-8", help="--data's text encoding (default utf-8; e.g. latin-1)")
     data.add_argument("--data-dir", help="local folder of IMDB-like <split>.parquet/.csv/.jsonl files")
@@ -139,8 +139,8 @@ def build_parser() -> Parser:
                    help="float16 copies of the weights kept at log-spaced steps in <out>/snapshots/, for the app's "
                         f"'watch it learn' view (default: {LMTask.snapshots} for lm, 0 for the other tasks)")
     p.add_argument("--val-size", type=int,
-                   help="validation rows carved out of train (fixed seed; default: a tenth of --data's documents, "
-                        f"at most {own_text.MAX_HELD_OUT:,}; else 2,500)")
+                   help="validation rows carved out of train (fixed seed; default: a tenth of a --data table's "
+                        f"rows, at most {own_text.MAX_HELD_OUT:,}; else 2,500; a text's is its last tenth)")
     p.add_argument("--max-examples", type=int, help="use only N rows of each split (quick runs, tests)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a model config field, e.g. --set d_model=384 --set n_layer=6")
@@ -390,11 +390,11 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
     """The settings this command would train with, as far as they are known before the data is read."""
     data = ({"data": args.data, "encoding": args.encoding} if args.data else
             {"data_dir": args.data_dir} if args.data_dir else {"dataset": args.dataset or HUB_IMDB})
-    held_out = args.val_size or (f"a tenth of the documents, at most {own_text.MAX_HELD_OUT:,}" if args.data else 2500)
+    held_out = args.val_size or (own_text.printed_held_out(args.data, args.task) if args.data else 2500)
     tokenizer = args.tokenizer or (f"{args.init_from}'s" if args.init_from else
                                    "its own, trained on the training part" if args.data else DEFAULT_TOKENIZER)
     vocab = args.vocab_size or ("sized to the text" if args.data and not (args.tokenizer or args.init_from) else None)
-    model = model_settings(preset, explicit)
+    model = model_settings(preset, {**planned_shape(TASKS[args.task].model_class, args.init_from), **explicit})
     train = asdict(cfg)
     if cfg.max_steps is None:
         train["max_steps"] = f"as many as fit {cfg.max_minutes:g} minutes (timed on the first steps" + (
@@ -414,12 +414,9 @@ def read_data(args: argparse.Namespace) -> tuple[dict, dict]:
         return splits, {"kind": "data_dir" if args.data_dir else "dataset", "source": args.data_dir or
                         args.dataset or HUB_IMDB, "val_size": args.val_size or 2500}
     own = own_text.read(args.data, args.encoding)
-    documents = len(head_rows(own.documents, args.max_examples))
-    val_size = args.val_size or own_text.held_out_count(documents)
-    return own.splits, {"kind": "data", "source": args.data, "encoding": args.encoding, "unit": own.unit,
-                        "documents": own.documents, "empty_dropped": own.dropped, "bytes": own.n_bytes,
-                        "val_size": val_size,
-                        "held_out": f"{val_size:,} of {documents:,} {own.unit} ({val_size / documents:.0%})"}
+    if own.note and os.environ.get("RANK", "0") == "0":  # what of a folder was not read; once under torchrun
+        print(own.note)
+    return own.splits, own_text.record(own, args.data, args.encoding, args.val_size, args.max_examples)
 
 
 def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: dict, explicit: dict,
@@ -430,7 +427,7 @@ def train(args: argparse.Namespace, argv: list[str], cfg: TrainConfig, preset: d
 
     splits, source = read_data(args)
     options = TaskOptions(source["val_size"], split_seed(args), args.max_examples, args.source_column,
-                          args.target_column)
+                          args.target_column, args.data)
     task = TASKS[args.task](splits, options)
     if args.data:  # a changed file must not be scored as if it were the run's held-out part
         held_out = held_out_of(splits, source["val_size"], split_seed(args), args.max_examples)
@@ -487,11 +484,13 @@ def trained_text(checkpoint: str | None) -> str | None:
     return Path(str(data["source"])).name if own else None
 
 
-def chance_warning(accuracy: float, rows: int, labels: list[int], init: str | None) -> str | None:
+def chance_warning(accuracy: float, rows: int, labels: list[int], init: str | None, table: str | None = None,
+                   train_rows: int | None = None) -> str | None:
     """One line when a classifier's held-out `accuracy` (on `rows` rows) is within CHANCE_SIGMAS standard
-    errors of always answering the commoner of the held-out `labels`: it learned nothing. When it started
-    from a language model of a text of its own (`init`), that is the likely cause: from the laptop LM of
-    tinyshakespeare the laptop sentiment preset stayed at 50.6% (docs/training.md)."""
+    errors of always answering the commoner of the held-out `labels`: it learned nothing. On IMDB, when it
+    started from a language model of a text of its own (`init`), that is the likely cause: from the laptop
+    LM of tinyshakespeare the laptop sentiment preset stayed at 50.6% (docs/training.md). On a `table` of
+    your own (`--data`), its `train_rows` are the first limit (`own_text.table_advice`)."""
     majority = max(labels.count(label) for label in set(labels)) / len(labels)
     if accuracy > majority + CHANCE_SIGMAS * (majority * (1 - majority) / max(1, rows)) ** 0.5:
         return None
@@ -499,6 +498,8 @@ def chance_warning(accuracy: float, rows: int, labels: list[int], init: str | No
     why = (f": it started from {init}, a language model of `{cause}` that reads with that text's own tokenizer, "
            "not of reviews (from one of Shakespeare this preset stayed at 50.6%: docs/training.md); start from "
            "checkpoints/lm, the IMDB LM, instead" if cause else "")
+    if table:
+        why = own_text.table_advice(table, train_rows, rows, init, cause)
     return (f"warning: held-out accuracy {accuracy:.1%} is chance (the commoner label alone scores {majority:.1%}): "
             f"this classifier learned nothing{why}")
 
@@ -519,7 +520,7 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
     described = {**task.corpus.description, **data.description}  # with the rows the recipe added
     if info.is_main:
         ready = time.monotonic() - started
-        held_out = source.get("held_out", f"{source['val_size']:,} rows")
+        held_out = own_text.held_out_line(source, described)  # with --data, the true share of the tokens
         print(f"{args.task}: {model.num_parameters():,} parameters on {device} x{info.world_size} in "
               f"{trainer.precision}, {described}; data {source['source']}, held out {held_out}; tokenizer "
               f"{tokenizer['origin']}: {tokenizer['vocab_size']:,} tokens -> {out} (ready after {ready:.0f} s)")
@@ -569,10 +570,11 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         print(f"samples ({', '.join(f'{k} {v}' for k, v in SAMPLE_SETTINGS.items())}; more: python -m training.sample "
               f"--checkpoint {out}):\n" + "\n".join(f"  {text!r}" for text in samples))
     if "val_bpb" in metrics:
-        print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({source.get('held_out', source['source'])})")
+        print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({own_text.held_out_line(source, described)})")
     labels = getattr(data.splits["val"], "labels", None)
     if "val_accuracy" in metrics and labels:
-        warning = chance_warning(metrics["val_accuracy"], final["final_eval"]["val"]["rows"], labels, args.init_from)
+        warning = chance_warning(metrics["val_accuracy"], final["final_eval"]["val"]["rows"], labels, args.init_from,
+                                 args.data, described.get("train_pairs"))
         if warning:
             print(warning, file=sys.stderr, flush=True)
     print(f"score it again: python -m training.evaluate --checkpoint {out}; serve it: python -m demo "

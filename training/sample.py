@@ -1,6 +1,7 @@
 """Continue a prompt with a trained language model, from the command line.
 
-    python -m training.sample --checkpoint runs/laptop-lm "This movie was"
+    python -m training.sample --checkpoint runs/mine                 # from its run's first held-out opening
+    python -m training.sample --checkpoint runs/mine "Once upon a time"
     python -m training.sample --checkpoint checkpoints/lm --num-samples 5 --temperature 1.0 --top-k 0 "I have to say"
 
 The checkpoint is a run folder, a checkpoint folder or a Hub repo id (`storage.resolve_checkpoint`);
@@ -8,7 +9,9 @@ its tokenizer is the tokenizer.json beside the weights. Sample i is drawn with s
 the same command prints the same text; --temperature 0 is greedy decoding. Every LM run prints three
 samples at its end, drawn with `SAMPLE_SETTINGS` from the `openings` of its first held-out documents
 (the corpus's own words: an IMDB prompt shows nothing of a model of Shakespeare), and keeps them and
-their prompts in metrics.json; without a prompt, this command starts from the run's first one.
+their prompts in metrics.json; without a prompt, this command starts from the run's first one (a
+checkpoint that recorded none: a model of IMDB reviews from SAMPLE_PROMPTS[0], a model of another text
+from its start token alone, what it writes first).
 """
 
 import json
@@ -24,7 +27,7 @@ from tokenization import BPETokenizer, prompt_ids
 
 from .open_checkpoint import open_checkpoint
 
-SAMPLE_PROMPTS = ("This movie was", "I have to say that", "The acting")  # for a checkpoint that recorded none
+SAMPLE_PROMPTS = ("This movie was", "I have to say that", "The acting")  # an IMDB model's, when it recorded none
 SAMPLE_SETTINGS = {"max_new_tokens": 60, "temperature": 0.8, "top_k": 50}
 OPENING_WORDS = 4
 
@@ -36,12 +39,18 @@ def openings(texts: list[str], n: int = len(SAMPLE_PROMPTS)) -> list[str]:
 
 
 def run_prompt(checkpoint: str) -> str:
-    """The first prompt the run sampled from at its end, else SAMPLE_PROMPTS[0]."""
+    """The first prompt the run sampled from at its end; else, for a model of IMDB reviews (or one whose
+    run left no metrics.json), SAMPLE_PROMPTS[0]; for a model of a text of its own (`training.run --data`),
+    "": its start token alone, never a movie review's words."""
     try:
         metrics = json.loads((resolve_checkpoint(checkpoint) / METRICS_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return SAMPLE_PROMPTS[0]
-    return (metrics.get("sample_prompts") or SAMPLE_PROMPTS)[0]
+    recorded = metrics.get("sample_prompts") if isinstance(metrics, dict) else None
+    if recorded:
+        return recorded[0]
+    data = metrics.get("data") if isinstance(metrics, dict) else None
+    return "" if isinstance(data, dict) and data.get("kind") == "data" else SAMPLE_PROMPTS[0]
 
 
 def continuation(model: DecoderOnlyLM, tokenizer: BPETokenizer, prompt: str, cfg: GenerationConfig) -> str:
@@ -54,7 +63,8 @@ def continuation(model: DecoderOnlyLM, tokenizer: BPETokenizer, prompt: str, cfg
 def build_parser() -> Parser:
     p = Parser("python -m training.sample", __doc__)
     p.add_argument("prompt", nargs="?", help="the start of a text (default: the first prompt the run sampled "
-                                             f"from at its end, else {SAMPLE_PROMPTS[0]!r})")
+                                             f"from at its end; else, for a model of IMDB reviews, "
+                                             f"{SAMPLE_PROMPTS[0]!r}, for one of another text, its start token)")
     p.add_argument("--checkpoint", required=True, help="a language model: run folder, checkpoint folder or Hub id")
     p.add_argument("--num-samples", type=int, default=3, help="continuations to print (default 3)")
     p.add_argument("--max-new-tokens", type=int, default=SAMPLE_SETTINGS["max_new_tokens"],

@@ -35,6 +35,7 @@ from .bucketing import BucketSampler
 from .calibration import expected_calibration_error, fit_temperature
 from .contract import Corpus, ModelCard, Task, TaskData, TaskOptions
 from .data import (
+    HELD_OUT,
     DataError,
     PairSet,
     TokenStream,
@@ -99,9 +100,12 @@ class LMTask(Task):
 
     def __init__(self, splits: dict, options: TaskOptions):
         texts = _texts(_split(splits, "train"), "text", "train", options.max_examples)
-        train_idx, val_idx = validation_split(len(texts), options.val_size, options.seed)
-        self.val_texts = [texts[i] for i in val_idx]
-        self.train_texts = [texts[i] for i in train_idx]
+        if HELD_OUT in splits:  # a text's tail, held out by size (`training.own_text`)
+            self.val_texts, self.train_texts = _texts(splits[HELD_OUT], "text", HELD_OUT, None), texts
+        else:
+            train_idx, val_idx = validation_split(len(texts), options.val_size, options.seed)
+            self.val_texts = [texts[i] for i in val_idx]
+            self.train_texts = [texts[i] for i in train_idx]
         if "unsupervised" in splits:
             self.train_texts += _texts(splits["unsupervised"], "text", "unsupervised", options.max_examples)
         self.test_texts = _texts(splits["test"], "text", "test", options.max_examples) if "test" in splits else None
@@ -198,11 +202,15 @@ class Seq2SeqTask(Task):
         keep = head_rows(len(sources), self.options.max_examples)
         return read_texts(sources[i] for i in keep), [targets[i] for i in keep]
 
+    def _where(self, split: str) -> str:
+        """The split as errors name it: `--data`'s file for its one split, else the split's name."""
+        return self.options.data if self.options.data and split == "train" else split
+
     def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
         """(sources, targets) of one split, validated."""
-        source, target = self.options.source_column, self.options.target_column
-        require_columns(ds, [source, target], f"the {split} split")
-        return text_column(ds, source, split), text_column(ds, target, split)
+        source, target, where = self.options.source_column, self.options.target_column, self._where(split)
+        require_columns(ds, [source, target], where if self.options.data else f"the {split} split")
+        return text_column(ds, source, where), text_column(ds, target, where)
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig,
                 train_rows: tuple[list[str], list[str]] | None = None) -> TaskData:
@@ -361,9 +369,10 @@ class SentimentTask(Seq2SeqTask):
         return pairs.batch(indices, **_special_ids(data.tokenizer))
 
     def _read(self, ds, split: str) -> tuple[list[str], list[str]]:
-        require_columns(ds, ["text", "label"], f"the {split} split")
-        words = [SENTIMENT_LABELS[y] for y in label_column(ds, "label", split, SENTIMENT_LABELS)]
-        return text_column(ds, "text", split), words
+        where = self._where(split)
+        require_columns(ds, ["text", "label"], where if self.options.data else f"the {split} split")
+        words = [SENTIMENT_LABELS[y] for y in label_column(ds, "label", where, SENTIMENT_LABELS)]
+        return text_column(ds, "text", where), words
 
     def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", limit: int | None = None,
                  progress=None) -> dict:

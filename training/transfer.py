@@ -10,9 +10,11 @@ not architecture, so it lives with training rather than in `model/`.
 - An encoder-decoder from an encoder-decoder (a span-pretrained one): everything.
 """
 
+from pathlib import Path
+
 import torch
 
-from model import DecoderOnlyLM, EncoderDecoder, PreTrainedModel
+from model import DecoderOnlyLM, EncoderDecoder, PreTrainedModel, read_config
 
 # what a run started from a trained LM takes from it: its whole shape (a continued pretraining)
 LM_SHAPE = ("n_layer", "n_head", "d_model", "d_ff", "block_size", "norm_first", "reverse")
@@ -47,6 +49,25 @@ def shape_from(model_class: type, pretrained: PreTrainedModel, vocab_size: int) 
     if isinstance(pretrained, EncoderDecoder) and c.vocab_size >= vocab_size:
         return {k: getattr(c, k) for k in (*ENCODER_SHAPE, "n_encoder_layer", "n_decoder_layer", "reverse_source")}
     return None
+
+
+def planned_shape(model_class: type, checkpoint: str | None) -> dict:
+    """What `shape_from` will take from the local checkpoint folder `checkpoint`, read from its config.json
+    alone (`--print-config` reads no weights); {} when there is none to read (a Hub id: the run reads it)."""
+    if not checkpoint or not Path(checkpoint).is_dir():
+        return {}
+    try:
+        c = read_config(checkpoint)
+    except (OSError, ValueError):
+        return {}
+    if c.get("model_type") == DecoderOnlyLM.model_type:
+        if model_class is DecoderOnlyLM:
+            return {k: c[k] for k in LM_SHAPE if k in c}
+        return {k: c[k] for k in ENCODER_SHAPE if k in c} | {"n_encoder_layer": c.get("n_layer"),
+                                                              "reverse_source": c.get("reverse", False)}
+    if c.get("model_type") == EncoderDecoder.model_type and model_class is not DecoderOnlyLM:
+        return {k: c[k] for k in (*ENCODER_SHAPE, "n_encoder_layer", "n_decoder_layer", "reverse_source") if k in c}
+    return {}
 
 
 @torch.no_grad()

@@ -13,7 +13,7 @@ import gradio as gr
 
 from demo import plots
 from demo.serving import LM, SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoService, scrub_paths
-from demo.text import DATA_LINES, DEVELOPERS, HEADER, MODEL_TITLES, SHORT_TITLES, USES
+from demo.text import DATA_LINES, DEVELOPERS, MODEL_TITLES, SHORT_TITLES, USES, header, held_out_words, own_text
 from storage import chain
 
 HIDDEN_METRICS = {"history", "model_config", "train_config", "samples", "data"}  # shown otherwise, or too long
@@ -32,7 +32,12 @@ def _fmt(value) -> str:
 
 
 def _score(metrics: dict) -> str:
-    """How good the model is, in words a learner can picture."""
+    """How good the model is, in words a learner can picture: a language model of its own text in bits per
+    byte (its tokenizer is its own: a perplexity would not compare with any other model's)."""
+    name = own_text(metrics)
+    if name and isinstance(metrics.get("val_bpb"), int | float):
+        return (f"on the part of `{name}` held out of its training it needs {metrics['val_bpb']:.3f} bits per byte "
+                "of text (the fewer, the better it predicts; 8 would be a blind guess among all 256 byte values)")
     if "val_ppl" in metrics and isinstance(metrics["val_ppl"], int | float):
         ppl = metrics["val_ppl"]
         return (f"on reviews it never trained on, its perplexity is {_fmt(ppl)}: at each token it is, on average, "
@@ -48,11 +53,13 @@ def _training(metrics: dict) -> str:
     if not isinstance(metrics.get("tokens_seen"), int):
         return ""
     own = f"{metrics['tokens_seen'] / 1e6:.1f} M"
+    name = own_text(metrics)
+    what = f"of `{name}`" if name else "of reviews"
     earlier = [r["tokens_seen"] for r in reversed(chain(metrics)) if isinstance(r.get("tokens_seen"), int)]
     if not earlier:
-        return f"it read {own} tokens of reviews while it learned"
+        return f"it read {own} tokens {what} while it learned"
     whose = "the model it started from" if len(earlier) == 1 else "the models it started from"
-    return (f"it read {(metrics['tokens_seen'] + sum(earlier)) / 1e6:.1f} M tokens of reviews while it learned: "
+    return (f"it read {(metrics['tokens_seen'] + sum(earlier)) / 1e6:.1f} M tokens {what} while it learned: "
             f"{', then '.join(f'{t / 1e6:.1f} M' for t in earlier)} as {whose}, then {own} in its own run")
 
 
@@ -60,7 +67,7 @@ def header_markdown(service: DemoService) -> str:
     """What the two models are and do, in plain words, with a warning for a missing or untrained one."""
     warnings = list(service.notices)
     warnings += [f"{SHORT_TITLES[c.name]}: {c.message}." for c in service.checkpoints if c.message]
-    return "\n".join([HEADER, ""] + [f"> ⚠️ {w}" for w in warnings])
+    return "\n".join([header(service.lm.metrics), ""] + [f"> ⚠️ {w}" for w in warnings])
 
 
 def metric_rows(metrics: dict) -> list[tuple[str, str]]:
@@ -124,9 +131,13 @@ def _facts(ckpt: Checkpoint) -> dict:
     return {**ckpt.config, **(asdict(ckpt.classifier) if ckpt.classifier is not None else {})}
 
 
-def checkpoint_markdown(ckpt: Checkpoint) -> str:
-    """One model for learners: what it does, its size and shape, its data and how good it is."""
-    lines = [f"## {MODEL_TITLES[ckpt.name]}", "", USES[ckpt.name], ""]
+def checkpoint_markdown(ckpt: Checkpoint, note: str = "") -> str:
+    """One model for learners: what it does (after `note`, a line under its title), its size and shape, its
+    data and how good it is."""
+    name = own_text(ckpt.metrics) if ckpt.name == LM else None
+    uses = f"Continues a text like `{name}` that you start, one token at a time (the **Chat** tab)." if name else \
+        USES[ckpt.name]
+    lines = [f"## {MODEL_TITLES[ckpt.name]}", "", *([note, ""] if note else []), uses, ""]
     if not ckpt.ready:
         return "\n".join(lines + [f"⚠️ Not loaded: {ckpt.message}."])
     facts = [("Size", f"{ckpt.parameters:,} parameters (numbers learned in training)"),
@@ -157,8 +168,12 @@ def developer_markdown(ckpt: Checkpoint) -> str:
 
 
 def about_markdown(service: DemoService) -> str:
-    """What each model is, for learners."""
-    return "\n\n".join(checkpoint_markdown(ckpt) for ckpt in service.checkpoints)
+    """What each model is, for learners; beside a language model of its own text, the sentiment models are
+    labelled as the IMDb classifier they are."""
+    name = own_text(service.lm.metrics)
+    apart = f"*Apart from the language model of `{name}`: the app's IMDb classifier, not trained on your text.*"
+    return "\n\n".join(checkpoint_markdown(ckpt, apart if name and ckpt.name != LM else "")
+                         for ckpt in service.checkpoints)
 
 
 def developers_markdown(service: DemoService) -> str:
@@ -187,8 +202,8 @@ def curve_caption(ckpt: Checkpoint) -> str:
     steps = _fmt(metrics.get("steps", last.get("step")))
     title = MODEL_TITLES[ckpt.name][0].lower() + MODEL_TITLES[ckpt.name][1:]
     measured = "the loss and the accuracy" if any("val_accuracy" in h for h in history) else "the loss"
-    lines = [f"**Training curve of the {title}**: {steps} steps; {measured} on held-out reviews, measured along "
-             "the way."]
+    held_out = held_out_words(metrics) if ckpt.name == LM else "held-out reviews"
+    lines = [f"**Training curve of the {title}**: {steps} steps; {measured} on {held_out}, measured along the way."]
     recipe = (metrics.get("train_config") or {}).get("recipe") or {}
     smoothing, vocab = recipe.get("label_smoothing") or 0, config.get("vocab_size")
     train, val = last.get("train_loss"), last.get("val_loss")

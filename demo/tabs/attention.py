@@ -10,7 +10,7 @@ from demo import plots
 from demo.serving import LM, SENTIMENT, DemoService, failure
 from demo.tabs import ablation_panel, browser, export_panel, qk_panel
 from demo.tabs.common import bind, notice_markdown
-from demo.text import ATTENTION_EXAMPLE, ATTENTION_INTRO, CAUSAL_NOTE, code_span
+from demo.text import ATTENTION_INTRO, CAUSAL_NOTE, attention_example, code_span
 from demo.views.attention import AttentionResult, attention_kinds, attention_shape, attention_view, served
 
 # Gradio's gallery is a fixed-height scroll box with captions laid over the thumbnails: here it grows
@@ -96,7 +96,7 @@ def build(service: DemoService, compute: dict):
     first_model = LM if service.lm.ready else SENTIMENT
     init_kind, init_layer, init_head = attention_options(service, first_model, None)
     gr.Markdown(ATTENTION_INTRO)
-    text = gr.Textbox(ATTENTION_EXAMPLE, label="Text", lines=2, elem_id="att-input")
+    text = gr.Textbox(attention_example(service.lm.metrics), label="Text", lines=2, elem_id="att-input")
     with gr.Row():
         model = gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT)], value=first_model, label="Model",
                          elem_id="att-model")

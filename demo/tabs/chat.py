@@ -254,9 +254,13 @@ def build(service: DemoService, compute: dict) -> None:
             top_k = lenient(gr.Slider(0, vocab, value=40, step=1, label="Top-k (0 = off)"))
             top_p = lenient(gr.Slider(0.01, 1, value=0.95, step=0.01, label="Top-p (1 = off)"))
             seed = lenient(gr.Number(value=-1, precision=0, label="Seed (-1 = random)", elem_id="chat-seed"))
-            rate = gr.Button("How positive is this?", elem_id="chat-rate")
-            rating = gr.Label(label="Sentiment of the reply", num_top_classes=3, elem_id="chat-rating")
-            rate_notice = gr.Markdown()
+            # the IMDb classifier's verdict: meant for a movie review, so not offered on a reply in another text's
+            # style (`python -m demo --lm RUN` of a text of its own)
+            reviews = own_text(service.lm.metrics) is None
+            rate = gr.Button("How positive is this?", elem_id="chat-rate", visible=reviews)
+            rating = gr.Label(label="Sentiment of the reply", num_top_classes=3, elem_id="chat-rating",
+                              visible=reviews)
+            rate_notice = gr.Markdown(visible=reviews)
     token_view = gr.HighlightedText(
         label="Generated tokens, coloured by the model's probability of each", elem_id="chat-tokens",
         color_map=PROBABILITY_COLOURS, show_legend=True, show_inline_category=False, combine_adjacent=False)

@@ -10,7 +10,7 @@ import gradio as gr
 from demo import plots
 from demo.serving import LM, DemoService, SnapshotSet, failure
 from demo.tabs.common import bind, notice_markdown
-from demo.text import lm_openings, own_text
+from demo.text import held_out_words, lm_openings, own_text
 from demo.views.ablation import head_name as ablation_head_name
 from demo.views.learning import (
     MAX_NEW_TOKENS,
@@ -105,13 +105,13 @@ RUN_HEADERS = ["step", "tokens seen", "validation bits/byte", "loss on your prom
                "its score", "induction head", "its score", "copy gain (nats)"]
 
 
-def run_summary(rows: list[RunRow]) -> str:
-    """What the table shows, in sentences computed from it."""
+def run_summary(rows: list[RunRow], held_out: str = "held-out reviews") -> str:
+    """What the table shows, in sentences computed from it (`held_out`: what its bits per byte were measured on)."""
     first, last = rows[0], rows[-1]
     lines = [f"From step {first.step:,} to {last.step:,} the loss on your prompt falls from {first.prompt_loss:.2f} "
              f"to {last.prompt_loss:.2f} nats"]
     if first.val_bpb is not None and last.val_bpb is not None:
-        lines[0] += f", and on held-out reviews from {first.val_bpb:.2f} to {last.val_bpb:.2f} bits per byte"
+        lines[0] += f", and on {held_out} from {first.val_bpb:.2f} to {last.val_bpb:.2f} bits per byte"
     for kind, pick in (("previous-token", lambda r: r.previous), ("induction", lambda r: r.induction)):
         threshold = THRESHOLDS["previous" if kind == "previous-token" else "induction"]
         named = next((r for r in rows if pick(r).named), None)
@@ -136,15 +136,26 @@ def whole_run(service: DemoService, prompt):
               head_name(r.previous.layer, r.previous.head), round(r.previous.score, 3),
               head_name(r.induction.layer, r.induction.head), round(r.induction.score, 3), round(r.copy_gain, 3)]
              for r in rows]
-    return table, run_summary(rows)
+    return table, run_summary(rows, snapshot_held_out(service, service.snapshots))
+
+
+def _theirs(service: DemoService, snapshots: SnapshotSet | None) -> bool:
+    """Whether `snapshots` are the served LM's own (else the shipped laptop run's, of movie reviews)."""
+    directory = service.lm.directory
+    return snapshots is not None and directory is not None and \
+        snapshots.folder.resolve().parent == Path(directory).resolve()
 
 
 def first_prompt(service: DemoService, snapshots: SnapshotSet) -> str:
     """The snapshots' own kind of text: the served LM's openings when they are its snapshots (a model of
     its own text starts from that text), else PROMPT (the shipped laptop run's, of movie reviews)."""
-    directory = service.lm.directory
-    theirs = directory is not None and snapshots.folder.resolve().parent == Path(directory).resolve()
-    return lm_openings(service.lm.metrics)[0] if theirs and own_text(service.lm.metrics) else PROMPT
+    return lm_openings(service.lm.metrics)[0] if _theirs(service, snapshots) and own_text(service.lm.metrics) \
+        else PROMPT
+
+
+def snapshot_held_out(service: DemoService, snapshots: SnapshotSet | None) -> str:
+    """What the snapshots' run held out, in words: the served LM's own text's part, or reviews."""
+    return held_out_words(service.lm.metrics) if _theirs(service, snapshots) else "held-out reviews"
 
 
 def head_name(layer: int, head: int) -> str:
@@ -207,7 +218,8 @@ def build(service: DemoService, compute: dict):
         curve = gr.Plot(label="Loss curve", show_label=False, elem_id="learn-curve")
     notice = gr.Markdown(elem_id="learn-notice")
     with gr.Accordion("Across the whole run: what training changes, in numbers", open=False):
-        gr.Markdown("Every snapshot at once: how well it predicts (held-out reviews, and your prompt), and what its "
+        gr.Markdown(f"Every snapshot at once: how well it predicts ({snapshot_held_out(service, snapshots)}, and "
+                    "your prompt), and what its "
                     "heads have learned to do (their scores as in the Attention tab's *Heads with names*, on the "
                     "page's example texts). The first time takes a few seconds: every snapshot is scored.")
         across = gr.Button("Compare every snapshot", elem_id="learn-across")

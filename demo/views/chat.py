@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from demo.serving import Checkpoint, DemoError, DemoService, read_number, visitor_text
-from demo.text import lm_openings, own_text
+from demo.text import end_notice, lm_openings, own_text
 from model import GenerationConfig
 from model.generation import MIN_TEMPERATURE
 from tokenization import clean_text, token_label
@@ -144,7 +144,7 @@ def stream_continuation(service: DemoService, prompt: object, max_new_tokens=64,
         if step is None:
             break
         if step.token_id == config.eos_token_id:
-            notices.append("The model ended the review (it produced the end-of-text token).")
+            notices.append(end_notice(service.lm.metrics))  # a snapshot's text is the served model's
             break
         generated.append(step.token_id)
         steps.append(TokenView(token=token_label(tok, step.token_id), prob=step.prob,
