@@ -81,7 +81,7 @@ def verdict_sentence(run: dict) -> str:
     w, wo, sw, swo = final["with"], final["without"], spread["with"], spread["without"]
     said, gap = verdict(final, spread), wo - w
     seeds = len(run.get("seeds", [])) or "the"
-    spreads = f"the range over {seeds} seeds: {sw:.3f} with it, {swo:.3f} without"
+    spreads = f"the range over {seeds} seed{'' if seeds == 1 else 's'}: {sw:.3f} with it, {swo:.3f} without"
     losses = f"{wo:.3f} nats per token on held-out text, against {w:.3f} with it"
     if said == WITHIN:
         scale = ", ".join([w for w in (shape_words(run.get("shape", {})),) if w] + [f"{run['steps']:,} steps"])
@@ -106,7 +106,9 @@ def measure_sentence(measure: dict) -> str:
                            for label, a, b in zip(labels, w, wo, strict=True))
     else:
         values = f"{number(w)} with it, {number(wo)} without"
-    return f"**{measure['name'][:1].upper()}{measure['name'][1:]}:** {values}. {measure.get('about', '')}".strip()
+    about = measure.get("about", "").strip()
+    about = f"{about[:1].upper()}{about[1:]}{'' if about.endswith('.') else '.'}" if about else ""
+    return f"**{measure['name'][:1].upper()}{measure['name'][1:]}:** {values}. {about}".strip()
 
 
 def run_words(run: dict) -> str:
