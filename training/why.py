@@ -14,7 +14,7 @@ same batches in the same order, for the same number of steps, each over `--seeds
 writes `why.json`: both held-out loss curves (nats per token, mean over seeds), the final loss of
 each arm and its spread over seeds, a measure that explains the why (`Part.measure`), a sample of
 each arm, and a verdict computed from the numbers (`verdict`). `--part depth` trains on text that
-rewards copying (`COPYING`) and also writes `induction.json` and both models: an induction head
+rewards copying (`training.why_data.repeated_runs`) and also writes `induction.json` and both models: an induction head
 forming in the 2-layer model and not in the 1-layer one (`training.induction`).
 """
 
@@ -73,7 +73,8 @@ class Part:
     measure: Callable[[Arm], float | list[float]]
     labels: list[str] | None = None
     with_: dict = field(default_factory=dict)
-    copying: bool = False  # train on text that rewards copying (`training.why_data.COPYING`)
+    copying: bool = False  # train on text that rewards copying (`training.why_data.repeated_runs`)
+    lr: float = LR  # the peak learning rate (the depth part's runs of random tokens diverged at 3e-3)
 
 
 def as_generated(model: DecoderOnlyLM) -> DecoderOnlyLM:
@@ -254,7 +255,7 @@ PARTS: dict[str, Part] = {
                          "end": r"x = layer\("}, "stack",
         "best induction score", "on a random sequence shown twice, the most weight any head puts on the "
         "token that followed the current token's first occurrence (Olsson et al. 2022)", best_induction,
-        with_={"n_layer": 2}, copying=True),
+        with_={"n_layer": 2}, copying=True, lr=1e-3),
 }
 
 
@@ -268,12 +269,12 @@ def summary(name: str, part: Part, final: dict, spread: dict, verdict_: str) -> 
     return f"Trained without it, the model ends {verdict_}: {arms}."
 
 
-def lr_at(step: int, steps: int) -> float:
+def lr_at(step: int, steps: int, peak: float = LR) -> float:
     """Linear warmup, then cosine to `MIN_LR_RATIO` of the peak."""
     if step < WARMUP:
-        return LR * (step + 1) / WARMUP
+        return peak * (step + 1) / WARMUP
     progress = (step - WARMUP) / max(1, steps - WARMUP)
-    return LR * (MIN_LR_RATIO + (1 - MIN_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * progress)))
+    return peak * (MIN_LR_RATIO + (1 - MIN_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def config_of(part: Part, arm: str, vocab_size: int) -> DecoderOnlyConfig:
@@ -282,9 +283,11 @@ def config_of(part: Part, arm: str, vocab_size: int) -> DecoderOnlyConfig:
 
 
 def train_arm(config: DecoderOnlyConfig, seed: int, steps: int, data: WhyData, evals: list[int], bar,
-              on_eval: Callable[[int, DecoderOnlyLM], None] | None = None) -> tuple[Arm, list[list[float]]]:
+              on_eval: Callable[[int, DecoderOnlyLM], None] | None = None, lr: float = LR
+              ) -> tuple[Arm, list[list[float]]]:
     """Train one arm from seed `seed` for `steps` steps on `data`'s batches (the same for every arm of
-    that seed); the held-out loss at each of `evals`. `on_eval(step, model)`: more readings there."""
+    that seed) at peak rate `lr`; the held-out loss at each of `evals`. `on_eval(step, model)`: more
+    readings there."""
     torch.manual_seed(seed)
     model = DecoderOnlyLM(config)
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -303,7 +306,7 @@ def train_arm(config: DecoderOnlyConfig, seed: int, steps: int, data: WhyData, e
         model.train()
         batch = data.batch(seed, step, BATCH)
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, steps)
+            group["lr"] = lr_at(step, steps, lr)
         loss = model(batch["input_ids"], batch["targets"], loss_only=True).loss
         loss.backward()
         if step < FIRST_STEPS:
@@ -369,7 +372,7 @@ def run(name: str, steps: int, seeds: int, out: Path, minutes: float | None, com
             for seed in range(seeds):
                 on_eval = watch.reader(arm_name) if watch is not None and seed == 0 else None
                 arm, curve = train_arm(config_of(part, arm_name, tokenizer.vocab_size), seed, steps, data, evals,
-                                       bar, on_eval)
+                                       bar, on_eval, part.lr)
                 runs.append((arm, curve))
             arms[arm_name] = runs[0][0]
             curves[arm_name] = [[s, round(sum(c[i][1] for _, c in runs) / seeds, 4)]

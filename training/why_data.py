@@ -1,12 +1,14 @@
 """The text `training.why` trains its small models on: IMDB reviews, the same batches for every arm.
 
 Every arm of one seed reads the same windows in the same order (`WhyData.batch(seed, step)`), so the
-two arms differ in their one switch and nothing else. With `copying`, half of each batch is a run of
-random tokens shown again and again (`COPYING`): text that rewards copying what followed an earlier
-occurrence of the current token, which the reviews alone reward too rarely for an induction head to
-form in a few hundred steps (measured: fine-tuning the shipped LM on reviews with repeated passages
-lifted its best induction score only from 0.14 to 0.24). Random tokens, as the browser labs and
-Olsson et al. (2022) use, so that nothing but in-context copying predicts the repeats.
+two arms differ in their one switch and nothing else. With `copying`, every window is instead a run
+of random tokens shown again and again (`repeated_runs`): text that rewards copying what followed an
+earlier occurrence of the current token, which the reviews alone reward too rarely for an induction
+head to form in a few hundred steps (measured: fine-tuning the shipped LM on reviews with repeated
+passages lifted its best induction score only from 0.14 to 0.24). Random tokens, as the browser labs
+and Olsson et al. (2022) use, so that nothing but in-context copying predicts the repeats; and a run
+length drawn anew for each window (`PERIODS`), so that no fixed look-back (a head reading the token
+21 places back) can stand in for finding the earlier occurrence.
 """
 
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ TRAIN_REVIEWS, VAL_REVIEWS = 6000, 400  # the first reviews train, the last ones
 VAL_BATCHES = 2  # held-out batches of 32 windows: 4,096 tokens
 VOCAB = 2048  # the small models' own BPE vocabulary, trained on the training reviews: a quarter of the
 # shipped 8,192, so the output layer (a quarter of the compute instead of two thirds) leaves the steps to the blocks
-COPYING = 21  # the length of the random run a copying window repeats (three times in a 64-token window)
+PERIODS = (10, 31)  # the shortest and longest random run a copying window repeats (2 to 6 times in 64 tokens)
 
 
 @dataclass
@@ -36,22 +38,20 @@ class WhyData:
     about: str  # what the held-out loss is measured on, in words
 
     def batch(self, seed: int, step: int, size: int) -> dict:
-        """Batch `step` of seed `seed`: random review windows; with `copying`, its second half
-        replaced by repeated random runs."""
+        """Batch `step` of seed `seed`: random review windows, or with `copying` repeated random runs."""
         g = step_generator(seed, step)
-        b = self.train.random_batch(size, self.block_size, g)
         if self.copying:
-            half = size // 2
-            ids = repeated_runs(self.pool, half, self.block_size + 1, g)
-            b = {"input_ids": torch.cat([b["input_ids"][:half], ids[:, :-1]]),
-                 "targets": torch.cat([b["targets"][:half], ids[:, 1:]])}
-        return b
+            ids = repeated_runs(self.pool, size, self.block_size + 1, g)
+            return {"input_ids": ids[:, :-1], "targets": ids[:, 1:]}
+        return self.train.random_batch(size, self.block_size, g)
 
 
 def repeated_runs(pool: torch.Tensor, n: int, length: int, g: torch.Generator) -> torch.Tensor:
-    """(n, length): each row a run of `COPYING` random ids from `pool`, repeated until `length`."""
-    runs = pool[torch.randint(len(pool), (n, COPYING), generator=g)]
-    return runs.repeat(1, -(-length // COPYING))[:, :length]
+    """(n, length): each row a run of random ids from `pool`, of a length drawn from `PERIODS`,
+    repeated until `length`."""
+    periods = torch.randint(PERIODS[0], PERIODS[1] + 1, (n, 1), generator=g)
+    runs = pool[torch.randint(len(pool), (n, PERIODS[1]), generator=g)]
+    return runs.gather(1, torch.arange(length)[None] % periods)
 
 
 def load_why_data(block_size: int, copying: bool = False, path: Path = DATA, n_train: int = TRAIN_REVIEWS,
@@ -68,11 +68,10 @@ def load_why_data(block_size: int, copying: bool = False, path: Path = DATA, n_t
     pool = torch.tensor([i for i in range(tokenizer.vocab_size) if i not in specials])
     about = f"{VAL_BATCHES * 32} windows of {block_size} tokens from {n_val} held-out IMDB reviews"
     if copying:
-        g = torch.Generator().manual_seed(12345)
-        runs = repeated_runs(pool, VAL_BATCHES * 16, block_size + 1, g)
-        windows = [torch.cat([w[:16], runs[i * 16:(i + 1) * 16]]) for i, w in enumerate(windows)]
-        about = (f"{VAL_BATCHES * 32} windows of {block_size} tokens: half from {n_val} held-out IMDB reviews, "
-                 f"half a random run of {COPYING} tokens repeated (other runs than training's)")
+        runs = repeated_runs(pool, VAL_BATCHES * 32, block_size + 1, torch.Generator().manual_seed(12345))
+        windows = list(runs.split(32))
+        about = (f"{VAL_BATCHES * 32} windows of {block_size} tokens, each a run of {PERIODS[0]} to {PERIODS[1]} "
+                 "random tokens repeated (other runs than training's)")
     val = [{"input_ids": w[:, :-1].contiguous(), "targets": w[:, 1:].contiguous()} for w in windows]
     return WhyData(tokenizer, train, val, block_size, copying, pool, about)
 
