@@ -22,7 +22,8 @@ from storage import IN_PROGRESS_NAME, METRICS_NAME, STATE_NAME
 from tokenization import BPETokenizer
 from training.contract import Corpus, Task, TaskData, TaskOptions
 from training.data import step_generator
-from training.trainer import Trainer, init_distributed, weights_in_sync
+from training.distributed import init_distributed, weights_in_sync
+from training.trainer import Trainer
 from training.training_args import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ A new task is one subclass of `Task`, registered in `training.tasks.TASKS` under
 An evaluation reads the first `limit` *rows* of a split (context windows for a language model,
 examples otherwise), whose order is a fixed-seed shuffle: any prefix is a random sample, the same at
 every evaluation. Periodic evaluation reads `periodic_rows`; the final one all rows, or under
-`--max-minutes` as many as fit (`training.trainer.Trainer.final_metrics`).
+`--max-minutes` as many as fit (`training.budget.TimeBudget.final_rows`).
 
 `tests/test_training.py` checks that every registered task defines its own `presets` and `card`.
 """

@@ -62,25 +62,21 @@ from storage import (
 )
 
 from . import own_text
+from .budget import sizing_words
 from .contract import Task, TaskData, TaskOptions
 from .data import DATA_SUFFIXES, HUB_IMDB, head_rows, held_out_digest, held_out_of, load_splits
+from .distributed import DistInfo, init_distributed, weights_in_sync
 from .errors import Interrupted, UsageError
 from .memory import available_bytes, memory_warning
 from .plots import plot_curve
 from .presets import DEFAULT_PRESET, PRESET_HELP, preset_table
-from .recipe import SCHEDULES, Recipe
+from .recipe import Recipe
 from .sample import SAMPLE_SETTINGS
+from .schedules import SCHEDULES
+from .stopping import sigterm_as_interrupt
 from .tasks import CLASSIFIER_SETTINGS, TASKS, LMTask, split_settings
 from .tokenizer_choice import DEFAULT_TOKENIZER, choose_tokenizer
-from .trainer import (
-    DistInfo,
-    Trainer,
-    init_distributed,
-    resume_mismatches,
-    sigterm_as_interrupt,
-    training_rows,
-    weights_in_sync,
-)
+from .trainer import Trainer, resume_mismatches, training_rows
 from .training_args import TrainConfig
 from .transfer import STARTS_FROM, init_from, shape_from
 
@@ -397,9 +393,7 @@ def print_config(args: argparse.Namespace, preset: dict, cfg: TrainConfig, expli
     model = model_settings(preset, explicit)
     train = asdict(cfg)
     if cfg.max_steps is None:
-        train["max_steps"] = f"as many as fit {cfg.max_minutes:g} minutes (timed on the first steps" + (
-            ", re-fitted as it trains until the decay starts, which a held-out loss that stops improving "
-            "brings forward)" if cfg.recipe.schedule == "wsd" else ")")
+        train["max_steps"] = sizing_words(cfg)
     print(json.dumps({"task": args.task, "preset": args.preset, **data, "val_size": held_out,
                       "split_seed": split_seed(args), "max_examples": args.max_examples,
                       "tokenizer": tokenizer, "vocab_size": vocab, "init_from": args.init_from,
@@ -541,8 +535,9 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
     metrics = {
         "task": args.task, "model_type": best.model_type, "preset": args.preset,
         "parameters": best.num_parameters(), **final,
-        "best_step": trainer.best["step"], "steps": trainer.step, "max_steps": cfg.max_steps, "stopped_by": reason,
-        **({"sized_to_budget": trainer.sized} if trainer.sized else {}),  # how max_steps was fitted to the minutes
+        "best_step": trainer.best["step"], "steps": trainer.step, "max_steps": trainer.cfg.max_steps,
+        "stopped_by": reason,  # and how max_steps was fitted to the minutes:
+        **({"sized_to_budget": trainer.budget.sized} if trainer.budget.sized else {}),
         "tokens_seen": trainer.tokens_seen, "train_time_s": round(trainer.elapsed, 1),
         "wall_time_s": round(time.monotonic() - started, 1), "device": _device_name(device),
         "precision": trainer.precision, "world_size": info.world_size,
@@ -552,7 +547,7 @@ def train_and_finish(args: argparse.Namespace, argv: list[str], cfg: TrainConfig
         "data": {**source, **described, "max_examples": args.max_examples}, "split_seed": split_seed(args),
         "tokenizer": tokenizer,
         **({"sample_prompts": task.sample_prompts()} if samples else {}),
-        "model_config": asdict(best.config), "train_config": asdict(cfg),
+        "model_config": asdict(best.config), "train_config": asdict(trainer.cfg),
         **({"classifier_config": asdict(data.classifier)} if data.classifier is not None else {}),
         "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "history": trainer.history, **({"samples": samples} if samples else {}),
