@@ -109,7 +109,7 @@ def test_available_memory_is_read_from_meminfo(tmp_path):
     assert memory.available_bytes(tmp_path / "missing") is None
 
 
-@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+@pytest.mark.needs_imdb
 def test_a_run_on_a_cpu_short_of_memory_warns_in_one_line_and_trains(tmp_path, monkeypatch, capsys):
     texts = [clean_text(t) for t in pd.read_parquet(IMDB / "train.parquet")["text"].sample(200, random_state=0)]
     tokenizer = tmp_path / "tokenizer.json"

@@ -231,7 +231,7 @@ def test_help_shows_the_presets_in_a_table(capsys):
 IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
 
 
-@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+@pytest.mark.needs_imdb
 def test_a_classifier_from_your_lm_reads_with_the_lm_s_own_tokenizer(tmp_path, capsys):
     tiny(write_text(tmp_path / "play.txt"), tmp_path / "lm", "--max-steps", "2", "--eval-every", "2")
     capsys.readouterr()

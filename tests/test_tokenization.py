@@ -208,10 +208,9 @@ def test_transformers_loads_the_file_unchanged(tok: BPETokenizer, tmp_path: Path
     assert all(hf(text)["input_ids"] == tok.encode(text) for text in [*TRICKY, *CORPUS])
 
 
+@pytest.mark.needs_imdb
 def test_train_on_imdb_reviews() -> None:
     path = Path(__file__).resolve().parents[2] / "shared/data/imdb/train.parquet"
-    if not path.is_file():
-        pytest.skip(f"IMDB data not found at {path}")
     pq = pytest.importorskip("pyarrow.parquet")
     batch = next(pq.ParquetFile(path).iter_batches(batch_size=300, columns=["text"]))
     reviews = batch.column("text").to_pylist()

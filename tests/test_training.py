@@ -31,7 +31,7 @@ from training.training_args import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 IMDB = ROOT.parent / "shared" / "data" / "imdb"
-pytestmark = pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+pytestmark = pytest.mark.needs_imdb
 
 REQUIRED_METRICS = {"task", "model_type", "parameters", "val_loss", "steps", "tokens_seen", "wall_time_s",
                     "train_time_s", "device", "command", "data", "history", "best_step", "model_config"}
