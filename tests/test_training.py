@@ -20,7 +20,7 @@ from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, load_pret
 from publishing import report
 from storage import SNAPSHOTS_DIR, STATE_NAME, chain, read_index
 from tokenization import BPETokenizer, clean_text
-from training import evaluate, run
+from training import evaluate, run, run_spec
 from training.budget import FINAL_OVERHEAD_S, FINAL_SHARE
 from training.distributed import DistInfo
 from training.recipe import Recipe
@@ -379,8 +379,8 @@ def test_weight_decay_falls_on_every_matrix_and_nothing_else():
 
 # --- presets: a fine-tune's settings, the laptop recipe -----------------------------------------------
 def settings(*argv: str) -> TrainConfig:
-    args = run.build_parser().parse_args(list(argv))
-    return run.train_config(args, TASKS[args.task].presets[args.preset])
+    args = run_spec.build_parser().parse_args(list(argv))
+    return run_spec.train_config(args, TASKS[args.task].presets[args.preset])
 
 
 def test_a_fine_tune_takes_the_presets_fine_tune_settings_and_a_flag_wins():

@@ -1,0 +1,136 @@
+"""What a run writes and says once it has trained: metrics.json (what `training.evaluate`,
+`publishing.report` and the app read back: the final figures, how the run was made and the settings it
+trained with, beside what its time budget chose), the training curve, and its closing lines (the figures,
+the samples, and a warning when a classifier learned nothing). Its start line is here too."""
+
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from model import load_pretrained
+from storage import CURVE_NAME, METRICS_NAME, atomic_write_text, finish_run
+
+from .memory import available_bytes, memory_warning
+from .plots import plot_curve
+from .sample import SAMPLE_SETTINGS
+from .tasks import LMTask
+from .trainer import Trainer
+
+if TYPE_CHECKING:
+    from .run import Run
+
+CHANCE_SIGMAS = 2  # a classifier this close to always answering the commoner label learned nothing
+
+
+def print_start(run: "Run", trainer: Trainer) -> None:
+    """The run's first line: the model, the machine, the data and the tokenizer; and a warning when a CPU's
+    memory would not hold the largest batch."""
+    model, source, spec = trainer.model, run.source, run.spec
+    held_out = source.get("held_out", f"{source['val_size']:,} rows")
+    print(f"{spec.task}: {model.num_parameters():,} parameters on {run.device} x{run.info.world_size} in "
+          f"{trainer.precision}, {run.described}; data {source['source']}, held out {held_out}; tokenizer "
+          f"{run.tokenizer['origin']}: {run.tokenizer['vocab_size']:,} tokens -> {run.out} "
+          f"(ready after {time.monotonic() - run.started:.0f} s)")
+    if run.device == "cpu":  # on a GPU the fused attention keeps no weights: the estimate is a CPU's
+        warning = memory_warning(model.config, spec.train.batch_size, spec.train.max_tokens, model.num_parameters(),
+                                 available_bytes())
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
+
+
+def finish(run: "Run", trainer: Trainer, reason: str, in_sync: bool) -> dict:
+    """Score the checkpoint kept, write metrics.json and the curve, end the run folder's in-progress mark
+    and print the closing lines; returns the metrics."""
+    best = load_pretrained(run.out, run.device)  # final figures are those of the checkpoint that ships
+    final = trainer.final_metrics(best)
+    samples = run.task.samples(best, run.data)
+    spec, data = run.spec, run.data
+    metrics = {
+        "task": spec.task, "model_type": best.model_type, "preset": spec.preset,
+        "parameters": best.num_parameters(), **final,
+        "best_step": trainer.best["step"], "steps": trainer.step, "max_steps": trainer.cfg.max_steps,
+        "stopped_by": reason,  # and how max_steps was fitted to the minutes:
+        **({"sized_to_budget": trainer.budget.sized} if trainer.budget.sized else {}),
+        "tokens_seen": trainer.tokens_seen, "train_time_s": round(trainer.elapsed, 1),
+        "wall_time_s": round(time.monotonic() - run.started, 1), "device": device_name(run.device),
+        "precision": trainer.precision, "world_size": run.info.world_size,
+        "ddp_weights_in_sync": in_sync,
+        "command": " && ".join(trainer.commands),
+        **({"init_from": trainer.init_from} if trainer.init_from else {}),
+        "data": {**run.source, **run.described, "max_examples": spec.max_examples}, "split_seed": spec.split_seed,
+        "tokenizer": run.tokenizer,
+        **({"sample_prompts": run.task.sample_prompts()} if samples else {}),
+        "model_config": asdict(best.config), "train_config": asdict(trainer.cfg),
+        **({"classifier_config": asdict(data.classifier)} if data.classifier is not None else {}),
+        "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "history": trainer.history, **({"samples": samples} if samples else {}),
+    }
+    atomic_write_text(run.out / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
+    plot_curve(trainer.history, run.out / CURVE_NAME, title=f"{spec.task} ({spec.preset})")
+    finish_run(run.out)
+    print_summary(run, trainer, metrics, isinstance(best, LMTask.model_class))
+    return metrics
+
+
+def print_summary(run: "Run", trainer: Trainer, metrics: dict, lm: bool) -> None:
+    """The closing lines: where training stopped, the final figures, the samples, what to run next."""
+    out, source, read = run.out, run.source, metrics["final_eval"]
+    summary = {k: v for k, v in metrics.items() if k.startswith(("val_", "test_")) and not isinstance(v, list)}
+    rows = ", ".join(f"{split} {r['rows']:,} of {r['of']:,} rows" for split, r in read.items())
+    print(f"done ({metrics['stopped_by']}): step {trainer.step}, {trainer.tokens_seen:,} tokens, training "
+          f"{trainer.elapsed:.0f} s, wall time {minutes(time.monotonic() - run.started)} -> {out}\n"
+          f"final evaluation: {rows}\n" + json.dumps(summary, indent=2))
+    if "samples" in metrics:
+        print(f"samples ({', '.join(f'{k} {v}' for k, v in SAMPLE_SETTINGS.items())}; more: python -m training.sample "
+              f"--checkpoint {out}):\n" + "\n".join(f"  {text!r}" for text in metrics["samples"]))
+    if "val_bpb" in metrics:
+        print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({source.get('held_out', source['source'])})")
+    labels = getattr(run.data.splits["val"], "labels", None)
+    if "val_accuracy" in metrics and labels:
+        warning = chance_warning(metrics["val_accuracy"], read["val"]["rows"], labels, run.spec.init_from)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
+    print(f"score it again: python -m training.evaluate --checkpoint {out}; serve it: python -m demo "
+          f"--{'lm' if lm else 'sentiment'} {out}")
+
+
+def trained_text(checkpoint: str | None) -> str | None:
+    """The file a checkpoint was trained on with `--data` (a text of its own, with that text's own
+    tokenizer), from its metrics.json; None for any other checkpoint, or none."""
+    try:
+        data = json.loads((Path(checkpoint) / METRICS_NAME).read_text(encoding="utf-8")).get("data")
+    except (TypeError, OSError, ValueError, AttributeError):
+        return None
+    own = isinstance(data, dict) and data.get("kind") == "data" and data.get("source")
+    return Path(str(data["source"])).name if own else None
+
+
+def chance_warning(accuracy: float, rows: int, labels: list[int], init: str | None) -> str | None:
+    """One line when a classifier's held-out `accuracy` (on `rows` rows) is within CHANCE_SIGMAS standard
+    errors of always answering the commoner of the held-out `labels`: it learned nothing. When it started
+    from a language model of a text of its own (`init`), that is the likely cause: from the laptop LM of
+    tinyshakespeare the laptop sentiment preset stayed at 50.6% (docs/training.md)."""
+    majority = max(labels.count(label) for label in set(labels)) / len(labels)
+    if accuracy > majority + CHANCE_SIGMAS * (majority * (1 - majority) / max(1, rows)) ** 0.5:
+        return None
+    cause = trained_text(init)
+    why = (f": it started from {init}, a language model of `{cause}` that reads with that text's own tokenizer, "
+           "not of reviews (from one of Shakespeare this preset stayed at 50.6%: docs/training.md); start from "
+           "checkpoints/lm, the IMDB LM, instead" if cause else "")
+    return (f"warning: held-out accuracy {accuracy:.1%} is chance (the commoner label alone scores {majority:.1%}): "
+            f"this classifier learned nothing{why}")
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d} ({seconds:.0f} s)"
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return f"cpu ({torch.get_num_threads()} threads)"
