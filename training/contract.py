@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from model import PreTrainedModel
+from model import IGNORE_INDEX, PreTrainedModel
 from tokenization import BPETokenizer
 
 from .bucketing import BucketSampler
@@ -144,3 +144,8 @@ class Task(ABC):
         that adjusted the model scored them too (the final evaluation then does not read the rows
         again). Nothing by default."""
         return {}
+
+
+def pair_tokens(batch: dict) -> int:
+    """`Task.tokens` of an encoder-decoder batch: its sources' and its targets' tokens, padding excluded."""
+    return int(batch["src_mask"].sum()) + int((batch["targets"] != IGNORE_INDEX).sum())
