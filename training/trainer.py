@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from model import PreTrainedModel, autocast, resolve_precision
+from model import PreTrainedModel, autocast, current_names, resolve_precision
 from storage import SNAPSHOTS_DIR, STATE_NAME, TOKENIZER_NAME, atomic_write, snapshot_name, write_index
 
 from .budget import SIZING_STEPS, SIZING_UNTIMED, TimeBudget, sizing_chose
@@ -150,13 +150,13 @@ class Trainer:
 
     def load_state(self, state: dict) -> None:
         """Continue from `read_state`'s dict (check it with `resume_mismatches` first)."""
-        self.model.load_state_dict(state["model"])
+        self.model.load_state_dict(current_names(state["model"]))  # a state saved before a module was renamed
         self.optimizer.load_state_dict(state["optimizer"])
         self.step, self.tokens_seen, self.elapsed = state["step"], state["tokens_seen"], state["elapsed"]
         self.history, self.best = state["history"], state["best"]
         self.commands = state.get("commands", [])
         self.init_from = state.get("init_from")  # a state saved before runs recorded it: None
-        self.recent_weights = state.get("snapshots", [])
+        self.recent_weights = [current_names(weights) for weights in state.get("snapshots", [])]
         self.window_losses = state.get("window_losses", [])
         self.snapshots = state.get("snapshot_index", [])
         self.budget.load_state(state, self.model)
