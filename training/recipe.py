@@ -62,7 +62,8 @@ from tokenization import sentences
 
 from .data import PairSet
 from .errors import UsageError
-from .schedules import SCHEDULES
+
+SCHEDULES = ("cosine", "stlr", "wsd")  # the learning-rate schedules (`training.schedules`)
 
 
 @dataclass(frozen=True)

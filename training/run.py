@@ -34,6 +34,7 @@ from .contract import Task, TaskData, TaskOptions
 from .data import HUB_IMDB, head_rows, held_out_digest, held_out_of, load_splits
 from .distributed import DistInfo, init_distributed, weights_in_sync
 from .errors import Interrupted, UsageError
+from .run_report import Provenance
 from .run_spec import RunSpec, build_parser, check_out, print_config, run_spec
 from .stopping import sigterm_as_interrupt
 from .tasks import TASKS
@@ -102,11 +103,9 @@ class Run:
 
     def __init__(self, spec: RunSpec, out: Path, device: str, info: DistInfo, started: float):
         self.spec, self.out, self.device, self.info, self.started = spec, out, device, info, started
-        self.task: Task | None = None  # read by `prepare`
-        self.data: TaskData | None = None  # prepared by `prepare`: the tokenized splits and the model config
-        self.source: dict = {}  # what metrics.json records of the data (`read_data`)
-        self.tokenizer: dict = {}  # ... and of the tokenizer (`TokenizerChoice.record`)
-        self.described: dict = {}  # the rows of each split, with those the recipe added
+        self.task: Task | None = None  # `prepare` reads it ...
+        self.data: TaskData | None = None  # ... prepares the tokenized splits and the model config ...
+        self.origin: Provenance | None = None  # ... and records where they came from
 
     def train(self) -> dict | None:
         """Train, then (rank 0) score the checkpoint kept and write metrics.json, within --max-minutes."""
@@ -123,27 +122,27 @@ class Run:
         del state
         record_command(trainer.commands, spec.command)
         if info.is_main:
-            run_report.print_start(self, trainer)
+            run_report.print_start(spec, trainer, self.origin)
         reason = trainer.train(self.started + spec.train.max_minutes * 60 if spec.train.max_minutes is not None
                                else None)
         if reason == "interrupted":
             raise Interrupted(interrupted(spec, self.out, info, trainer.step))
         in_sync = weights_in_sync(trainer.model, info)
-        return run_report.finish(self, trainer, reason, in_sync) if info.is_main else None
+        return run_report.finish(spec, trainer, self.origin, reason, in_sync) if info.is_main else None
 
     def prepare(self, state: dict | None) -> tuple[PreTrainedModel, dict | None]:
         """Read the data, choose the tokenizer, build the model (from --init-from's, if given) and mark the
         run folder; returns the model and the `lineage` of what it started from."""
         spec, info = self.spec, self.info
-        splits, self.source = read_data(spec)
-        options = TaskOptions(self.source["val_size"], spec.split_seed, spec.max_examples, spec.source_column,
+        splits, source = read_data(spec)
+        options = TaskOptions(source["val_size"], spec.split_seed, spec.max_examples, spec.source_column,
                               spec.target_column)
         self.task = TASKS[spec.task](splits, options)
         if spec.data:  # a changed file must not be scored as if it were the run's held-out part
-            held_out = held_out_of(splits, self.source["val_size"], spec.split_seed, spec.max_examples)
-            self.source["held_out_sha256"] = held_out_digest(held_out)
+            held_out = held_out_of(splits, source["val_size"], spec.split_seed, spec.max_examples)
+            source["held_out_sha256"] = held_out_digest(held_out)
         choice = choose_tokenizer(spec, self.task.corpus.train_texts, self.out, info.is_main, info.world_size)
-        self.tokenizer = choice.record()
+        self.origin = Provenance(source, choice.record(), self.started)
         lm, lm_shape, started_from = None, {}, None
         if spec.init_from:
             lm = load_pretrained(spec.init_from)
@@ -157,7 +156,6 @@ class Run:
         if spec.train.recipe.lm_weight and not getattr(self.data.config, "causal_encoder", False):
             raise UsageError("--lm-weight needs a causal encoder (--set causal_encoder=1): a bidirectional one sees "
                              "the token it would predict")
-        self.described = {**self.task.corpus.description, **self.data.description}
         if state is not None:
             self.check_resumable(state, asdict(self.data.config), training_rows(self.task, self.data))
         torch.manual_seed(spec.seed)

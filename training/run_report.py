@@ -6,9 +6,8 @@ the samples, and a warning when a classifier learned nothing). Its start line is
 import json
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 
@@ -17,39 +16,54 @@ from storage import CURVE_NAME, METRICS_NAME, atomic_write_text, finish_run
 
 from .memory import available_bytes, memory_warning
 from .plots import plot_curve
+from .run_spec import RunSpec
 from .sample import SAMPLE_SETTINGS
 from .tasks import LMTask
 from .trainer import Trainer
 
-if TYPE_CHECKING:
-    from .run import Run
-
 CHANCE_SIGMAS = 2  # a classifier this close to always answering the commoner label learned nothing
 
 
-def print_start(run: "Run", trainer: Trainer) -> None:
+@dataclass(frozen=True)
+class Provenance:
+    """What a run records of where it came from, besides its settings: the data it read (`source`: its
+    kind, where, what was held out), its tokenizer (`TokenizerChoice.record`) and when it began (a
+    `time.monotonic` reading, from which --max-minutes count)."""
+
+    source: dict
+    tokenizer: dict
+    started: float
+
+
+def described(trainer: Trainer) -> dict:
+    """The rows of each split, with those the recipe added."""
+    return {**trainer.task.corpus.description, **trainer.data.description}
+
+
+def print_start(spec: RunSpec, trainer: Trainer, origin: Provenance) -> None:
     """The run's first line: the model, the machine, the data and the tokenizer; and a warning when a CPU's
     memory would not hold the largest batch."""
-    model, source, spec = trainer.model, run.source, run.spec
+    model, source, tokenizer = trainer.model, origin.source, origin.tokenizer
     held_out = source.get("held_out", f"{source['val_size']:,} rows")
-    print(f"{spec.task}: {model.num_parameters():,} parameters on {run.device} x{run.info.world_size} in "
-          f"{trainer.precision}, {run.described}; data {source['source']}, held out {held_out}; tokenizer "
-          f"{run.tokenizer['origin']}: {run.tokenizer['vocab_size']:,} tokens -> {run.out} "
-          f"(ready after {time.monotonic() - run.started:.0f} s)")
-    if run.device == "cpu":  # on a GPU the fused attention keeps no weights: the estimate is a CPU's
+    print(f"{spec.task}: {model.num_parameters():,} parameters on {trainer.device} x{trainer.info.world_size} in "
+          f"{trainer.precision}, {described(trainer)}; data {source['source']}, held out {held_out}; tokenizer "
+          f"{tokenizer['origin']}: {tokenizer['vocab_size']:,} tokens -> {trainer.out} "
+          f"(ready after {time.monotonic() - origin.started:.0f} s)")
+    if trainer.device == "cpu":  # on a GPU the fused attention keeps no weights: the estimate is a CPU's
         warning = memory_warning(model.config, spec.train.batch_size, spec.train.max_tokens, model.num_parameters(),
                                  available_bytes())
         if warning:
             print(f"warning: {warning}", file=sys.stderr, flush=True)
 
 
-def finish(run: "Run", trainer: Trainer, reason: str, in_sync: bool) -> dict:
+def finish(spec: RunSpec, trainer: Trainer, origin: Provenance, reason: str, in_sync: bool) -> dict:
     """Score the checkpoint kept, write metrics.json and the curve, end the run folder's in-progress mark
-    and print the closing lines; returns the metrics."""
-    best = load_pretrained(run.out, run.device)  # final figures are those of the checkpoint that ships
+    and print the closing lines; returns the metrics. `reason`: why training stopped (`trainer.STOPS`);
+    `in_sync`: whether every rank ended with the same weights."""
+    out, task, data = trainer.out, trainer.task, trainer.data
+    best = load_pretrained(out, trainer.device)  # final figures are those of the checkpoint that ships
     final = trainer.final_metrics(best)
-    samples = run.task.samples(best, run.data)
-    spec, data = run.spec, run.data
+    samples = task.samples(best, data)
     metrics = {
         "task": spec.task, "model_type": best.model_type, "preset": spec.preset,
         "parameters": best.num_parameters(), **final,
@@ -57,42 +71,42 @@ def finish(run: "Run", trainer: Trainer, reason: str, in_sync: bool) -> dict:
         "stopped_by": reason,  # and how max_steps was fitted to the minutes:
         **({"sized_to_budget": trainer.budget.sized} if trainer.budget.sized else {}),
         "tokens_seen": trainer.tokens_seen, "train_time_s": round(trainer.elapsed, 1),
-        "wall_time_s": round(time.monotonic() - run.started, 1), "device": device_name(run.device),
-        "precision": trainer.precision, "world_size": run.info.world_size,
+        "wall_time_s": round(time.monotonic() - origin.started, 1), "device": device_name(trainer.device),
+        "precision": trainer.precision, "world_size": trainer.info.world_size,
         "ddp_weights_in_sync": in_sync,
         "command": " && ".join(trainer.commands),
         **({"init_from": trainer.init_from} if trainer.init_from else {}),
-        "data": {**run.source, **run.described, "max_examples": spec.max_examples}, "split_seed": spec.split_seed,
-        "tokenizer": run.tokenizer,
-        **({"sample_prompts": run.task.sample_prompts()} if samples else {}),
+        "data": {**origin.source, **described(trainer), "max_examples": spec.max_examples},
+        "split_seed": spec.split_seed, "tokenizer": origin.tokenizer,
+        **({"sample_prompts": task.sample_prompts()} if samples else {}),
         "model_config": asdict(best.config), "train_config": asdict(trainer.cfg),
         **({"classifier_config": asdict(data.classifier)} if data.classifier is not None else {}),
         "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "history": trainer.history, **({"samples": samples} if samples else {}),
     }
-    atomic_write_text(run.out / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
-    plot_curve(trainer.history, run.out / CURVE_NAME, title=f"{spec.task} ({spec.preset})")
-    finish_run(run.out)
-    print_summary(run, trainer, metrics, isinstance(best, LMTask.model_class))
+    atomic_write_text(out / METRICS_NAME, json.dumps(metrics, indent=2) + "\n")
+    plot_curve(trainer.history, out / CURVE_NAME, title=f"{spec.task} ({spec.preset})")
+    finish_run(out)
+    print_summary(spec, trainer, origin, metrics, isinstance(best, LMTask.model_class))
     return metrics
 
 
-def print_summary(run: "Run", trainer: Trainer, metrics: dict, lm: bool) -> None:
+def print_summary(spec: RunSpec, trainer: Trainer, origin: Provenance, metrics: dict, lm: bool) -> None:
     """The closing lines: where training stopped, the final figures, the samples, what to run next."""
-    out, source, read = run.out, run.source, metrics["final_eval"]
+    out, source, read = trainer.out, origin.source, metrics["final_eval"]
     summary = {k: v for k, v in metrics.items() if k.startswith(("val_", "test_")) and not isinstance(v, list)}
     rows = ", ".join(f"{split} {r['rows']:,} of {r['of']:,} rows" for split, r in read.items())
     print(f"done ({metrics['stopped_by']}): step {trainer.step}, {trainer.tokens_seen:,} tokens, training "
-          f"{trainer.elapsed:.0f} s, wall time {minutes(time.monotonic() - run.started)} -> {out}\n"
+          f"{trainer.elapsed:.0f} s, wall time {minutes(time.monotonic() - origin.started)} -> {out}\n"
           f"final evaluation: {rows}\n" + json.dumps(summary, indent=2))
     if "samples" in metrics:
         print(f"samples ({', '.join(f'{k} {v}' for k, v in SAMPLE_SETTINGS.items())}; more: python -m training.sample "
               f"--checkpoint {out}):\n" + "\n".join(f"  {text!r}" for text in metrics["samples"]))
     if "val_bpb" in metrics:
         print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({source.get('held_out', source['source'])})")
-    labels = getattr(run.data.splits["val"], "labels", None)
+    labels = getattr(trainer.data.splits["val"], "labels", None)
     if "val_accuracy" in metrics and labels:
-        warning = chance_warning(metrics["val_accuracy"], read["val"]["rows"], labels, run.spec.init_from)
+        warning = chance_warning(metrics["val_accuracy"], read["val"]["rows"], labels, spec.init_from)
         if warning:
             print(warning, file=sys.stderr, flush=True)
     print(f"score it again: python -m training.evaluate --checkpoint {out}; serve it: python -m demo "

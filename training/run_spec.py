@@ -50,8 +50,7 @@ from .budget import sizing_words
 from .data import DATA_SUFFIXES, HUB_IMDB
 from .errors import UsageError
 from .presets import DEFAULT_PRESET, PRESET_HELP, preset_table
-from .recipe import Recipe
-from .schedules import SCHEDULES
+from .recipe import SCHEDULES, Recipe
 from .tasks import CLASSIFIER_SETTINGS, TASKS, LMTask, split_settings
 from .tokenizer_choice import DEFAULT_TOKENIZER
 from .training_args import TrainConfig

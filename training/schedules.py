@@ -1,23 +1,20 @@
 """The learning rate as a pure function of the step: warmup + cosine decay (the default), ULMFiT's slanted
-triangular rate (`stlr`) and warmup-stable-decay (`wsd`), all in one place so that the loop, the time
-budget (`training.budget`: where a wsd decay starts decides how long a count can still be re-fitted) and
-the tests read the same formulas.
+triangular rate (`stlr`) and warmup-stable-decay (`wsd`), the choices of `Recipe.schedule`
+(`recipe.SCHEDULES`), all in one place so that the loop, the time budget (`training.budget`: where a wsd
+decay starts decides how long a count can still be re-fitted) and the tests read the same formulas.
 
 Each schedule needs the run's last step, `max_steps`, before its decay starts: a run sized to its time
 budget fixes it before its first step (and under wsd may re-fit it until the decay starts).
 """
 
 import math
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .training_args import TrainConfig
+from .training_args import TrainConfig
 
-SCHEDULES = ("cosine", "stlr", "wsd")
 STLR_RATIO = 32  # ULMFiT's slanted triangular schedule starts and ends at lr / 32
 
 
-def lr_at(step: int, cfg: "TrainConfig") -> float:
+def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warmup to `lr`, then cosine decay to `lr * min_lr_ratio` at `max_steps`; or the recipe's
     slanted triangular schedule (`stlr`), whose climb is the warmup; or its warmup-stable-decay (`wsd`),
     which holds `lr` until the last `decay_fraction` of the steps."""
