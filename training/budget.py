@@ -219,6 +219,7 @@ class TimeBudget:
             self.warm_seconds, self.warm_steps = self.warm_seconds + self.clock() - before, self.warm_steps + 1
 
     def can_refit(self, step: int) -> bool:
+        """Whether the count may still change after `step`: sized here under wsd, the decay not begun."""
         return self.refitting and step < min(self.decay_start(), self.cfg.max_steps)
 
     def after_evaluation(self, step: int, best_step: int | None) -> str | None:
