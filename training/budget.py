@@ -12,9 +12,9 @@ What it decides, and when the loop asks:
   steps the run takes (`refit_due`);
 - at the end, how many rows the final evaluation reads (`final_rows`).
 
-The plan is `cfg` (the run's settings, frozen: a sized count replaces `max_steps` in a new copy, here
-and nowhere else) and `sized`, the record of how the count was chosen, saved beside the settings in
-trainer_state.pt and metrics.json (`sized_to_budget`). Every duration it plans with is measured in this
+The plan is `cfg` (the run's settings, frozen: a sized count replaces `max_steps` in a new copy, in
+`fix_count` and nowhere else) and `sized`, the record of how the count was chosen, saved beside the
+settings in trainer_state.pt and metrics.json (`sized_to_budget`). Every duration it plans with is measured in this
 invocation (steps; periodic evaluations: seconds per validation row) or, until it evaluates, a resumed
 run's last rate on the same device and threads. `clock` (seconds) is read once at the start, around the
 sizing steps and once before each step (while re-fitting, after it too, and at each re-fit); tests
@@ -116,13 +116,18 @@ class TimeBudget:
         if sizing_chose(state):  # chosen when the run was sized: its other steps take it too
             set_dropout(model, self.sized["dropout"])
         if self.cfg.max_steps is None:  # sized to the first invocation's budget: a resumed one keeps that schedule
-            self.cfg = replace(self.cfg, max_steps=state["train_config"]["max_steps"])
+            self.fix_count(state["train_config"]["max_steps"])
         timing = state.get("timing") or {}
         if timing.get("row_seconds") and timing.get("where") == self.where():
             # until this invocation evaluates, plan with the last one's rate on the same device and threads
             # (a resumed stretch may end before its first evaluation); another machine's rate would mislead
             self.row_seconds = timing["row_seconds"]
             self.eval_seconds = self.row_seconds * self.sample_rows("val")
+
+    def fix_count(self, steps: int) -> None:
+        """The one place the run's step count is set: the settings are frozen, so `cfg` becomes a copy
+        with `max_steps=steps` (the settings as given stay in the run's spec; `sized` says why)."""
+        self.cfg = replace(self.cfg, max_steps=steps)
 
     def where(self) -> str:
         """The device, ranks and threads timings are measured on (a saved rate is reused only there)."""
@@ -165,7 +170,7 @@ class TimeBudget:
                       "step_seconds_without_dropout": round(step_seconds, 4), "dropout": dropout}
             step_seconds, _ = time_steps()
             steps = self.steps_that_fit(step_seconds, self.clock())
-        self.cfg = replace(self.cfg, max_steps=agreed(steps if self.info.is_main else 0, self.device, self.info))
+        self.fix_count(agreed(steps if self.info.is_main else 0, self.device, self.info))
         self.sized = {"step_seconds": round(step_seconds, 4), "eval_seconds": round(self.planned_eval_seconds(), 3),
                       "budget_s": round(self.deadline - self.clock(), 1), "max_steps": self.cfg.max_steps, **chosen}
         self.refitting = self.cfg.recipe.schedule == "wsd"
@@ -255,7 +260,7 @@ class TimeBudget:
         changed = steps != self.cfg.max_steps
         if changed:
             self.sized.setdefault("first_max_steps", self.sized["max_steps"])
-            self.cfg = replace(self.cfg, max_steps=steps)
+            self.fix_count(steps)
             self.sized.update(max_steps=steps, refit_step=step, refit_step_seconds=round(step_seconds, 4))
         return changed
 
@@ -277,7 +282,8 @@ class TimeBudget:
         steps = self.decaying_from(step)
         self.sized.setdefault("first_max_steps", self.sized["max_steps"])
         self.sized.update(max_steps=steps, cooled_down_at=step)
-        self.cfg, self.refitting = replace(self.cfg, max_steps=steps), False
+        self.fix_count(steps)
+        self.refitting = False
 
     # --- the deadline -------------------------------------------------------------------------------
     def out_of_time(self, step: int, now: float, step_seconds: float) -> bool:
