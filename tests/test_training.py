@@ -222,6 +222,29 @@ def test_resume_with_a_higher_max_steps_trains_an_ended_run_further(tmp_path, to
     assert [h["step"] for h in extended["history"]] == [10, 20, 30] and extended["steps"] == 30
 
 
+def test_a_state_saved_before_the_cross_attention_was_renamed_resumes_as_the_run_it_continues(tmp_path,
+                                                                                             tokenizer_path):
+    """A trainer_state.pt from before 2026-12-04 names the decoder's cross-attention `src_attn` (the weights
+    and the --average-last ones): --resume reads them under today's name (`model.current_names`) and
+    ends where the uninterrupted run ends, weight for weight."""
+    args = ("--max-steps", "4", "--eval-every", "2", "--average-last", "2")
+    straight = train("sentiment", tmp_path / "straight", tokenizer_path, *args)
+    old = tmp_path / "old"
+    train("sentiment", old, tokenizer_path, *args, "--max-steps", "2")
+    state = torch.load(old / STATE_NAME, weights_only=True)
+
+    def renamed_back(weights: dict) -> dict:
+        return {k.replace(".cross_attn.", ".src_attn."): v for k, v in weights.items()}
+
+    assert any(".src_attn." in k for k in renamed_back(state["model"]))
+    torch.save({**state, "model": renamed_back(state["model"]), "snapshots": [renamed_back(w) for w in
+                                                                             state["snapshots"]]}, old / STATE_NAME)
+    resumed = train("sentiment", old, tokenizer_path, *args, "--resume")
+    assert resumed["steps"] == straight["steps"] == 4
+    a, b = (torch.load(d / STATE_NAME, weights_only=True)["model"] for d in (tmp_path / "straight", old))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_an_lm_run_continues_a_trained_lms_pretraining_in_its_shape_and_direction(tmp_path, tokenizer_path, capsys):
     """`--task lm --init-from`: the trained LM's whole shape (and direction) is taken over whatever the
     preset says, the preset's fine-tune learning rate applies, and step 0 is the trained model: at a
