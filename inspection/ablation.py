@@ -89,8 +89,8 @@ def attention_layers(model: DecoderOnlyLM | EncoderDecoder) -> dict[tuple[str, i
         layers |= {("encoder_self", i): layer.self_attn for i, layer in enumerate(model.encoder.layers)}
     for i, layer in enumerate(model.decoder.layers):
         layers[("decoder_self", i)] = layer.self_attn
-        if layer.src_attn is not None:
-            layers[("cross", i)] = layer.src_attn
+        if layer.cross_attn is not None:
+            layers[("cross", i)] = layer.cross_attn
     return layers
 
 

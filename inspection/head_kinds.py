@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from model import DecoderOnlyLM, attention_point
-from tokenization import BPETokenizer, prompt_ids
+from tokenization import BPETokenizer, fit_context, prompt_ids
 
 HEADS_NAME = "heads.json"  # the table beside a checkpoint (`python -m benchmarks.heads --store`)
 KINDS = ("sink", "previous", "induction", "negation")
@@ -116,7 +116,7 @@ def score_heads(model: DecoderOnlyLM, tokenizer: BPETokenizer, texts: Sequence[s
     sums = {kind: torch.zeros(L, H, dtype=torch.float64) for kind in ("sink", "previous", "negation_at")}
     counts = {"sink": 0, "previous": 0, "negation_at": 0}
     for text in texts:
-        ids = prompt_ids(text, tokenizer)[: c.block_size]
+        ids = fit_context(prompt_ids(text, tokenizer), c.block_size, keep="head")
         if len(ids) < 3:
             continue
         w = attention_weights(model, torch.tensor([ids]))  # (L, H, T, T)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from model import DecoderOnlyLM
-from tokenization import BPETokenizer, prompt_ids
+from tokenization import BPETokenizer, fit_context, prompt_ids
 
 from .logit_lens import residual_stream_points
 
@@ -41,7 +41,7 @@ def two_meanings(model: DecoderOnlyLM, tokenizer: BPETokenizer, word: str, first
     streams = residual_stream_points(model)
     vectors = []
     for text in (first, second):
-        ids = prompt_ids(text, tokenizer)[: model.config.block_size]
+        ids = fit_context(prompt_ids(text, tokenizer), model.config.block_size, keep="head")
         at = _word_position(ids, word_ids, text, word)
         with torch.inference_mode(), model.hooks(read=streams) as seen:
             model(torch.tensor([ids]))

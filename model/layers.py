@@ -95,27 +95,27 @@ class LayerCache:
 class DecoderLayer(nn.Module):
     """Masked self-attention -> cross-attention over the encoder memory -> feed-forward.
 
-    With `cross_attention=False` it is a GPT block (masked self-attention -> feed-forward). The
+    With `cross_attn=False` it is a GPT block (masked self-attention -> feed-forward). The
     mask is what keeps a position from reading the token it is trained to predict (`config.causal`
     False removes it; `config.feed_forward` False, the feed-forward: `training.why`).
     """
 
-    def __init__(self, config: TransformerConfig, cross_attention: bool = True, name: str = "decoder.0"):
+    def __init__(self, config: TransformerConfig, cross_attn: bool = True, name: str = "decoder.0"):
         super().__init__()
         c = config
         self.causal = c.causal
         self.self_attn = MultiHeadAttention(c, f"{name}.attn")
-        self.src_attn = MultiHeadAttention(c, f"{name}.cross") if cross_attention else None
+        self.cross_attn = MultiHeadAttention(c, f"{name}.cross") if cross_attn else None  # hook points: .cross
         self.feed_forward = FeedForward(c, f"{name}.ffn") if c.feed_forward else None
-        parts = ("attn",) + (("cross",) if cross_attention else ()) + (("ffn",) if c.feed_forward else ())
+        parts = ("attn",) + (("cross",) if cross_attn else ()) + (("ffn",) if c.feed_forward else ())
         self.sublayer = nn.ModuleList(SublayerConnection(c, f"{name}.{part}") for part in parts)
 
     def forward(self, x, tgt_mask=None, memory=None, src_mask=None, cache: LayerCache | None = None):
         """x: (B, T, C). `tgt_mask` may be None: causality is applied on its own (`is_causal`)."""
         self_cache, cross_cache = (cache.self_attn, cache.cross_attn) if cache is not None else (None, None)
         x = self.sublayer[0](x, lambda h: self.self_attn(h, mask=tgt_mask, is_causal=self.causal, cache=self_cache))
-        if self.src_attn is not None:
-            x = self.sublayer[1](x, lambda h: self.src_attn(h, memory, mask=src_mask, cache=cross_cache))
+        if self.cross_attn is not None:
+            x = self.sublayer[1](x, lambda h: self.cross_attn(h, memory, mask=src_mask, cache=cross_cache))
         return self.sublayer[-1](x, self.feed_forward) if self.feed_forward is not None else x
 
 

@@ -21,6 +21,21 @@ from storage import CONFIG_NAME, WEIGHTS_NAME, atomic_write, atomic_write_text, 
 from .hooks import attach, names, owner
 
 MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedModel subclasses
+# A module renamed since checkpoints were written keeps its old weights: each (old, new) piece of a
+# parameter name is mapped when a checkpoint or a training state is read, and the shipped weight files
+# are never rewritten. The decoder's cross-attention was `src_attn` until 2026-12-04 (one name now:
+# `cross_attn`, its hook points `decoder.N.cross.*`).
+RENAMED = ((".src_attn.", ".cross_attn."),)
+
+
+def current_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """`state` (a state dict) with every parameter under the name today's modules give it (`RENAMED`)."""
+    renamed = {}
+    for name, tensor in state.items():
+        for old, new in RENAMED:
+            name = name.replace(old, new)
+        renamed[name] = tensor
+    return renamed
 
 
 def read_json_object(path: Path) -> dict:
@@ -127,7 +142,7 @@ class PreTrainedModel(torch.nn.Module):
         if not path.is_file():
             raise FileNotFoundError(f"no {WEIGHTS_NAME} in {directory!s} (expected {path})")
         try:
-            state = load_file(path)
+            state = current_names(load_file(path))
         except (SafetensorError, OSError, ValueError) as e:
             raise ValueError(f"{path} is not a readable safetensors file: {e}") from None
         expected = model.state_dict()

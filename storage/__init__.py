@@ -26,6 +26,9 @@ from storage.run_folder import (
     finish_run,
     interrupt_run,
     is_being_written,
+    new_run_folder,
+    nothing_saved,
+    removed_on_failure,
     run_files,
     run_marker,
     start_run,
@@ -43,7 +46,8 @@ from storage.snapshots import (
 __all__ = [
     "CARD_NAME", "CLASSIFIER_NAME", "CONFIG_NAME", "CURVE_NAME", "IN_PROGRESS_NAME", "METRICS_NAME", "STATE_NAME",
     "TOKENIZER_NAME", "WEIGHTS_NAME", "REPLACED_FILES", "RUN_FILES", "atomic_write", "atomic_write_text",
-    "finish_run", "interrupt_run", "is_being_written", "resolve_checkpoint", "run_files", "run_marker", "start_run",
+    "finish_run", "interrupt_run", "is_being_written", "new_run_folder", "nothing_saved", "removed_on_failure",
+    "resolve_checkpoint", "run_files", "run_marker", "start_run",
     "SHIPPED_SNAPSHOTS", "SNAPSHOT_INDEX", "SNAPSHOTS_DIR", "find_snapshots", "read_index", "snapshot_name",
     "write_index", "chain", "lineage", "record_lineage", "tokens_in_all",
 ]

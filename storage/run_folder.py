@@ -5,9 +5,13 @@ mark once metrics.json is written (`finish_run`); readers (the app, `push`) refu
 `is_being_written`. A run stopped by Ctrl-C or SIGTERM keeps the mark (the folder holds no finished
 run) and records in it where it stopped and how to go on (`interrupt_run`, read by `run_marker`).
 A folder that `run_files` finds anything in holds a run: a new run may continue it (`--resume`) or
-replace it (`--overwrite`, which clears `REPLACED_FILES` first), never mix into it.
+replace it (`--overwrite`, which clears `REPLACED_FILES` first), never mix into it. A run given no
+folder takes a `new_run_folder`; one that fails before saving its first state leaves none behind
+(`removed_on_failure`), and one stopped before it saved anything unmarks its folder (`nothing_saved`).
 """
 
+import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -30,6 +34,30 @@ def run_files(folder: Path) -> list[str]:
 def is_being_written(folder: Path) -> bool:
     """Whether a training run is writing into `folder` (or crashed before finishing)."""
     return (folder / IN_PROGRESS_NAME).exists()
+
+
+def new_run_folder(task: str) -> Path:
+    """A new `runs/<task>-<timestamp>[-n]` folder, created here so that no other run can take it."""
+    stamp = f"runs/{task}-{time.strftime('%Y%m%d-%H%M%S')}"
+    for n in itertools.count(1):
+        folder = Path(stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            continue
+
+
+@contextlib.contextmanager
+def removed_on_failure(folder: Path, keep: bool):
+    """Within: a failure (an exception, Ctrl-C) before the run saved its first state removes `folder`,
+    unless `keep` (it existed before, or another process owns it): no empty run folder stays behind."""
+    try:
+        yield
+    except BaseException:
+        if not keep and not (folder / STATE_NAME).exists():
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def start_run(folder: Path, command: str, replace: bool) -> None:
@@ -58,6 +86,13 @@ def interrupt_run(folder: Path, step: int, resume: str) -> None:
     marker = {**run_marker(folder), "interrupted": {"step": step, "resume": resume,
                                                     "at": time.strftime("%Y-%m-%d %H:%M:%S")}}
     atomic_write_text(folder / IN_PROGRESS_NAME, json.dumps(marker, indent=2) + "\n")
+
+
+def nothing_saved(folder: Path) -> None:
+    """A run stopped before its first save: if this process marked `folder`, the mark goes (there is no
+    run to resume)."""
+    if run_marker(folder).get("pid") == os.getpid():
+        finish_run(folder)
 
 
 def finish_run(folder: Path) -> None:

@@ -1,11 +1,30 @@
 """Shared test settings."""
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
 
 from training.token_cache import CACHE_ENV
+
+# The local IMDB copy, beside the repo (never in it): tests of the training path read it. A test that
+# needs it is marked `needs_imdb` (a module: `pytestmark = pytest.mark.needs_imdb`) and skipped where it
+# is absent, unless REQUIRE_DATA=1 (set by .ci/run): then it fails, so that a green CI has trained.
+IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
+REQUIRE_DATA = "REQUIRE_DATA"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"needs_imdb: reads {IMDB}; skipped without it, failed with {REQUIRE_DATA}=1")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("needs_imdb") and not (IMDB / "train.parquet").is_file():
+        missing = f"local IMDB copy not found at {IMDB}"
+        if os.environ.get(REQUIRE_DATA) == "1":
+            pytest.fail(f"{missing} ({REQUIRE_DATA}=1: this run must test the training path)", pytrace=False)
+        pytest.skip(missing)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -102,7 +102,7 @@ def test_a_reversed_stream_is_every_document_backwards_with_the_same_bytes():
 IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
 
 
-@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+@pytest.mark.needs_imdb
 def test_a_backward_lm_then_its_classifier_of_another_seed_on_the_same_held_out_rows(tmp_path):
     """`--set reverse=1` trains a backward LM; a classifier started from it reads backwards without
     being told; `--seed 7 --split-seed 1337` holds out the rows seed 1337 holds out, so

@@ -22,7 +22,8 @@ from storage import IN_PROGRESS_NAME, METRICS_NAME, STATE_NAME
 from tokenization import BPETokenizer
 from training.contract import Corpus, Task, TaskData, TaskOptions
 from training.data import step_generator
-from training.trainer import Trainer, init_distributed, weights_in_sync
+from training.distributed import init_distributed, weights_in_sync
+from training.trainer import Trainer
 from training.training_args import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +130,7 @@ def test_time_stop_is_agreed_by_all_ranks(tmp_path):
     assert state["step"] == STOP_BEFORE_STEP and [h["step"] for h in state["history"]] == [5, STOP_BEFORE_STEP]
 
 
-@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+@pytest.mark.needs_imdb
 def test_two_process_gloo_run_with_a_time_limit(tmp_path):
     """torchrun end to end: real clocks, a budget of 15 s (start-up and final evaluation included)
     for 10,000 steps. Both ranks stop at one step, rank 0 writes metrics.json, and the weights agree
@@ -156,7 +157,7 @@ def test_two_process_gloo_run_with_a_time_limit(tmp_path):
     assert not (out / IN_PROGRESS_NAME).exists()
 
 
-@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+@pytest.mark.needs_imdb
 def test_two_process_run_sized_to_its_minutes_refits_and_cools_down_together(tmp_path):
     """The laptop preset's schedule under torchrun (its shape shrunk): sized to 18 s, re-fitted while the
     rate holds its peak, and decayed early when rank 0's evaluation finds the held-out loss no better

@@ -18,7 +18,7 @@ from training.calibration import expected_calibration_error
 from training.heldout import short_texts
 
 IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
-pytestmark = pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+pytestmark = pytest.mark.needs_imdb
 
 
 def test_combinations_are_each_model_then_every_group():

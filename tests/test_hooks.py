@@ -131,7 +131,7 @@ def test_encoder_decoder_points_read_equal_a_computation_from_the_weights(seq2se
     close(seen["encoder.0.attn.weights"], expected["weights"])
     assert (seen["encoder.0.attn.weights"][..., 5:] == 0).all()
     assert seen["encoder.0.attn.mask"].shape == (1, 1, 1, 7)  # one row of keys, broadcast over the queries
-    cross = seq2seq.decoder.layers[1].src_attn
+    cross = seq2seq.decoder.layers[1].cross_attn
     expected = by_hand_attention(seen["decoder.1.cross.in"].double(), cross, src_mask[0].bool()[None, :].expand(3, 7),
                                  memory=seen["encoder.norm"].double())
     for point in ("q", "k", "weights", "out"):
@@ -256,5 +256,5 @@ def test_the_owner_of_a_point_holds_the_weights_that_made_it(lm, seq2seq):
     assert lm.point_owner("decoder.0.attn.q") is lm.decoder.layers[0].self_attn
     assert lm.point_owner("decoder.1.ffn.in") is lm.decoder.layers[1].sublayer[1]
     assert lm.point_owner("logits") is lm.embed and lm.point_owner("decoder.norm") is lm.decoder
-    assert seq2seq.point_owner("decoder.0.cross.weights") is seq2seq.decoder.layers[0].src_attn
+    assert seq2seq.point_owner("decoder.0.cross.weights") is seq2seq.decoder.layers[0].cross_attn
     assert seq2seq.point_owner("encoder.input") is seq2seq.src_pos

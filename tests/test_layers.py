@@ -131,8 +131,8 @@ def test_decoder_layer_shapes_with_and_without_cross_attention():
     assert out.shape == (B, T, C) and self_w.shape == (B, N_HEAD, T, T) and cross_w.shape == (B, N_HEAD, T, S)
     assert (self_w.triu(1) == 0).all()  # causal even without a tgt_mask
 
-    gpt_block = DecoderLayer(config(norm_first=True), cross_attention=False).eval()
-    assert gpt_block.src_attn is None and len(gpt_block.sublayer) == 2
+    gpt_block = DecoderLayer(config(norm_first=True), cross_attn=False).eval()
+    assert gpt_block.cross_attn is None and len(gpt_block.sublayer) == 2
     assert sorted(names(gpt_block)) == sorted(
         [f"decoder.0.attn.{p}" for p in ("in", "resid", "q", "k", "v", "mask", "scores", "weights", "heads", "out")]
         + [f"decoder.0.ffn.{p}" for p in ("in", "resid", "hidden", "out")])  # no cross-attention points
@@ -163,7 +163,7 @@ def test_decoder_stack_shapes_and_maps():
     assert [m.weights.shape for m in maps] == [(B, N_HEAD, T, T), (B, N_HEAD, T, S)] * 2
 
     gpt = Decoder(DecoderOnlyConfig(**SHAPE, norm_first=True, n_layer=2)).eval()
-    assert all(layer.src_attn is None for layer in gpt.layers)  # a decoder-only config: GPT blocks
+    assert all(layer.cross_attn is None for layer in gpt.layers)  # a decoder-only config: GPT blocks
     with attention_maps(gpt, ("decoder",)) as maps:
         out = gpt(torch.randn(B, T, C))
     assert out.shape == (B, T, C)
@@ -178,9 +178,9 @@ def test_layers_read_every_field_from_the_config():
     assert (layer.feed_forward.w_1.in_features, layer.feed_forward.w_1.out_features) == (C, D_FF)
     assert all(sub.norm_first and sub.dropout.p == 0.25 and sub.norm.normalized_shape == (C,)
                for sub in layer.sublayer)
-    assert layer.self_attn.dropout_p == layer.src_attn.dropout_p == 0.25  # attention_dropout=None: `dropout`
+    assert layer.self_attn.dropout_p == layer.cross_attn.dropout_p == 0.25  # attention_dropout=None: `dropout`
     layer = DecoderLayer(replace(c, attention_dropout=0.0))
-    assert layer.self_attn.dropout_p == layer.src_attn.dropout_p == 0.0 and layer.sublayer[0].dropout.p == 0.25
+    assert layer.self_attn.dropout_p == layer.cross_attn.dropout_p == 0.0 and layer.sublayer[0].dropout.p == 0.25
 
 
 def test_a_norm_variant_is_chosen_in_one_place(monkeypatch):
@@ -236,7 +236,7 @@ def test_decoder_layer_matches_torch(norm_first):
                                      norm_first=norm_first).eval()
     with torch.no_grad():
         copy_common(ours, ref, [ref.norm1, ref.norm2, ref.norm3])
-        copy_attention(ours.src_attn, ref.multihead_attn)
+        copy_attention(ours.cross_attn, ref.multihead_attn)
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
     tgt_mask = nn.Transformer.generate_square_subsequent_mask(T)  # float, -inf above the diagonal
     ref_out = ref(x, memory, tgt_mask=tgt_mask, memory_key_padding_mask=SRC_KEEP == 0)

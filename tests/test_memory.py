@@ -11,7 +11,7 @@ import torch
 
 from model import DecoderOnlyConfig, EncoderDecoder, EncoderDecoderConfig, read_config
 from tokenization import BPETokenizer, clean_text
-from training import memory, run
+from training import memory, run, run_report
 
 ROOT = Path(__file__).resolve().parents[1]
 IMDB = ROOT.parent / "shared" / "data" / "imdb"
@@ -109,12 +109,12 @@ def test_available_memory_is_read_from_meminfo(tmp_path):
     assert memory.available_bytes(tmp_path / "missing") is None
 
 
-@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+@pytest.mark.needs_imdb
 def test_a_run_on_a_cpu_short_of_memory_warns_in_one_line_and_trains(tmp_path, monkeypatch, capsys):
     texts = [clean_text(t) for t in pd.read_parquet(IMDB / "train.parquet")["text"].sample(200, random_state=0)]
     tokenizer = tmp_path / "tokenizer.json"
     BPETokenizer.train(texts, vocab_size=600).save(tokenizer)
-    monkeypatch.setattr(run, "available_bytes", lambda: 10**6)  # 1 MB free
+    monkeypatch.setattr(run_report, "available_bytes", lambda: 10**6)  # 1 MB free
     metrics = run.main(["--task", "sentiment", "--preset", "tiny", "--data-dir", str(IMDB), "--out",
                         str(tmp_path / "s"), "--tokenizer", str(tokenizer), "--max-examples", "200",
                         "--val-size", "40", "--max-steps", "2", "--eval-every", "2", "--max-tokens", "512"])

@@ -19,7 +19,7 @@ from demo.serving.checkpoint import LM
 from demo.tiny import shared_tiny_checkpoints
 from publishing import report
 from tokenization import BPETokenizer, prompt_ids, visible
-from training import evaluate, own_text, run, sample
+from training import evaluate, own_text, run, run_report, sample
 
 WORDS = ("the king said that a ship of gold came over the sea at night and no one knew her name "
          "while old men sang of rain wind stone bread fire and the long road home").split()
@@ -302,7 +302,7 @@ def test_help_shows_the_presets_in_a_table(capsys):
 IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
 
 
-@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+@pytest.mark.needs_imdb
 def test_a_classifier_from_your_lm_reads_with_the_lm_s_own_tokenizer(tmp_path, capsys):
     tiny(write_text(tmp_path / "play.txt"), tmp_path / "lm", "--max-steps", "2", "--eval-every", "2")
     capsys.readouterr()
@@ -318,15 +318,15 @@ def test_a_classifier_from_your_lm_reads_with_the_lm_s_own_tokenizer(tmp_path, c
 
 def test_a_classifier_at_chance_is_one_line_and_says_why_when_it_started_from_your_text(tmp_path):
     labels = [0] * 488 + [1] * 512  # the commoner label alone: 51.2%; two standard errors on 1,000 rows: 3.2 points
-    assert run.chance_warning(0.56, 1000, labels, None) is None
-    line = run.chance_warning(0.506, 1000, labels, "checkpoints/lm")
+    assert run_report.chance_warning(0.56, 1000, labels, None) is None
+    line = run_report.chance_warning(0.506, 1000, labels, "checkpoints/lm")
     assert line == ("warning: held-out accuracy 50.6% is chance (the commoner label alone scores 51.2%): this "
                     "classifier learned nothing")  # checkpoints/lm learned reviews: no cause to name
     lm = tmp_path / "lm"
     lm.mkdir()
     (lm / "metrics.json").write_text(json.dumps({"data": {"kind": "data", "source": "/x/input.txt"}}))
-    assert "a language model of `input.txt`" in run.chance_warning(0.506, 1000, labels, str(lm))
-    assert run.trained_text(str(tmp_path / "missing")) is None and run.trained_text(None) is None
+    assert "a language model of `input.txt`" in run_report.chance_warning(0.506, 1000, labels, str(lm))
+    assert run_report.trained_text(str(tmp_path / "missing")) is None and run_report.trained_text(None) is None
 
 
 def test_torchrun_trains_the_text_s_own_tokenizer_once_and_every_rank_reads_it(tmp_path):

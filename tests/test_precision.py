@@ -53,7 +53,7 @@ def test_loss_only_under_autocast_takes_the_chunked_path_and_matches_the_logits_
     torch.testing.assert_close(out.loss, full.loss, atol=2e-3, rtol=2e-3)
 
 
-@pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+@pytest.mark.needs_imdb
 def test_a_tiny_run_in_bfloat16_reaches_the_float32_loss(tmp_path):
     """Same seed, data and steps: the bfloat16 run's validation loss is within 0.5% of float32's (the
     rounding of bfloat16's 8-bit mantissa, not a different optimisation), and metrics.json says which

@@ -25,12 +25,10 @@ from training.recipe import (
     param_groups,
     shout,
     smoothed_loss,
-    stlr,
     training_loss,
-    wsd_decay_start,
 )
+from training.schedules import lr_at, stlr, wsd_decay_start
 from training.tasks import TASKS, TaskOptions
-from training.trainer import lr_at
 from training.training_args import TrainConfig
 
 

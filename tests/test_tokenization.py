@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tokenization import SPECIAL_TOKENS, BatchEncoding, BPETokenizer, Piece, truncate
+from tokenization import SPECIAL_TOKENS, BatchEncoding, BPETokenizer, Piece, fit_context, prompt_ids, truncate
 
 VOCAB_SIZE = 400
 
@@ -208,10 +208,9 @@ def test_transformers_loads_the_file_unchanged(tok: BPETokenizer, tmp_path: Path
     assert all(hf(text)["input_ids"] == tok.encode(text) for text in [*TRICKY, *CORPUS])
 
 
+@pytest.mark.needs_imdb
 def test_train_on_imdb_reviews() -> None:
     path = Path(__file__).resolve().parents[2] / "shared/data/imdb/train.parquet"
-    if not path.is_file():
-        pytest.skip(f"IMDB data not found at {path}")
     pq = pytest.importorskip("pyarrow.parquet")
     batch = next(pq.ParquetFile(path).iter_batches(batch_size=300, columns=["text"]))
     reviews = batch.column("text").to_pylist()
@@ -221,3 +220,15 @@ def test_train_on_imdb_reviews() -> None:
     encoded = tok.encode_batch(reviews[:50], max_length=64, add_bos=True, add_eos=True)
     assert encoded.input_ids.shape == (50, 64)
     assert all(tok.decode(tok.encode(review)) == review for review in reviews)
+
+
+def test_a_prompt_fits_its_context_keeping_the_head_or_the_end_after_the_start_token() -> None:
+    tok = BPETokenizer.train(CORPUS, vocab_size=300)
+    whole = prompt_ids("the cat sat on the mat and then it slept", tok)
+    assert whole[0] == tok.bos_id and len(whole) > 4
+    assert fit_context(whole, 4, keep="head") == whole[:4]  # what the text opens with
+    assert fit_context(whole, 4, keep="end") == [tok.bos_id, *whole[-3:]]  # the part a continuation follows
+    assert fit_context(whole, len(whole), keep="end") == whole  # it fits: every token
+    assert fit_context(whole, 1, keep="end") == [tok.bos_id]  # no room: the start token alone
+    with pytest.raises(ValueError, match="keep"):
+        fit_context(whole, 4, keep="tail")

@@ -20,15 +20,18 @@ from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, load_pret
 from publishing import report
 from storage import SNAPSHOTS_DIR, STATE_NAME, chain, read_index
 from tokenization import BPETokenizer, clean_text
-from training import evaluate, run
+from training import evaluate, run, run_spec
+from training.budget import FINAL_OVERHEAD_S, FINAL_SHARE
+from training.distributed import DistInfo
 from training.recipe import Recipe
+from training.schedules import lr_at
 from training.tasks import CLASSIFIER_SETTINGS, TASKS
-from training.trainer import FINAL_OVERHEAD_S, FINAL_SHARE, STOPS, DistInfo, Trainer, lr_at, snapshot_steps
+from training.trainer import STOPS, Trainer, snapshot_steps
 from training.training_args import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 IMDB = ROOT.parent / "shared" / "data" / "imdb"
-pytestmark = pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
+pytestmark = pytest.mark.needs_imdb
 
 REQUIRED_METRICS = {"task", "model_type", "parameters", "val_loss", "steps", "tokens_seen", "wall_time_s",
                     "train_time_s", "device", "command", "data", "history", "best_step", "model_config"}
@@ -219,6 +222,29 @@ def test_resume_with_a_higher_max_steps_trains_an_ended_run_further(tmp_path, to
     assert [h["step"] for h in extended["history"]] == [10, 20, 30] and extended["steps"] == 30
 
 
+def test_a_state_saved_before_the_cross_attention_was_renamed_resumes_as_the_run_it_continues(tmp_path,
+                                                                                             tokenizer_path):
+    """A trainer_state.pt from before 2026-12-04 names the decoder's cross-attention `src_attn` (the weights
+    and the --average-last ones): --resume reads them under today's name (`model.current_names`) and
+    ends where the uninterrupted run ends, weight for weight."""
+    args = ("--max-steps", "4", "--eval-every", "2", "--average-last", "2")
+    straight = train("sentiment", tmp_path / "straight", tokenizer_path, *args)
+    old = tmp_path / "old"
+    train("sentiment", old, tokenizer_path, *args, "--max-steps", "2")
+    state = torch.load(old / STATE_NAME, weights_only=True)
+
+    def renamed_back(weights: dict) -> dict:
+        return {k.replace(".cross_attn.", ".src_attn."): v for k, v in weights.items()}
+
+    assert any(".src_attn." in k for k in renamed_back(state["model"]))
+    torch.save({**state, "model": renamed_back(state["model"]), "snapshots": [renamed_back(w) for w in
+                                                                             state["snapshots"]]}, old / STATE_NAME)
+    resumed = train("sentiment", old, tokenizer_path, *args, "--resume")
+    assert resumed["steps"] == straight["steps"] == 4
+    a, b = (torch.load(d / STATE_NAME, weights_only=True)["model"] for d in (tmp_path / "straight", old))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_an_lm_run_continues_a_trained_lms_pretraining_in_its_shape_and_direction(tmp_path, tokenizer_path, capsys):
     """`--task lm --init-from`: the trained LM's whole shape (and direction) is taken over whatever the
     preset says, the preset's fine-tune learning rate applies, and step 0 is the trained model: at a
@@ -376,8 +402,8 @@ def test_weight_decay_falls_on_every_matrix_and_nothing_else():
 
 # --- presets: a fine-tune's settings, the laptop recipe -----------------------------------------------
 def settings(*argv: str) -> TrainConfig:
-    args = run.build_parser().parse_args(list(argv))
-    return run.train_config(args, TASKS[args.task].presets[args.preset])
+    args = run_spec.build_parser().parse_args(list(argv))
+    return run_spec.train_config(args, TASKS[args.task].presets[args.preset])
 
 
 def test_a_fine_tune_takes_the_presets_fine_tune_settings_and_a_flag_wins():
@@ -446,26 +472,28 @@ def test_the_final_evaluation_reads_as_many_rows_as_fit_the_time_left(tmp_path, 
     now = [0.0]
     trainer = Trainer(task.build(data), task, data, tmp_path, "cpu", DistInfo(), clock=lambda: now[0])
     total = task.rows(data, "val")
-    assert trainer.final_rows("val") is None  # no deadline: every row
-    trainer.deadline, trainer.row_seconds = 600.0, 0.01
-    now[0] = 600 - trainer.overhead_seconds() - 0.2  # 0.2 s left: 20 rows
-    assert trainer.overhead_seconds() == FINAL_OVERHEAD_S and 20 < total
-    assert trainer.final_rows("val") == 20
+    assert trainer.budget.final_rows("val") is None  # no deadline: every row
+    trainer.budget.deadline, trainer.budget.row_seconds = 600.0, 0.01
+    now[0] = 600 - trainer.budget.overhead_seconds() - 0.2  # 0.2 s left: 20 rows
+    assert trainer.budget.overhead_seconds() == FINAL_OVERHEAD_S and 20 < total
+    assert trainer.budget.final_rows("val") == 20
     now[0] = 600  # no time left: still the periodic sample, never nothing
-    assert trainer.final_rows("val") == 3
+    assert trainer.budget.final_rows("val") == 3
     now[0] = 0  # plenty: every row
-    assert trainer.final_rows("val") is None
-    now[0] = 600 - trainer.overhead_seconds() - 0.2
+    assert trainer.budget.final_rows("val") is None
+    now[0] = 600 - trainer.budget.overhead_seconds() - 0.2
     metrics = trainer.final_metrics(trainer.model)
     assert metrics["final_eval"] == {"val": {"rows": 20, "of": total}} and metrics["val_tokens"] == 20 * 64
     # what training leaves for the end: every row at the measured rate, at most a tenth of the budget
-    assert trainer.final_seconds() == pytest.approx(total * 0.01 + FINAL_OVERHEAD_S)
-    trainer.row_seconds = 10.0
-    assert trainer.final_seconds() == pytest.approx(FINAL_SHARE * 600 + FINAL_OVERHEAD_S)
-    trainer.row_seconds = 30.0  # the periodic sample (3 rows, 90 s) outgrows the tenth: it is still read
-    assert list(data.splits) == ["train", "val"] and trainer.final_seconds() == pytest.approx(3 * 30 + FINAL_OVERHEAD_S)
-    trainer.cfg = replace(cfg, full_eval=True)  # --full-eval: every row, whatever the time
-    assert trainer.final_rows("val") is None and trainer.final_seconds() == pytest.approx(total * 30 + FINAL_OVERHEAD_S)
+    assert trainer.budget.final_seconds() == pytest.approx(total * 0.01 + FINAL_OVERHEAD_S)
+    trainer.budget.row_seconds = 10.0
+    assert trainer.budget.final_seconds() == pytest.approx(FINAL_SHARE * 600 + FINAL_OVERHEAD_S)
+    trainer.budget.row_seconds = 30.0  # the periodic sample (3 rows, 90 s) outgrows the tenth: it is still read
+    assert list(data.splits) == ["train", "val"]
+    assert trainer.budget.final_seconds() == pytest.approx(3 * 30 + FINAL_OVERHEAD_S)
+    trainer.budget.cfg = replace(cfg, full_eval=True)  # --full-eval: every row, whatever the time
+    assert trainer.budget.final_rows("val") is None
+    assert trainer.budget.final_seconds() == pytest.approx(total * 30 + FINAL_OVERHEAD_S)
 
 
 def test_a_resumed_stretch_plans_with_the_last_evaluation_rate_until_it_measures_its_own(tmp_path, tokenizer_path):
@@ -481,23 +509,24 @@ def test_a_resumed_stretch_plans_with_the_last_evaluation_rate_until_it_measures
     first.evaluate()
     state = first.state_dict()
     assert state["timing"] == {"where": f"cpu x1, {torch.get_num_threads()} threads",
-                               "row_seconds": first.row_seconds} and first.row_seconds > 0
+                               "row_seconds": first.budget.row_seconds} and first.budget.row_seconds > 0
     state["timing"]["row_seconds"] = 20.0  # as if evaluating had been slow: 3 rows, 60 s
 
     def resumed(where: str) -> Trainer:
         trainer = Trainer(task.build(data), task, data, tmp_path, "cpu", DistInfo(), clock=lambda: 300.0)
         trainer.load_state({**state, "timing": {**state["timing"], "where": where}})
-        trainer.deadline = 300.0 + 60 + 60 + 60 + FINAL_OVERHEAD_S + 1  # a step, the evaluation it stops at, the final
+        # a step, the evaluation it stops at, the final
+        trainer.budget.deadline = 300.0 + 60 + 60 + 60 + FINAL_OVERHEAD_S + 1
         return trainer
 
     same = resumed(state["timing"]["where"])
-    assert (same.row_seconds, same.eval_seconds) == (20.0, 60.0)
-    assert same.final_seconds() == pytest.approx(60 + FINAL_OVERHEAD_S)
+    assert (same.budget.row_seconds, same.budget.eval_seconds) == (20.0, 60.0)
+    assert same.budget.final_seconds() == pytest.approx(60 + FINAL_OVERHEAD_S)
     assert same.step == 0 and cfg.eval_every > 1  # no periodic evaluation is due after the next step
     assert same.stop_reason([], 300.0, 59.0) == 0
     assert same.stop_reason([], 300.0, 62.0) == STOPS.index("max_minutes")  # 300 + 62 + 60 + 65 >= 486
     other = resumed("cuda:0 x1, 1 threads")  # another machine's rate is not used
-    assert (other.row_seconds, other.eval_seconds) == (None, 0.0)
+    assert (other.budget.row_seconds, other.budget.eval_seconds) == (None, 0.0)
     assert other.stop_reason([], 300.0, 62.0) == 0
 
 
@@ -539,7 +568,7 @@ def budgeted(tmp_path: Path, tokenizer_path: Path, clock: StepClock, max_steps: 
     data = task.prepare(BPETokenizer.from_file(tokenizer_path), TASKS["lm"].presets["tiny"]["model"], cfg)
     torch.manual_seed(0)
     trainer = Trainer(task.build(data), task, data, tmp_path / name, "cpu", DistInfo(), clock=clock)
-    trainer.row_seconds = 0.5
+    trainer.budget.row_seconds = 0.5
     return trainer
 
 
@@ -552,16 +581,16 @@ def test_a_run_without_max_steps_fits_its_schedule_to_the_time_budget(tmp_path, 
     assert sized.train() == "max_steps"
     # 60 s: 12 s of timing steps; the final evaluation 6 s (a tenth of the budget) + 5 s; 2 evaluations
     # of 3 rows x 0.5 s (the one stop_reason keeps in hand, the last step's); 1 s a step (+1.5 s / 1000)
-    assert sized.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 33}
+    assert sized.budget.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 33}
     assert sized.cfg.max_steps == sized.step == 33 and clock.batches == 12 + 33
     assert 33 * (1 + 1.5 / 1000) <= 60 - 12 - 11 - 2 * 1.5 < 34 * (1 + 1.5 / 1000)  # one step more would not fit
     assert sized.history[-1]["lr"] == pytest.approx(lr_at(32, sized.cfg)) and lr_at(33, sized.cfg) == pytest.approx(
         sized.cfg.lr * sized.cfg.min_lr_ratio)  # the decay ends at the last step
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 33, "fixed")
-    assert fixed.train() == "max_steps" and fixed.sized is None
+    assert fixed.train() == "max_steps" and fixed.budget.sized is None
     assert all(torch.equal(v, fixed.model.state_dict()[k]) for k, v in sized.model.state_dict().items())
     state = torch.load(tmp_path / "sized" / STATE_NAME, weights_only=True)
-    assert state["train_config"]["max_steps"] == 33 and state["sized"] == sized.sized
+    assert state["train_config"]["max_steps"] == 33 and state["sized"] == sized.budget.sized
 
 
 def test_a_sized_run_resumes_with_the_count_it_chose(tmp_path, tokenizer_path):
@@ -580,7 +609,7 @@ def test_a_sized_run_resumes_with_the_count_it_chose(tmp_path, tokenizer_path):
     again_clock = StepClock(per_batch=1.0)
     resumed = budgeted(tmp_path, tokenizer_path, again_clock, None, "run")
     resumed.load_state(Trainer.read_state(tmp_path / "run" / STATE_NAME))
-    assert resumed.cfg.max_steps == 33 and resumed.sized == first.sized
+    assert resumed.cfg.max_steps == 33 and resumed.budget.sized == first.budget.sized
     assert resumed.train() == "max_steps" and resumed.step == 33
     assert again_clock.batches == 33 - first.step  # no timing steps this time
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 33, "fixed")
@@ -603,16 +632,16 @@ def test_a_wsd_run_refits_its_count_to_its_warm_steps_before_the_decay_starts(tm
     # sized at 1 s a step: 33 (as the cosine run). At step 10 (clock 12 + 5 s, 8 warm steps timed):
     # 60 - 17 - 11 (final evaluation) - 2 x 1.5 = 29 s left: 57 steps of 0.5 s (+1.5 s / 1000), 67 in all;
     # later refits find the same; the decay starts at 67 - 13 = step 54, after the refit
-    assert sized.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 67,
+    assert sized.budget.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 67,
                            "first_max_steps": 33, "refit_step": 10, "refit_step_seconds": 0.5}
-    assert sized.step == 67 and clock.batches == 12 + 67 and sized.decay_start() == 54
+    assert sized.step == 67 and clock.batches == 12 + 67 and sized.budget.decay_start() == 54
     assert 57 * (0.5 + 1.5 / 1000) <= 60 - 17 - 11 - 2 * 1.5 < 58 * (0.5 + 1.5 / 1000)
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=0.5), 67, "fixed", "wsd")
-    assert fixed.train() == "max_steps" and fixed.sized is None and same_weights(sized, fixed)
+    assert fixed.train() == "max_steps" and fixed.budget.sized is None and same_weights(sized, fixed)
     state = torch.load(tmp_path / "sized" / STATE_NAME, weights_only=True)
-    assert state["train_config"]["max_steps"] == 67 and state["sized"] == sized.sized
+    assert state["train_config"]["max_steps"] == 67 and state["sized"] == sized.budget.sized
     cosine = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then=fast), None, "cosine")
-    assert cosine.train() == "max_steps" and cosine.step == 33 and "first_max_steps" not in cosine.sized
+    assert cosine.train() == "max_steps" and cosine.step == 33 and "first_max_steps" not in cosine.budget.sized
 
 
 def test_a_wsd_refit_never_moves_the_decay_before_the_next_step(tmp_path, tokenizer_path):
@@ -620,11 +649,11 @@ def test_a_wsd_refit_never_moves_the_decay_before_the_next_step(tmp_path, tokeni
     14 s, 6 steps more: 16. At 3 s: 4 s, one step more: 11, but the decay of 11 would have started at
     step 9, already taken at the peak rate: the fewest steps whose decay starts at step 10, 12."""
     slower = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 2.0}), None, "slower", "wsd")
-    assert slower.train() == "max_steps" and slower.step == 16 and slower.sized["refit_step"] == 10
-    assert slower.decay_start() == 13
+    assert slower.train() == "max_steps" and slower.step == 16 and slower.budget.sized["refit_step"] == 10
+    assert slower.budget.decay_start() == 13
     slowest = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 3.0}), None, "slowest", "wsd")
     slowest.train()
-    assert slowest.cfg.max_steps == 12 and slowest.decay_start() == 10 == slowest.sized["refit_step"]
+    assert slowest.cfg.max_steps == 12 and slowest.budget.decay_start() == 10 == slowest.budget.sized["refit_step"]
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 12, "fixed", "wsd")
     assert fixed.train() == "max_steps" and slowest.step == 12 and same_weights(slowest, fixed)
 
@@ -637,7 +666,8 @@ def test_a_wsd_run_decays_from_where_the_held_out_loss_stops_improving(tmp_path,
     cooled = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 0.5}), None, "cooled", "wsd", 10)
     cooled.task.evaluate = lambda *args, **kwargs: {"loss": next(losses)}
     assert cooled.train() == "max_steps" and cooled.step == cooled.cfg.max_steps == 37
-    assert cooled.sized["cooled_down_at"] == 30 == cooled.decay_start() and "refit_step" in cooled.sized
+    assert cooled.budget.sized["cooled_down_at"] == 30 == cooled.budget.decay_start()
+    assert "refit_step" in cooled.budget.sized
     assert [p["val_loss"] for p in cooled.history] == [5.0, 4.0, 4.5, 4.2] and cooled.best["step"] == 20
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 37, "fixed", "wsd", 10)
     assert fixed.train() == "max_steps" and same_weights(cooled, fixed)
@@ -645,8 +675,8 @@ def test_a_wsd_run_decays_from_where_the_held_out_loss_stops_improving(tmp_path,
     # the sizing's count, 29 (evaluations every 10 steps planned at 1.5 s)
     cosine = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 0.5}), None, "cos", "cosine", 10)
     cosine.task.evaluate = lambda *args, **kwargs: {"loss": next(losses)}
-    assert cosine.train() == "max_steps" and cosine.step == cosine.sized["max_steps"] == 29  # its first count
-    assert "cooled_down_at" not in cosine.sized and "first_max_steps" not in cosine.sized
+    assert cosine.train() == "max_steps" and cosine.step == cosine.budget.sized["max_steps"] == 29  # its first count
+    assert "cooled_down_at" not in cosine.budget.sized and "first_max_steps" not in cosine.budget.sized
 
 
 def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, tokenizer_path):
@@ -658,9 +688,9 @@ def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, toke
     again_clock = StepClock(per_batch=1.0)
     resumed = budgeted(tmp_path, tokenizer_path, again_clock, None, "run", "wsd")
     resumed.load_state(Trainer.read_state(tmp_path / "run" / STATE_NAME))
-    assert resumed.cfg.max_steps == 67 and resumed.sized == first.sized
+    assert resumed.cfg.max_steps == 67 and resumed.budget.sized == first.budget.sized
     assert resumed.train() == "max_steps" and resumed.step == 67 and again_clock.batches == 67 - first.step
-    assert resumed.sized == first.sized  # nothing re-fitted
+    assert resumed.budget.sized == first.budget.sized  # nothing re-fitted
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=0.5), 67, "fixed", "wsd")
     assert fixed.train() == "max_steps" and same_weights(resumed, fixed)
 
@@ -671,18 +701,18 @@ def test_a_sized_run_that_would_read_its_text_too_often_trains_with_dropout(tmp_
     the steps again: here 2 s instead of 1, so 4 steps fit instead of 33. The run is the fixed 4-step
     run with that dropout from the start, weight for weight; config.json says what it trained with, and
     --resume trains with it again. Under the passes, nothing changes."""
-    import training.trainer as trainer_module
-    from training.recipe import set_dropout
+    import training.budget as budget_module
+    from training.budget import set_dropout
     from training.trainer import resume_mismatches
 
     clock = StepClock(per_batch=1.0, then={12: 2.0})  # the second timing's steps, and the run's, take 2 s
     sized = budgeted(tmp_path, tokenizer_path, clock, None, "sized", repeat_dropout=0.1)
     passes = 33 * 4 * 64 / sized.data.description["train_tokens"]  # 33 steps of 4 x 64 tokens (sized at 1 s)
-    monkeypatch.setattr(trainer_module, "REPEAT_PASSES", passes - 0.01)  # this tiny run's passes: just over
+    monkeypatch.setattr(budget_module, "REPEAT_PASSES", passes - 0.01)  # this tiny run's passes: just over
     assert sized.train() == "max_steps"
     # the first timing's 12 steps at 1 s and the second's at 2 s leave 60 - 36 - 11 (final evaluation) - 2 x 1.5
     # (evaluations) = 10 s: 4 steps of 2 s (+1.5 s / 1000)
-    assert sized.sized == {"step_seconds": 2.0, "eval_seconds": 1.5, "budget_s": 24.0, "max_steps": 4,
+    assert sized.budget.sized == {"step_seconds": 2.0, "eval_seconds": 1.5, "budget_s": 24.0, "max_steps": 4,
                            "passes_without_dropout": round(passes, 1), "step_seconds_without_dropout": 1.0,
                            "dropout": 0.1}
     assert sized.step == 4 and clock.batches == 12 + 12 + 4
@@ -699,9 +729,9 @@ def test_a_sized_run_that_would_read_its_text_too_often_trains_with_dropout(tmp_
     resumed.load_state(state)
     assert resumed.model.config.dropout == 0.1 and {m.p for m in resumed.model.modules()
                                                     if isinstance(m, torch.nn.Dropout)} == {0.1}
-    monkeypatch.setattr(trainer_module, "REPEAT_PASSES", passes + 0.01)  # just under: no dropout
+    monkeypatch.setattr(budget_module, "REPEAT_PASSES", passes + 0.01)  # just under: no dropout
     under = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), None, "under", repeat_dropout=0.1)
-    assert under.train() == "max_steps" and under.step == 33 and "dropout" not in under.sized
+    assert under.train() == "max_steps" and under.step == 33 and "dropout" not in under.budget.sized
     assert under.model.config.dropout == 0.0
 
 
@@ -719,10 +749,10 @@ def test_the_laptop_preset_fits_its_steps_to_its_minutes_unless_max_steps_is_giv
         TrainConfig(max_steps=None)
     clock = StepClock(per_batch=1.0)
     fixed = budgeted(tmp_path, tokenizer_path, clock, 20, "fixed")  # a budget, and a count: the count
-    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.sized is None
+    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.budget.sized is None
     clock = StepClock(per_batch=1.0, then={0: 0.1})  # wsd, and steps that would fit many more: still the count
     fixed = budgeted(tmp_path, tokenizer_path, clock, 20, "wsd", "wsd")
-    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.sized is None
+    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.budget.sized is None
 
 
 # --- the token cache -----------------------------------------------------------------------------------

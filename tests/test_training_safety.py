@@ -26,7 +26,6 @@ from training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 IMDB = ROOT.parent / "shared" / "data" / "imdb"
-needs_imdb = pytest.mark.skipif(not (IMDB / "train.parquet").is_file(), reason="local IMDB copy not found")
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +175,7 @@ def test_text_column_keeps_the_rows_asked_for():
     assert text_column(ds, "n", "train") == ["1", "2", "3", "4"]  # numbers are text too (seq2seq targets)
 
 
-@needs_imdb
+@pytest.mark.needs_imdb
 def test_a_bad_test_label_stops_the_cli_before_training(tmp_path, reviews, capsys):
     data = tmp_path / "data"
     data.mkdir()

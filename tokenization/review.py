@@ -6,7 +6,9 @@ none of them can read a review differently from the others:
 - `read_texts`: raw texts (a data file's column, a .txt file's paragraphs) as every model reads
   them, cleaned by `clean_text` (IMDB's `<br />` to newlines, the ends stripped): what the tokenizer
   and the LM train on, what evaluation scores and what the short-text check splits into sentences;
-- `prompt_ids`: one text as the language model reads it, the start token then its tokens;
+- `prompt_ids`: one text as the language model reads it, the start token then its tokens, and
+  `fit_context`: such a prompt cut to a context, keeping its head (a text read for what it holds: the
+  head and meaning views) or its end (a text continued: the chat, the tour's LM track);
 - `review_text`: a text as the classifier reads it: cleaned, then what visitors type (links,
   handles, SHOUTING, "sooo") normalised (`tokenization.normalise`);
 - `read_review`: one review as the classifier reads it, a `Review`: that text, the tokens the
@@ -53,6 +55,20 @@ def prompt_ids(text: str, tokenizer: BPETokenizer) -> list[int]:
     """A text as the language model reads it (as its training documents begin): the start token,
     then the cleaned text's tokens; only the start token when the text is empty once cleaned."""
     return [tokenizer.bos_id, *tokenizer.encode(clean_text(text))]
+
+
+PROMPT_KEEPS = ("head", "end")
+
+
+def fit_context(ids: Sequence[int], limit: int, keep: str) -> list[int]:
+    """At most `limit` ids of a prompt (`prompt_ids`), its start token always first: of the text's tokens,
+    the first (`keep="head"`) or the last (`keep="end"`: the part a continuation follows)."""
+    if keep not in PROMPT_KEEPS:
+        raise ValueError(f"keep must be one of {PROMPT_KEEPS}, got {keep!r}")
+    if len(ids) <= limit:
+        return list(ids)
+    room = limit - 1  # the start token aside
+    return [ids[0], *(ids[1 : 1 + room] if keep == "head" else ids[len(ids) - room :])]
 
 
 def cut_source(tokens: Sequence[T], config: SourceConfig, max_len: int | None = None) -> list[T]:

@@ -15,7 +15,7 @@ A new task is one subclass of `Task`, registered in `training.tasks.TASKS` under
 An evaluation reads the first `limit` *rows* of a split (context windows for a language model,
 examples otherwise), whose order is a fixed-seed shuffle: any prefix is a random sample, the same at
 every evaluation. Periodic evaluation reads `periodic_rows`; the final one all rows, or under
-`--max-minutes` as many as fit (`training.trainer.Trainer.final_metrics`).
+`--max-minutes` as many as fit (`training.budget.TimeBudget.final_rows`).
 
 `tests/test_training.py` checks that every registered task defines its own `presets` and `card`.
 """
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from model import PreTrainedModel
+from model import IGNORE_INDEX, PreTrainedModel
 from tokenization import BPETokenizer
 
 from .bucketing import BucketSampler
@@ -145,3 +145,8 @@ class Task(ABC):
         that adjusted the model scored them too (the final evaluation then does not read the rows
         again). Nothing by default."""
         return {}
+
+
+def pair_tokens(batch: dict) -> int:
+    """`Task.tokens` of an encoder-decoder batch: its sources' and its targets' tokens, padding excluded."""
+    return int(batch["src_mask"].sum()) + int((batch["targets"] != IGNORE_INDEX).sum())

@@ -27,16 +27,16 @@ ENCODER_DECODER_TINY = {"model": dict(n_encoder_layer=1, n_decoder_layer=1, n_he
 # docs/experiments/laptop-2026-11-25; the classifier is ULMFiT's fine-tuning of the causal encoder
 # (docs/experiments/sentiment-recipe-2026-11-25, `ulmfit-nolm`), from the shipped LM (--init-from checkpoints/lm)
 # The same settings serve any text (`--data`). Dropout only when the minutes would read the training
-# tokens more than 16 times (`repeat_dropout`, `training.recipe.REPEAT_PASSES`): on 1 MB of Shakespeare,
+# tokens more than 16 times (`repeat_dropout`, `training.budget.REPEAT_PASSES`): on 1 MB of Shakespeare,
 # 29 passes at 9 minutes scored 1.944 bits/byte with dropout 0.1 against 2.004 without, and 8 passes at
 # 3 minutes 2.140 against 2.003 (a CPU step under dropout is 60-70% slower; read 14 times by a fixed
 # 1,200 steps, dropout 0.19 scored 2.022 against 1.967): docs/experiments/own-text-budgets-2026-12-03
 # Its steps are not a fixed count (max_steps None): the run times its first steps and fits the count,
-# and with it the learning rate's decay, to max_minutes (`training.trainer.Trainer.size_to_budget`), so
+# and with it the learning rate's decay, to max_minutes (`training.budget.TimeBudget.size`), so
 # a fast machine trains longer and a slow one ends its schedule in time; --max-steps N still fixes them.
 # Its schedule is warmup-stable-decay: the peak rate held until the last 20% of the steps, so the count
 # is re-fitted to the steps the run takes until the decay starts, and the decay starts early when the
-# held-out loss stops improving (`Trainer.refit`, `Trainer.cool_down`). On 1 MB of Shakespeare
+# held-out loss stops improving (`TimeBudget.refit`, `TimeBudget.cool_down`). On 1 MB of Shakespeare
 # (docs/experiments/own-text-wsd-2026-12-02, a 2-core AMX Xeon): at 3 minutes 2.012 bits/byte against
 # 2.057 with cosine fitted the same way and 2.033 for the old fixed 1,200 cut by the deadline; at 9,
 # 1.979 in 6:05 (decay from step 1,200, where the held-out loss rose) against cosine's 1.973 in 8:33

@@ -37,7 +37,7 @@ which ones help:
   held, and a decay only over the last `decay_fraction` of the steps, in Hägele et al.'s (1 - sqrt)
   shape, to the floor cosine ends at. Until the decay starts the rate does not depend on where the
   run ends, so a run sized to its time budget can re-fit its step count while it trains
-  (`training.trainer.Trainer.refit`), and a short run spends its steps at the peak rate;
+  (`training.budget`), and a short run spends its steps at the peak rate;
 - evidence snippets: a fraction `evidence_prob` is replaced by sentences, phrases and words that
   carried their review's label by the full-review classifier's own attribution
   (`training.evidence`, built beforehand into the caches `evidence`), each with its own label;
@@ -49,7 +49,6 @@ More dropout is `--set dropout=0.2` (model config). Every option is a pure funct
 and the seed, so `--resume` stays bit-exact.
 """
 
-import math
 import re
 import string
 from dataclasses import dataclass
@@ -64,8 +63,7 @@ from tokenization import sentences
 from .data import PairSet
 from .errors import UsageError
 
-SCHEDULES = ("cosine", "stlr", "wsd")
-STLR_RATIO = 32  # ULMFiT's slanted triangular schedule starts and ends at lr / 32
+SCHEDULES = ("cosine", "stlr", "wsd")  # the learning-rate schedules (`training.schedules`)
 
 
 @dataclass(frozen=True)
@@ -80,7 +78,7 @@ class Recipe:
     schedule: str = "cosine"  # or "stlr": ULMFiT's slanted triangular learning rate; or "wsd": warmup-stable-decay
     decay_fraction: float = 0.2  # wsd: the share of the steps, at the end, over which the rate decays
     # a run sized to its minutes that would read its training tokens more than `REPEAT_PASSES` times
-    # trains with this dropout from its first step (0 = off; `set_dropout`, `Trainer.size_to_budget`)
+    # trains with this dropout from its first step (0 = off; `training.budget`)
     repeat_dropout: float = 0.0
     evidence_prob: float = 0.0  # fraction of training reviews replaced by an evidence snippet
     evidence: tuple[str, ...] = ()  # the evidence caches (training.evidence) the snippets come from
@@ -112,55 +110,6 @@ class Recipe:
             raise UsageError("--shout-prob must be in [0, 1], and shouts crops: give --crop-prob too")
         if not 0.5 <= self.pseudo_confidence <= 1:
             raise UsageError(f"--pseudo-confidence must be in [0.5, 1], got {self.pseudo_confidence}")
-
-
-# More passes than this over the same training tokens and a model with no dropout memorises them: on
-# 1 MB of Shakespeare the laptop LM's held-out loss stopped improving after 13-15 passes, and a budget
-# of 29 passes scored better with dropout 0.1 (1.944 bits/byte, against 2.004 without and 1.994 at 0.2),
-# one of 8 passes worse (2.140 against 2.003): docs/experiments/own-text-budgets-2026-12-03. Muennighoff
-# et al. 2023 (Scaling Data-Constrained Language Models) find repeated tokens worth less and less after
-# about 4 passes, and next to nothing after 16 to 40
-REPEAT_PASSES = 16
-
-
-def set_dropout(model: PreTrainedModel, p: float) -> None:
-    """Train `model` from here with dropout `p` on its embeddings, residual branches and feed-forward
-    hidden layer; the attention weights keep theirs (as in the runs that chose `REPEAT_PASSES`).
-    Dropout holds no weights, so this changes nothing a trained model computes; it is written into the
-    config, so that config.json says what the model was trained with and a resumed run trains the same."""
-    config = model.config
-    config.attention_dropout = config.attention_weight_dropout
-    config.dropout = p
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = p
-
-
-def stlr(step: int, peak: float, cut: int, total: int) -> float:
-    """ULMFiT's slanted triangular learning rate at `step` (0-based): climbs linearly over `cut` steps
-    from peak / STLR_RATIO to `peak`, then falls linearly to peak / STLR_RATIO at `total`."""
-    p = step / cut if step < cut else 1 - (step - cut) / max(1, total - cut)
-    return peak * (1 + max(0.0, p) * (STLR_RATIO - 1)) / STLR_RATIO
-
-
-def wsd_decay_start(warmup: int, total: int, fraction: float) -> int:
-    """The first step of a warmup-stable-decay schedule's decay: `fraction` of `total` steps (at least
-    one) before the end, never inside the warmup."""
-    return max(warmup, total - max(1, round(fraction * total)))
-
-
-def wsd(step: int, peak: float, warmup: int, total: int, fraction: float, floor: float) -> float:
-    """The warmup-stable-decay learning rate at `step` (0-based): peak x (step + 1) / warmup during
-    the warmup (as the cosine schedule's), then `peak` until `wsd_decay_start`, then Hägele et al.'s
-    (1 - sqrt) cooldown to peak x floor at `total`: peak x (floor + (1 - floor)(1 - sqrt(p))), p the
-    decay's progress from 0 at its first step to 1 at `total`."""
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    start = wsd_decay_start(warmup, total, fraction)
-    if step < start:
-        return peak
-    progress = min(1.0, (step - start) / max(1, total - start))
-    return peak * (floor + (1 - floor) * (1 - math.sqrt(progress)))
 
 
 # --- layer groups: discriminative learning rates and gradual unfreezing ---------------------------

@@ -17,21 +17,27 @@ fill the first rows; a classifier then starts from the whole span model (encoder
 cross-attention), taking the first rows of its embedding matrix.
 
 Corruption is drawn afresh for every batch from a generator seeded by (seed, step, rank), so the
-batches stay a pure function of the step and `--resume` stays bit-exact.
+batches stay a pure function of the step and `--resume` stays bit-exact. The task (`SpanTask`,
+`--task span`) is at the end: it reads the language model's documents (`training.texts.Texts`).
 """
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from model import IGNORE_INDEX, EncoderDecoder
+from model import IGNORE_INDEX, EncoderDecoder, EncoderDecoderConfig
+from tokenization import BPETokenizer
 from tokenization.batches import length_batches
 
+from . import presets
 from .bucketing import BucketSampler
+from .contract import ModelCard, Task, TaskData, TaskOptions, pair_tokens
 from .data import PairSet
+from .texts import Texts
+from .training_args import TrainConfig
 
 N_SENTINELS = 100  # as T5; a 1,024-token chunk has about 51 spans
 NOISE_DENSITY = 0.15
@@ -157,3 +163,54 @@ def evaluate_spans(model: EncoderDecoder, spans: SpanSet, max_tokens: int, seed:
             progress(len(idx))
     loss = loss_sum / n_tokens
     return {"loss": loss, "ppl": math.exp(loss), "token_accuracy": correct / n_tokens, "tokens": n_tokens}
+
+
+class SpanTask(Task):
+    """T5-style span corruption (`training.span`) of review text (IMDB train + unsupervised, minus
+    the held-out reviews): pretrains the whole encoder-decoder, whose vocabulary is the tokenizer's
+    plus N_SENTINELS sentinel ids. `--init-from` an LM starts its encoder; a classifier then starts
+    from it with `--init-from`."""
+
+    name = "span"
+    model_class = EncoderDecoder
+    presets = presets.SPAN
+    card = ModelCard(
+        "text2text-generation", "Span corruption", ["text2text-generation", "encoder-decoder", "t5", "from-scratch"],
+        "A small encoder-decoder Transformer pretrained from scratch on IMDB movie reviews by T5's span "
+        "corruption: the encoder reads a review with spans replaced by sentinels, the decoder writes the spans.",
+        "A starting point for a classifier of this project (`--init-from`), and experiments with pretraining.",
+        ["It fills in masked spans of review-like text and does nothing else on its own.",
+         "It is small (about {params} M parameters) and learned only from IMDB reviews."])
+
+    def __init__(self, splits: dict, options: TaskOptions):
+        self.texts = Texts.read(splits, options)  # the LM's documents
+        self.corpus = self.texts.corpus()
+
+    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
+        config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size + N_SENTINELS, pad_token_id=tokenizer.pad_id,
+                                      bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, **model_overrides)
+        config = replace(config, max_tgt_len=max(config.max_tgt_len, max_target_length(config.max_src_len)))
+        splits = {name: SpanSet.from_texts(texts, tokenizer, config.max_src_len)
+                  for name, texts in self.texts.splits().items()}
+        data = TaskData(config, tokenizer, train_cfg, splits,
+                        {"train_chunks": len(splits["train"]), "train_tokens": sum(map(len, splits["train"].chunks)),
+                         "val_chunks": len(splits["val"])})
+        return replace(data, sampler=splits["train"].sampler(self._budget(data), train_cfg.seed))  # (seed, step)
+
+    @staticmethod
+    def _budget(data: TaskData) -> int:
+        return data.train_cfg.max_tokens or data.train_cfg.batch_size * data.config.max_src_len
+
+    def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
+        """Length-bucketed chunks (each once per epoch), corrupted afresh at every step."""
+        rng = np.random.default_rng([data.train_cfg.seed, step, rank])
+        return data.splits["train"].batch(data.sampler.batch(step, rank, world_size), rng)
+
+    tokens = staticmethod(pair_tokens)
+
+    def rows(self, data: TaskData, split: str) -> int:
+        return len(data.splits[split])  # chunks
+
+    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", limit: int | None = None,
+                 progress=None) -> dict:
+        return evaluate_spans(model, data.splits[split], self._budget(data), data.train_cfg.seed, limit, progress)

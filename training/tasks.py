@@ -21,7 +21,6 @@ import torch
 
 from classifier import ClassifierConfig, Reader
 from model import (
-    IGNORE_INDEX,
     DecoderOnlyConfig,
     DecoderOnlyLM,
     EncoderDecoder,
@@ -33,9 +32,8 @@ from tokenization import BPETokenizer, read_texts
 from . import presets
 from .bucketing import BucketSampler
 from .calibration import expected_calibration_error, fit_temperature
-from .contract import Corpus, ModelCard, Task, TaskData, TaskOptions
+from .contract import Corpus, ModelCard, Task, TaskData, TaskOptions, pair_tokens
 from .data import (
-    HELD_OUT,
     DataError,
     PairSet,
     TokenStream,
@@ -53,7 +51,8 @@ from .heldout import selection_report_split, short_texts
 from .pseudo import load_pseudo_labels
 from .recipe import Recipe, ShortExamples
 from .sample import SAMPLE_SETTINGS, continuation, openings
-from .span import N_SENTINELS, SpanSet, evaluate_spans, max_target_length
+from .span import SpanTask
+from .texts import Texts, require_split
 from .training_args import TrainConfig
 
 SENTIMENT_LABELS = ["negative", "positive"]  # label 0 and 1 of IMDB, written out as the decoder's target
@@ -99,26 +98,13 @@ class LMTask(Task):
          "It learned from that text only and may repeat its content, opinions and language."])
 
     def __init__(self, splits: dict, options: TaskOptions):
-        texts = _texts(_split(splits, "train"), "text", "train", options.max_examples)
-        if HELD_OUT in splits:  # a text's tail, held out by size (`training.own_text`)
-            self.val_texts, self.train_texts = _texts(splits[HELD_OUT], "text", HELD_OUT, None), texts
-        else:
-            train_idx, val_idx = validation_split(len(texts), options.val_size, options.seed)
-            self.val_texts = [texts[i] for i in val_idx]
-            self.train_texts = [texts[i] for i in train_idx]
-        if "unsupervised" in splits:
-            self.train_texts += _texts(splits["unsupervised"], "text", "unsupervised", options.max_examples)
-        self.test_texts = _texts(splits["test"], "text", "test", options.max_examples) if "test" in splits else None
-        self.corpus = Corpus(self.train_texts, {"train_texts": len(self.train_texts),
-                                                "val_texts": len(self.val_texts)})
+        self.texts = Texts.read(splits, options)
+        self.corpus = self.texts.corpus()
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         config = DecoderOnlyConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_id,
                                    bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, **model_overrides)
-        splits = {"train": TokenStream.from_texts(self.train_texts, tokenizer),
-                  "val": TokenStream.from_texts(self.val_texts, tokenizer)}
-        if self.test_texts:
-            splits["test"] = TokenStream.from_texts(self.test_texts, tokenizer)
+        splits = {name: TokenStream.from_texts(texts, tokenizer) for name, texts in self.texts.splits().items()}
         if config.reverse:  # a backward LM (`--set reverse=1`) reads every stream last token first
             splits = {name: stream.reversed() for name, stream in splits.items()}
         if len(splits["val"].ids) <= config.block_size:
@@ -149,7 +135,7 @@ class LMTask(Task):
 
     def sample_prompts(self) -> list[str]:
         """The openings of the first held-out documents: the corpus's own words, never trained on."""
-        return openings(self.val_texts)
+        return openings(self.texts.val)
 
     def samples(self, model: DecoderOnlyLM, data: TaskData) -> list[str]:
         """Sampled continuations of `sample_prompts`, to read whether they look like the corpus
@@ -198,7 +184,7 @@ class Seq2SeqTask(Task):
     def _rows(self, splits: dict, split: str) -> tuple[list[str], list[str]]:
         """(cleaned sources, targets) of one split: all of it validated (so an error names the row of
         the file), then `max_examples` of it kept."""
-        sources, targets = self._read(_split(splits, split), split)
+        sources, targets = self._read(require_split(splits, split), split)
         keep = head_rows(len(sources), self.options.max_examples)
         return read_texts(sources[i] for i in keep), [targets[i] for i in keep]
 
@@ -250,9 +236,7 @@ class Seq2SeqTask(Task):
         gen = step_generator(cfg.seed, step, rank)
         return torch.randint(0, len(data.splits["train"]), (cfg.batch_size,), generator=gen).tolist()
 
-    @staticmethod
-    def tokens(batch: dict) -> int:
-        return int(batch["src_mask"].sum()) + int((batch["targets"] != IGNORE_INDEX).sum())
+    tokens = staticmethod(pair_tokens)
 
     def rows(self, data: TaskData, split: str) -> int:
         return len(data.splits[split])
@@ -401,69 +385,8 @@ class SentimentTask(Seq2SeqTask):
                 **{f"val_{k}": v for k, v in metrics.items()}}
 
 
-class SpanTask(LMTask):
-    """T5-style span corruption (`training.span`) of review text (IMDB train + unsupervised, minus
-    the held-out reviews): pretrains the whole encoder-decoder, whose vocabulary is the tokenizer's
-    plus N_SENTINELS sentinel ids. `--init-from` an LM starts its encoder; a classifier then starts
-    from it with `--init-from`."""
-
-    name = "span"
-    model_class = EncoderDecoder
-    presets = presets.SPAN
-    card = ModelCard(
-        "text2text-generation", "Span corruption", ["text2text-generation", "encoder-decoder", "t5", "from-scratch"],
-        "A small encoder-decoder Transformer pretrained from scratch on IMDB movie reviews by T5's span "
-        "corruption: the encoder reads a review with spans replaced by sentinels, the decoder writes the spans.",
-        "A starting point for a classifier of this project (`--init-from`), and experiments with pretraining.",
-        ["It fills in masked spans of review-like text and does nothing else on its own.",
-         "It is small (about {params} M parameters) and learned only from IMDB reviews."])
-    samples = Task.samples  # nothing to sample
-    snapshots = 0  # the app's "watch it learn" view shows language models
-    periodic_rows = Task.periodic_rows  # chunks, as `rows`, not an LM's context windows
-
-    def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
-        config = EncoderDecoderConfig(vocab_size=tokenizer.vocab_size + N_SENTINELS, pad_token_id=tokenizer.pad_id,
-                                      bos_token_id=tokenizer.bos_id, eos_token_id=tokenizer.eos_id, **model_overrides)
-        config = replace(config, max_tgt_len=max(config.max_tgt_len, max_target_length(config.max_src_len)))
-        texts = {"train": self.train_texts, "val": self.val_texts}
-        if self.test_texts:
-            texts["test"] = self.test_texts
-        splits = {name: SpanSet.from_texts(t, tokenizer, config.max_src_len) for name, t in texts.items()}
-        data = TaskData(config, tokenizer, train_cfg, splits,
-                        {"train_chunks": len(splits["train"]), "train_tokens": sum(map(len, splits["train"].chunks)),
-                         "val_chunks": len(splits["val"])})
-        return replace(data, sampler=splits["train"].sampler(self._budget(data), train_cfg.seed))  # (seed, step)
-
-    @staticmethod
-    def _budget(data: TaskData) -> int:
-        return data.train_cfg.max_tokens or data.train_cfg.batch_size * data.config.max_src_len
-
-    def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
-        """Length-bucketed chunks (each once per epoch), corrupted afresh at every step."""
-        rng = np.random.default_rng([data.train_cfg.seed, step, rank])
-        return data.splits["train"].batch(data.sampler.batch(step, rank, world_size), rng)
-
-    tokens = staticmethod(Seq2SeqTask.tokens)
-    rows = Seq2SeqTask.rows  # chunks
-
-    def evaluate(self, model: EncoderDecoder, data: TaskData, split: str = "val", limit: int | None = None,
-                 progress=None) -> dict:
-        return evaluate_spans(model, data.splits[split], self._budget(data), data.train_cfg.seed, limit, progress)
-
-
 def _special_ids(tokenizer: BPETokenizer) -> dict:
     return {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
-
-
-def _texts(ds, column: str, split: str, max_examples: int | None) -> list[str]:
-    require_columns(ds, [column], f"the {split} split")
-    return read_texts(text_column(ds, column, split, head_rows(len(ds), max_examples)))
-
-
-def _split(splits: dict, name: str):
-    if name not in splits:
-        raise DataError(f"the data has no {name!r} split (it has {sorted(splits)})")
-    return splits[name]
 
 
 TASKS: dict[str, type[Task]] = {"lm": LMTask, "sentiment": SentimentTask, "seq2seq": Seq2SeqTask, "span": SpanTask}

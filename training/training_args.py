@@ -10,10 +10,10 @@ from .errors import UsageError
 from .recipe import Recipe
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainConfig:
     batch_size: int = 16
-    max_steps: int | None = 1000  # None: as many as fit max_minutes (`Trainer.size_to_budget`)
+    max_steps: int | None = 1000  # None: as many as fit max_minutes (`training.budget.TimeBudget.size`)
     lr: float = 1e-3
     min_lr_ratio: float = 0.1
     warmup_steps: int = 100

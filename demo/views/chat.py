@@ -12,7 +12,7 @@ from demo.serving import Checkpoint, DemoError, DemoService, read_number, visito
 from demo.text import end_notice, lm_openings, own_text
 from model import GenerationConfig
 from model.generation import MIN_TEMPERATURE
-from tokenization import clean_text, token_label
+from tokenization import clean_text, fit_context, prompt_ids, token_label
 
 MAX_NEW_TOKENS = 512
 MAX_TEMPERATURE = 5.0
@@ -109,10 +109,10 @@ def stream_continuation(service: DemoService, prompt: object, max_new_tokens=64,
     """Continue the visitor's review with the served LM (or `lm`: a snapshot of it), yielding after
     every token.
 
-    The prompt is `[bos] + encode(text)`, as in training. A prompt too long for the context keeps
-    its *end* (the part being continued), leaving room for the reply. Each token takes one slot of
-    the shared compute budget and gives it back before the yield, so other visitors' requests
-    interleave with a long chat. Inference mode is entered per step inside `model.stream`, never
+    The prompt is `[bos] + encode(text)` (`prompt_ids`), as in training. A prompt too long for the
+    context keeps its *end* (the part being continued: `fit_context`), leaving room for the reply.
+    Each token takes one slot of the shared compute budget and gives it back before the yield, so other
+    visitors' requests interleave with a long chat. Inference mode is entered per step inside `model.stream`, never
     held across a `yield`: Gradio may resume this generator on another thread, and grad mode is
     thread-local.
     """
@@ -125,16 +125,14 @@ def stream_continuation(service: DemoService, prompt: object, max_new_tokens=64,
     config, clamp_notices = generation_config(model.config.vocab_size, model.config.eos_token_id, max_new_tokens,
                                               temperature, top_k, top_p, seed)
     notices += clamp_notices
-    ids = tok.encode(text)
     block = model.config.block_size
     room = min(config.max_new_tokens, block // 2)
-    keep = block - room - 1  # -1 for bos
-    if len(ids) > keep:
-        notices.append(f"Your text is {len(ids)} tokens; the model reads {block} at a time, so it "
-                       f"sees only the last {keep} (leaving room for {room} new ones).")
-        ids = ids[-keep:]
-    prompt_ids = (tok.bos_id, *ids)
-    steps_iter = model.stream(torch.tensor([prompt_ids], device=ckpt.device), config)
+    whole = prompt_ids(text, tok)
+    ids = tuple(fit_context(whole, block - room, keep="end"))
+    if len(ids) < len(whole):
+        notices.append(f"Your text is {len(whole) - 1} tokens; the model reads {block} at a time, so it "
+                       f"sees only the last {len(ids) - 1} (leaving room for {room} new ones).")
+    steps_iter = model.stream(torch.tensor([ids], device=ckpt.device), config)
 
     generated: list[int] = []
     steps: list[TokenView] = []
@@ -151,8 +149,8 @@ def stream_continuation(service: DemoService, prompt: object, max_new_tokens=64,
                                alternatives=[(token_label(tok, i), p) for i, p in step.alternatives]))
         # a character split across tokens decodes to U+FFFD until its last byte arrives
         text_so_far = tok.decode(generated).rstrip("\ufffd")
-        yield ChatUpdate(text_so_far, list(steps), list(notices), False, config.seed, (*prompt_ids, *generated))
-    yield ChatUpdate(tok.decode(generated), steps, notices, True, config.seed, (*prompt_ids, *generated))
+        yield ChatUpdate(text_so_far, list(steps), list(notices), False, config.seed, (*ids, *generated))
+    yield ChatUpdate(tok.decode(generated), steps, notices, True, config.seed, (*ids, *generated))
 
 
 def continue_text(service: DemoService, prompt: object, **settings) -> ChatUpdate:

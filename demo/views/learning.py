@@ -18,7 +18,7 @@ from demo.text import CHAT_EXAMPLES, SENTIMENT_EXAMPLES
 from demo.views import chat
 from demo.views.attention import AttentionResult, attention_maps
 from inspection.head_kinds import HeadScore, copy_loss, on_previous, on_start, repeated_random, score_heads
-from tokenization import prompt_ids
+from tokenization import fit_context, prompt_ids
 
 NO_SNAPSHOTS = ("No snapshots: the language model served was trained without them. A training run keeps them "
                 "(`python -m training.run --task lm --preset laptop ...`); serve it with `python -m demo --lm RUN`.")
@@ -113,7 +113,7 @@ def across_run(service: DemoService, prompt: object) -> list[RunRow]:
     with service.compute(heavy=True):
         for i, entry in enumerate(snapshots.entries):
             model, tok = snapshots.checkpoint(i).require()
-            ids = torch.tensor([prompt_ids(text, tok)[: model.config.block_size]])
+            ids = torch.tensor([fit_context(prompt_ids(text, tok), model.config.block_size, keep="head")])
             with torch.inference_mode():
                 logits = model(ids).logits[0, :-1].float()
             loss = float(torch.nn.functional.cross_entropy(logits, ids[0, 1:])) if ids.size(1) > 1 else float("nan")

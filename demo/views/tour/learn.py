@@ -12,6 +12,7 @@ from demo.views.tour.recompute import check, f64
 from demo.views.tour.registry import Built, Panel, State, Track, add_track, step
 from demo.views.tour.show import bars, num, tok
 from inspection.learning_step import learning_step
+from tokenization import fit_context, prompt_ids
 
 LEARN = "learn"
 
@@ -20,14 +21,13 @@ def learn_pass(ckpt, text: str, layer: int) -> tuple[Pass, list[str]]:
     """The LM learning the last token of `[bos] + encode(text)` (its last `MAX_TOUR_TOKENS` at most)."""
     model, tokenizer = ckpt.require()
     c, notices = model.config, []
-    ids = tokenizer.encode(text)
-    keep = min(MAX_TOUR_TOKENS, c.block_size) - 1
-    if len(ids) > keep:
-        notices.append(f"Your text is {len(ids)} tokens: the chapter reads its last {keep}, after the start token.")
-        ids = ids[-keep:]
-    if not ids:
+    whole = prompt_ids(text, tokenizer)
+    ids = fit_context(whole, min(MAX_TOUR_TOKENS, c.block_size), keep="end")
+    if len(ids) < len(whole):
+        notices.append(f"Your text is {len(whole) - 1} tokens: the chapter reads its last {len(ids) - 1}, after "
+                       "the start token.")
+    if len(ids) < 2:
         raise DemoError("The learning chapter needs at least one word to learn.")
-    ids = [tokenizer.bos_id, *ids]
     learned = learning_step(model, torch.tensor([ids], device=ckpt.device))
     values = {"before": f64(learned.before), "after": f64(learned.after)}
     return Pass(LEARN, c, ids, [label(tokenizer, i) for i in ids], layer, values, {},

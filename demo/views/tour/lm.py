@@ -29,25 +29,25 @@ from demo.views.tour.registry import Built, State, Track, add_track, step
 from demo.views.tour.show import bars, dot, heat, ids_worked, num, pieces, tok
 from inspection.logit_lens import residual_stream_points
 from model.generation import sampling_distribution, select_token
+from tokenization import fit_context, prompt_ids
 
 BYTES = 256  # a byte-level BPE vocabulary holds every byte: a smaller one is whole words (the toy's)
 TOP_TOKENS = 10  # the JSON's top_tokens
 
 
 def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
-    """The LM's forward pass over `[bos] + encode(text)` (the chat's reading), its last
+    """The LM's forward pass over `[bos] + encode(text)` (`prompt_ids`, the chat's reading), its last
     `MAX_TOUR_TOKENS` at most, read at `layer`'s named points and along the residual stream."""
     model, tokenizer = ckpt.require()
     c = model.config
     if not c.norm_first:
         raise DemoError("The tour follows pre-norm models (LayerNorm before each sublayer), as the shipped ones are.")
     notices = []
-    ids = tokenizer.encode(text)
-    keep = min(MAX_TOUR_TOKENS, c.block_size) - 1
-    if len(ids) > keep:
-        notices.append(f"Your text is {len(ids)} tokens: the tour reads its last {keep}, after the start token.")
-        ids = ids[-keep:]
-    ids = [tokenizer.bos_id, *ids]
+    whole = prompt_ids(text, tokenizer)
+    ids = fit_context(whole, min(MAX_TOUR_TOKENS, c.block_size), keep="end")
+    if len(ids) < len(whole):
+        notices.append(f"Your text is {len(whole) - 1} tokens: the tour reads its last {len(ids) - 1}, after the "
+                       "start token.")
     at = f"decoder.{layer}"
     points = {"embedded": "decoder.embed", "positioned": "decoder.input", "norm_1": f"{at}.attn.in",
               "q": f"{at}.attn.q", "k": f"{at}.attn.k", "v": f"{at}.attn.v", "weights": f"{at}.attn.weights",
