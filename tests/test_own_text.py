@@ -453,15 +453,15 @@ def test_a_classifier_of_your_own_table_says_what_it_used_and_gives_advice_that_
             "temperature) and 12 report rows no choice is made on (training.evaluate --checkpoint RUN --split report "
             "scores them); 180 rows to train on (few: a classifier learns from thousands") in printed.out
     # at chance (two steps learn nothing): the rows are the cause it names, and no IMDB LM is offered
-    line = run.chance_warning(0.5, 8, [0] * 4 + [1] * 4, None, str(table), 180)
+    line = run_report.chance_warning(0.5, 8, [0] * 4 + [1] * 4, None, str(table), 180)
     assert "it trained on 180 rows of `mine.csv` and was judged on 8: too few" in line
     assert "checkpoints/lm" not in line and f"python -m training.run --task lm --data {table}" in line
     lm = tmp_path / "lm"
     lm.mkdir()
     (lm / "metrics.json").write_text(json.dumps({"data": {"kind": "data", "source": "/x/input.txt"}}))
-    line = run.chance_warning(0.5, 8, [0] * 4 + [1] * 4, str(lm), str(table), 180)
+    line = run_report.chance_warning(0.5, 8, [0] * 4 + [1] * 4, str(lm), str(table), 180)
     assert "started from a language model of `input.txt`" in line and "IMDB" not in line
-    assert "checkpoints/lm" in run.chance_warning(0.5, 1000, [0] * 500 + [1] * 500, str(lm))  # IMDB: it fits there
+    assert "checkpoints/lm" in run_report.chance_warning(0.5, 1000, [0] * 500 + [1] * 500, str(lm))  # IMDB: it fits there
     report = evaluate.main(["--checkpoint", str(tmp_path / "s"), "--split", "report"])
     assert report["examples"] == 12
 

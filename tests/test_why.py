@@ -24,8 +24,6 @@ from training.why_data import load_why_data
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "why"
-IMDB = ROOT.parent / "shared" / "data" / "imdb" / "unsupervised.parquet"
-requires_data = pytest.mark.skipif(not IMDB.is_file(), reason="local IMDB copy not found")
 TINY = dict(vocab_size=40, block_size=12, n_layer=2, n_head=2, d_model=16, d_ff=32, dropout=0.0)
 
 
@@ -139,7 +137,7 @@ def small_data(monkeypatch):
     monkeypatch.setattr(why, "BATCH", 4)
 
 
-@requires_data
+@pytest.mark.needs_imdb
 @pytest.mark.parametrize("name", ["residual", "causal"])
 def test_a_tiny_run_writes_what_the_tour_reads(tmp_path, small_data, name):
     result = why.run(name, steps=15, seeds=2, out=tmp_path / name, minutes=None, command="test", log=lambda s: None)
@@ -154,7 +152,7 @@ def test_a_tiny_run_writes_what_the_tour_reads(tmp_path, small_data, name):
         assert generated == pytest.approx(written["final"]["without"], abs=0.02) and trained <= generated + 1e-3
 
 
-@requires_data
+@pytest.mark.needs_imdb
 def test_the_depth_run_writes_both_induction_models(tmp_path, small_data):
     why.run("depth", steps=15, seeds=1, out=tmp_path / "depth", minutes=None, command="test", log=lambda s: None)
     written = json.loads((tmp_path / "induction" / "induction.json").read_text(encoding="utf-8"))
