@@ -105,10 +105,11 @@ def experiment_markdown(o: Outcome | None, notices: list[str] = ()) -> str:
     if isinstance(o.before, dict):  # the classifier: P(label)
         rows = [f"| {label} | {o.before[label]:.3f} | {o.after[label]:.3f} |" for label in o.before]
         head = "| label | P before | P after |"
-    else:  # the LM: its five likeliest next tokens, each side its own
+    else:  # the LM: its five likeliest next tokens at one position, each side its own
         rows = [f"| {code_span(b)} {pb:.1%} | {code_span(a)} {pa:.1%} |"
                 for (b, pb), (a, pa) in zip(o.before, o.after, strict=True)]
-        head = "| next token before | next token after |"
+        at = f" {o.position}".replace("|", "\\|") if o.position else ""
+        head = f"| next token{at}: before | after |"
     table = "\n".join([head, "| --- | --- |" + (" --- |" if isinstance(o.before, dict) else ""), *rows])
     said = f"{notice_markdown(notices)}\n\n" if notices else ""
     return said + (f"**Switch it off and see what breaks.** This step changed for one pass of the same model on "

@@ -7,6 +7,7 @@ An experiment runs when it is first asked for, not with the tour: the tab asks f
 for three experiments rather than every pass paying for all of them. The sampling step's experiment
 also runs at the visitor's own temperature, top-k and top-p (`Experiments.sampled`)."""
 
+import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
@@ -75,7 +76,16 @@ class Experiments:
 
 
 def experiment_json(o: Outcome) -> dict:
-    """The API's form: before/after as [[token, probability], …] best first (LM) or {label: probability}."""
+    """The API's form: before/after as [[token, probability], …] best first (LM) or {label: probability};
+    `loss_before`, `loss_after` in nats (None where infinite: a sampler that cannot draw the text),
+    `effect` ("worse", "better", "no change"), `position` (what the table is about) and, for the
+    classifier, `label` (the label the effect is for)."""
     def form(v):
         return [[t, p] for t, p in v] if isinstance(v, list) else dict(v)
-    return {"change": o.change, "before": form(o.before), "after": form(o.after), "verdict": o.verdict}
+
+    def loss(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+    out = {"change": o.change, "before": form(o.before), "after": form(o.after), "verdict": o.verdict,
+           "loss_before": loss(o.loss_before), "loss_after": loss(o.loss_after), "effect": o.effect,
+           "position": o.position}
+    return out | ({"label": o.label} if o.label else {})
