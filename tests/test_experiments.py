@@ -412,3 +412,68 @@ def test_without_a_backward_reader_the_reading_order_experiment_is_unavailable(r
 
 def test_entropy_of_one_hot_and_uniform_rows():
     assert entropy(torch.eye(3)) == 0 and entropy(torch.full((2, 4), 0.25)) == pytest.approx(math.log(4))
+
+
+# -- the learning chapter -----------------------------------------------------------------------------
+
+
+LEARNED = "The acting was wooden and the plot was"
+
+
+@pytest.fixture(scope="module")
+def learned(lm):
+    from inspection.experiments import LEARN_EXPERIMENTS, learn_experiment
+    x = torch.tensor([prompt_ids(LEARNED, lm[1])])
+    return x, {step: learn_experiment(step, *lm, x) for step in LEARN_EXPERIMENTS}
+
+
+def test_adams_first_step_written_out_is_the_optimisers(lm, learned):
+    """`step(..., "adam")` (lr · g / (|g| + ε)) is torch's AdamW first step, as the chapter takes it."""
+    from inspection.experiments.learn import step
+    from inspection.learning_step import learning_step
+    x, _ = learned
+    expected = learning_step(lm[0], x)
+    mine = step(lm[0], x[:, :-1], int(x[0, -1]))
+    torch.testing.assert_close(mine.after, expected.after, atol=2e-5, rtol=1e-4)
+    assert 0.5 < mine.moved_about_lr <= mine.moved <= 1
+
+
+def test_plain_sgd_and_the_wrong_target_by_hand(lm, learned):
+    import copy
+    x, outcomes = learned
+    context, target = x[:, :-1], int(x[0, -1])
+    learner = copy.deepcopy(lm[0])
+    with torch.enable_grad():
+        loss = -learner(context).logits[0, -1].log_softmax(-1)[target]
+        loss.backward()
+    with torch.no_grad():
+        for p in learner.parameters():
+            p -= 1e-4 * p.grad
+        p_sgd = float(learner(context).logits[0, -1].softmax(-1)[target])
+    o = outcomes["gradient"]
+    assert o.measures["p_target"][1] == pytest.approx(p_sgd, abs=1e-4) and o.effect == effect(o.loss_before,
+                                                                                              o.loss_after)
+    assert o.loss_after == pytest.approx(-math.log(p_sgd), abs=1e-3)
+    wrong = outcomes["loss"]
+    assert wrong.effect == "worse" and "wrong target" in wrong.change
+    up = outcomes["update"]
+    assert up.measures["p_target"][1] < up.measures["p_target"][0] and up.effect == "worse"
+
+
+def test_the_tied_tables_gradient_splits_into_its_input_and_output_side(lm, learned):
+    """Issue 61, item 7: the output side computed by the formula; the input side is the gradient of a
+    copy whose output matrix is the table detached (so that only the lookup reaches the table)."""
+    import copy
+
+    from inspection.experiments.learn import embedding_sides
+    x, _ = learned
+    context, target = x[:, :-1], int(x[0, -1])
+    learner = copy.deepcopy(lm[0])
+    learner.embed.logits = lambda h: torch.nn.functional.linear(h, learner.embed.lut.weight.detach())
+    with torch.enable_grad():
+        (-learner(context).logits[0, -1].log_softmax(-1)[target]).backward()
+    inputs, outputs = embedding_sides(lm[0], context, target)
+    assert inputs == pytest.approx(float(learner.embed.lut.weight.grad.norm()), rel=1e-4)
+    from inspection.learning_step import learning_step
+    total = dict(learning_step(lm[0], x).grad_norms)["embeddings"]  # the chapter's bar: the two sides summed
+    assert inputs < total and outputs < total + 1e-6

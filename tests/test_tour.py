@@ -511,14 +511,14 @@ def test_an_experiment_runs_when_its_step_is_shown_and_the_api_runs_them_all(ser
     text = "This movie was"
     out = tour_tab.open_tour(service, text, "lm", 1, 0, False)
     t = out[0]
-    assert out[1] == gr.skip() and t.experiments.outcomes == {}  # no JSON, and step 1 (tokens) has no experiment
+    assert out[1] == gr.skip() and set(t.experiments.outcomes) == {"tokens"}  # no JSON; step 1's experiment only
     embedding = LM_KEYS.index("embedding")
     shown = tour_tab.show(t, embedding, False)
-    assert set(t.experiments.outcomes) == {"embedding"}
+    assert set(t.experiments.outcomes) == {"tokens", "embedding"}
     expected = lm_experiment("embedding", *service.lm.require(), torch.tensor([lm_ids(service, text)]), 1, 0)
     assert t.experiments.outcomes["embedding"] == expected and shown[8] == tour_tab.experiment_markdown(expected)
     tour_tab.show(t, embedding, True)
-    assert set(t.experiments.outcomes) == {"embedding"}  # kept: drawn again without a pass
+    assert set(t.experiments.outcomes) == {"tokens", "embedding"}  # kept: drawn again without a pass
     data = tour.tour_json(t)
     assert set(t.experiments.outcomes) == set(LM_EXPERIMENTS)
     assert [s["experiment"]["verdict"] for s in data["steps"] if "experiment" in s] == \
@@ -567,20 +567,27 @@ def test_sampling_settings_are_read_as_the_chat_reads_them(service: DemoService)
     assert "temperature 0 (greedy decoding)" in words
 
 
-def test_the_shipped_models_tours_carry_an_experiment_at_most_steps() -> None:
-    """Issue 50: at least 12 LM steps and 6 sentiment steps carry an experiment whose output before and
-    after differ, in the /tour JSON (what each experiment does is checked in tests/test_experiments.py)."""
+def test_every_step_of_the_three_tracks_carries_a_computed_experiment() -> None:
+    """Issue 61: every step of the LM, sentiment and learning tracks has an experiment in the /tour JSON,
+    with its loss before and after, its effect (|change| <= 0.01 nats: no change) and the position it
+    talks about (what each experiment does is checked in tests/test_experiments.py)."""
     from demo.tabs.tour import experiment_markdown
+    from inspection.experiments.common import effect
 
     shipped = DemoService(REPO_ROOT / "checkpoints", device="cpu")
-    for model, text, least in (("lm", "The film was not good at all, and the acting was", 12),
-                               ("sentiment", "A wonderful film, but far too long.", 6)):
+    for model, text in (("lm", "The film was not good at all, and the acting was"),
+                        ("sentiment", "A wonderful film, but far too long."), (tour.LEARN, "The acting was wooden")):
         t = tour.tour(shipped, text, model, 1, 0)
         steps = tour.tour_json(t)["steps"]
-        tried = [s["experiment"] for s in steps if "experiment" in s]
-        assert len([e for e in tried if e["before"] != e["after"]]) >= least, model
-        assert all({"change", "before", "after", "verdict"} == set(e) for e in tried)
-        first = next(t.experiment(s.key) for s in t.steps if t.experiment(s.key) is not None)
+        assert all("experiment" in s for s in steps), [s["title"] for s in steps if "experiment" not in s]
+        tried = [s["experiment"] for s in steps]
+        assert len([e for e in tried if e["before"] != e["after"]]) == len(tried), model
+        for e in tried:
+            assert {"change", "before", "after", "verdict", "loss_before", "loss_after", "effect", "position"} <= set(e)
+            if e["loss_after"] is not None:
+                assert e["effect"] == effect(e["loss_before"], e["loss_after"])
+            assert e["position"] and ("label" in e) == (model == "sentiment")
+        first = t.experiment(t.steps[0].key)
         assert first.verdict in experiment_markdown(first)
     picked = tour.tour(shipped, "This movie was", "lm", 0, 1)  # the picker says what the head is (heads.json)
     from demo.tabs.tour import step_markdown

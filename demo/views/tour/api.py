@@ -87,7 +87,7 @@ def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0,
     if toy:
         more.append(TOY_NOTE)
     return Tour(track.name, toy, text, layer_i, head_i, n_layers, n_heads, shown, overview, notices + more,
-                **track.outcome(p), experiments=Experiments(ckpt, read, layer_i, head_i, backward))
+                **track.outcome(p), experiments=Experiments(ckpt, read, layer_i, head_i, backward, track=track.name))
 
 
 def tour_json(t: Tour) -> dict:

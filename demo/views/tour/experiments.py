@@ -18,23 +18,24 @@ import torch
 from classifier import Reader
 from demo.serving import LM, SENTIMENT_BACKWARD, Checkpoint
 from demo.views.chat import generation_config
-from inspection.experiments import CLASSIFIER_EXPERIMENTS, LM_EXPERIMENTS, Outcome, Run, Unavailable
+from inspection.experiments import CLASSIFIER_EXPERIMENTS, LEARN_EXPERIMENTS, LM_EXPERIMENTS, Outcome, Run, Unavailable
 from model import GenerationConfig
 
 SAMPLING = GenerationConfig(temperature=0.8, top_k=40, top_p=0.95, seed=0)  # the chat's defaults: the sampling step's
 
-EXPERIMENTS = {"lm": LM_EXPERIMENTS, "sentiment": CLASSIFIER_EXPERIMENTS}
+EXPERIMENTS = {"lm": LM_EXPERIMENTS, "sentiment": CLASSIFIER_EXPERIMENTS, "learn": LEARN_EXPERIMENTS}  # by track
 
 
 class Experiments:
     """The experiments of one tour: what they run on, and each outcome once it has run. `ids`: the text
     as the model read it (the LM's with its start token; the review's unpadded); `backward`: the reader
-    the reading-order experiment compares; `slot`: each run's turn on the machine (`DemoService.compute`)."""
+    the reading-order experiment compares; `slot`: each run's turn on the machine (`DemoService.compute`);
+    `track`: the tour's track when it is not the model's own (the learning chapter's)."""
 
     def __init__(self, ckpt: Checkpoint, ids: list[int], layer: int, head: int, backward: Checkpoint | None = None,
-                 slot: Callable[[], AbstractContextManager] = nullcontext):
+                 slot: Callable[[], AbstractContextManager] = nullcontext, track: str | None = None):
         self.ckpt, self.ids, self.layer, self.head, self.backward, self.slot = ckpt, ids, layer, head, backward, slot
-        self.registry = EXPERIMENTS[LM if ckpt.name == LM else "sentiment"]
+        self.registry = EXPERIMENTS[track or (LM if ckpt.name == LM else "sentiment")]
         self.outcomes: dict[str, Outcome | None] = {}
 
     @cached_property
