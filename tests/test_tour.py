@@ -622,3 +622,36 @@ def test_the_learning_chapter_is_one_optimiser_step_on_the_visitors_last_token(s
     assert len(show(t, 0, False)) == VIEW  # every output of the tab, the overview's unused boxes hidden
     with pytest.raises(DemoError, match=EMPTY_TEXT):
         tour.tour(service, "   ", tour.LEARN)
+
+
+# -- issue 61: every sentence true to its numbers --------------------------------------------------------
+
+
+@pytest.mark.parametrize("model, text", [(LM, "The play was staged at a small theatre near the river last spring."),
+                                         (SENTIMENT, "I wanted to like it, but the ending was a mess.")])
+def test_the_softmax_step_measures_the_first_tokens_share_instead_of_claiming_a_sink(service, model, text) -> None:
+    """Issue 61, item 2: no "many heads put most weight on the first token"; the share is this head's."""
+    step = by_key(tour.tour(service, text, model, 1, 1))["softmax"]
+    weights = step.panels[0].values
+    assert f"{float(weights[:, 0].mean()):.0%} of a row's weight on average" in step.explanation
+    assert f"{float(weights[-1 if model == LM else -tour.PADDING - 2, 0]):.0%} in the last row" in step.explanation \
+        or model == SENTIMENT
+    assert "Many heads" not in step.explanation and "a resting place when nothing else" not in step.explanation
+
+
+def test_a_causal_maps_sink_is_read_from_the_rows_that_have_a_choice() -> None:
+    """Issue 61, item 2: the Attention tab's 28% on `<s>` came from a 14-token map's early rows (from row 8
+    on: 14%); past 8 rows the share is read from the rows that see 8 tokens or more."""
+    from demo.tabs.attention import sink_sentence
+    n = 14
+    weights = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]  # each row spread evenly over what it sees
+    weights[1:7, 0] += 1  # the early rows lean on <s>
+    weights /= weights.sum(1, keepdims=True)
+    keys = ["<s>", *[f"w{i}" for i in range(n - 1)]]
+    assert weights[1:, 0].mean() > 0.25 and weights[7:, 0].mean() < 0.25
+    text = sink_sentence(keys, weights, causal=True)
+    assert "attention sink" not in text and "(over rows 8 to 14, which see 8 tokens or more)" in text
+    assert f"{weights[7:].mean(0).max():.0%} on average" in text
+    weights[7:, 0] += 2
+    weights /= weights.sum(1, keepdims=True)
+    assert "an *attention sink*" in sink_sentence(keys, weights, causal=True)
