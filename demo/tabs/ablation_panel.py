@@ -131,7 +131,8 @@ def name_heads(service: DemoService):
 
 MEANINGS_INTRO = ("One word in three sentences: its vector (the residual stream at the word) after every layer of the "
                   "language model, and the cosine between them: 1 = the same direction, 0 = unrelated. At the "
-                  "embedding a word is one row of the table whatever its meaning; the layers mix in its context.")
+                  "embedding a word is one row of the table whatever its meaning; the layers mix in its context, and "
+                  "in this causal model only the words before it: put the words that settle its meaning first.")
 
 
 def compare_meanings(service: DemoService, word, first, other, same) -> str:
