@@ -454,7 +454,14 @@ def test_bad_input_is_one_line(service: DemoService) -> None:
         tour.tour(service, "This movie was", "gpt-5")
     long = tour.tour(service, "word " * 200, "lm", layer=99, head=-3)
     assert len(long.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS
-    assert any("reads its last" in n for n in long.notices) and any("no layer 100" in n for n in long.notices)
+    assert any("pictures follow its last 31" in n for n in long.notices)
+    assert any("no layer 100" in n for n in long.notices)
+    # issue 61, item 6: the experiments read the whole text up to the context, and say so
+    context = service.lm.model.config.block_size
+    n = len(service.lm.tokenizer.encode(long.text))
+    assert len(long.experiments.ids) == min(n + 1, context) and any("experiments read the whole text" in notice
+                                                                    for notice in long.notices)
+    assert (n + 1 > context) == any(f"more than the model's context of {context}" in notice for notice in long.notices)
     assert (long.layer, long.head) == (1, 0)
     toy = tour.tour(service, "this " * 50, "lm", toy=True)
     assert len(toy.steps[0].panels[0].rows) == toy_checkpoint(LM).model.config.block_size
@@ -655,3 +662,16 @@ def test_a_causal_maps_sink_is_read_from_the_rows_that_have_a_choice() -> None:
     weights[7:, 0] += 2
     weights /= weights.sum(1, keepdims=True)
     assert "an *attention sink*" in sink_sentence(keys, weights, causal=True)
+
+
+def test_the_default_text_is_a_passage_that_shows_each_lm_effect() -> None:
+    """Issue 61, item 6: the tour's default text is a real passage of 15 words or more, and on the shipped LM
+    at the default layer and head switching any part off makes the loss over it worse."""
+    from demo.text import TOUR_EXAMPLE
+    from inspection.experiments import LM_EXPERIMENTS
+
+    assert len(TOUR_EXAMPLE.split()) >= 15
+    shipped = DemoService(REPO_ROOT / "checkpoints", device="cpu")
+    t = tour.tour(shipped, TOUR_EXAMPLE, "lm", 0, 0)
+    effects = {key: t.experiment(key).effect for key in LM_EXPERIMENTS if key not in ("probabilities", "sampling")}
+    assert set(effects.values()) == {"worse"}, effects

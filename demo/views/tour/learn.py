@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from demo.serving import DemoError
-from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass, label
+from demo.views.tour.capture import Pass, label
 from demo.views.tour.code import CodeRef
 from demo.views.tour.recompute import check, f64
 from demo.views.tour.registry import Built, Panel, State, Track, add_track, step
@@ -21,13 +21,14 @@ LEARN = "learn"
 
 
 def learn_pass(ckpt, text: str, layer: int) -> tuple[Pass, list[str]]:
-    """The LM learning the last token of `[bos] + encode(text)` (its last `MAX_TOUR_TOKENS` at most)."""
+    """The LM learning the last token of `[bos] + encode(text)` (its last `block_size` tokens at most)."""
     model, tokenizer = ckpt.require()
     c, notices = model.config, []
     ids = tokenizer.encode(text)
-    keep = min(MAX_TOUR_TOKENS, c.block_size) - 1
+    keep = c.block_size - 1  # no heatmap here: the whole text, up to the context
     if len(ids) > keep:
-        notices.append(f"Your text is {len(ids)} tokens: the chapter reads its last {keep}, after the start token.")
+        notices.append(f"Your text is {len(ids):,} tokens, more than the model's context of {keep + 1}: the chapter "
+                       f"reads its last {keep}, after the start token.")
         ids = ids[-keep:]
     if not ids:
         raise DemoError("The learning chapter needs at least one word to learn.")
