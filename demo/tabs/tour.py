@@ -46,6 +46,8 @@ CSS = """
 .tour-table th, .tour-table td { padding: 1px 5px; text-align: right; white-space: nowrap; border: 1px solid #e5e7eb; }
 .tour-table tbody th { position: sticky; left: 0; background: var(--background-fill-primary, white); }
 #tour-numbers figure { margin: 0 0 10px 0; }
+#tour-experiment-box { border: 2px solid #c7d2fe; border-radius: 8px; padding: 4px 10px; margin: 6px 0; }
+#tour-experiment table { display: block; overflow-x: auto; max-width: 100%; }
 @media (max-width: 640px) {
   #tour-overview { flex-direction: column; gap: 20px; }
   #tour-overview > button { flex: 0 0 auto; width: 100%; }
@@ -101,7 +103,7 @@ def experiment_markdown(o: Outcome | None, notices: list[str] = ()) -> str:
     """A step's experiment: what was changed, the output before and after side by side, and what it
     shows; `notices`, how the visitor's sampling settings were read."""
     if o is None:
-        return "This step has no experiment yet."
+        return "This step's experiment cannot run here (it needs a model this app does not serve)."
     if isinstance(o.before, dict):  # the classifier: P(label)
         rows = [f"| {label} | {o.before[label]:.3f} | {o.after[label]:.3f} |" for label in o.before]
         head = "| label | P before | P after |"
@@ -112,8 +114,8 @@ def experiment_markdown(o: Outcome | None, notices: list[str] = ()) -> str:
         head = f"| next token{at}: before | after |"
     table = "\n".join([head, "| --- | --- |" + (" --- |" if isinstance(o.before, dict) else ""), *rows])
     said = f"{notice_markdown(notices)}\n\n" if notices else ""
-    return said + (f"**Switch it off and see what breaks.** This step changed for one pass of the same model on "
-                   f"your text: {o.change}.\n\n{table}\n\n{o.verdict}")
+    return said + (f"**What if this step were not there? Switch it off and see what breaks.** This step changed for "
+                   f"one pass of the same model on your text: {o.change}.\n\n{table}\n\n{o.verdict}")
 
 
 def step_experiment(t: Tour, key: str, temperature=SAMPLING.temperature, top_k=SAMPLING.top_k,
@@ -144,8 +146,8 @@ def code_markdown(step: Step) -> str:
 
 
 def show(t: Tour | None, index, show_all, *sampling):
-    """Step `index` of the session's pass: its words, pieces or pictures, experiment (the sampling
-    step's box opened, its controls shown: `sampling` = their temperature, top-k, top-p), code, links,
+    """Step `index` of the session's pass: its words, pieces or pictures, experiment (always in view; the
+    sampling step's controls shown: `sampling` = their temperature, top-k, top-p), code, links,
     Back/Next, and the overview with the part the step belongs to highlighted."""
     if not isinstance(t, Tour):
         return (gr.skip(),) * VIEW
@@ -162,7 +164,7 @@ def show(t: Tour | None, index, show_all, *sampling):
         "<p>This step's numbers are written in its picture or in the pieces above.</p>"
     live = step.key == "sampling"
     return (step_markdown(t, i, step), gr.update(value=html, visible=bool(pieces)), *figures,
-            gr.update(value=numbers), gr.update(open=True) if live else gr.skip(), gr.update(visible=live),
+            gr.update(value=numbers), gr.skip(), gr.update(visible=live),
             step_experiment(t, step.key, *sampling), code_markdown(step),
             gr.update(visible=step.link == "lens"), gr.update(visible=step.link == "sampling"),
             gr.update(interactive=i > 0), gr.update(interactive=i < len(t.steps) - 1),
@@ -243,14 +245,8 @@ def build(service: DemoService, compute: dict):
                 forward = gr.Button("Next ▶", size="sm", variant="primary", elem_id="tour-next")
             words = gr.Markdown(elem_id="tour-step", latex_delimiters=LATEX)
             pieces = gr.HTML(visible=False, elem_id="tour-pieces")
-            pictures = [gr.Plot(show_label=False, visible=False, elem_id=f"tour-plot-{n}") for n in range(PLOTS)]
-            show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 "
-                                   "dimensions, every token up to 32, the 15 largest bars)", elem_id="tour-all")
-            with gr.Accordion("Every number in a table (for a phone: no hover needed)", open=False,
-                              elem_id="tour-numbers-box"):
-                numbers = gr.HTML(elem_id="tour-numbers")
-            with gr.Accordion("What if this step were not there? (an experiment)", open=False,
-                              elem_id="tour-experiment-box") as experiment_box:
+            # the experiment in view, under the step's words and above its pictures and code (issue 61, item 9)
+            with gr.Group(elem_id="tour-experiment-box") as experiment_box:
                 with gr.Row(visible=False, elem_id="tour-sampling-controls") as sampling_controls:
                     # the chat's controls, starting at its settings (those the step's picture draws with)
                     vocab = service.lm.model.config.vocab_size if service.lm.ready else 8192
@@ -261,6 +257,12 @@ def build(service: DemoService, compute: dict):
                     top_p = gr.Slider(0.01, 1, value=SAMPLING.top_p, step=0.01, label="Top-p (1 = off)",
                                       elem_id="tour-top-p")
                 experiment = gr.Markdown(elem_id="tour-experiment")
+            pictures = [gr.Plot(show_label=False, visible=False, elem_id=f"tour-plot-{n}") for n in range(PLOTS)]
+            show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 "
+                                   "dimensions, every token up to 32, the 15 largest bars)", elem_id="tour-all")
+            with gr.Accordion("Every number in a table (for a phone: no hover needed)", open=False,
+                              elem_id="tour-numbers-box"):
+                numbers = gr.HTML(elem_id="tour-numbers")
             code = gr.Markdown(elem_id="tour-code")
             lens = gr.Button("Open the logit lens in the Chat tab (write a continuation, then “Look inside”)",
                              visible=False, size="sm", elem_id="tour-lens")
