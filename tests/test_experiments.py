@@ -15,7 +15,6 @@ from inspection.experiments import (
     CLASSIFIER_EXPERIMENTS,
     LM_EXPERIMENTS,
     Run,
-    Unavailable,
     classifier_experiment,
     entropy,
     lm_experiment,
@@ -405,9 +404,11 @@ def test_the_padding_mask_keeps_padding_out_of_the_verdict(verdicts, readers, re
     assert list(o.before.values()) == pytest.approx(alone, abs=1e-3) and o.before != o.after
 
 
-def test_without_a_backward_reader_the_reading_order_experiment_is_unavailable(readers, review):
-    with pytest.raises(Unavailable, match="backward"):
-        classifier_experiment("source_tokens", readers[0], review)
+def test_without_a_backward_reader_the_reading_order_experiment_reverses_the_review(readers, review):
+    o = classifier_experiment("source_tokens", readers[0], review)
+    reversed_ids = torch.cat([review[:, :-1].flip(1), review[:, -1:]], 1)
+    assert list(o.after.values()) == pytest.approx(readers[0].read(reversed_ids)[0].exp().tolist(), abs=1e-4)
+    assert "reverse order" in o.change and o.effect == effect(o.loss_before, o.loss_after)
 
 
 def test_entropy_of_one_hot_and_uniform_rows():

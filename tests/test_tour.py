@@ -675,3 +675,29 @@ def test_the_default_text_is_a_passage_that_shows_each_lm_effect() -> None:
     t = tour.tour(shipped, TOUR_EXAMPLE, "lm", 0, 0)
     effects = {key: t.experiment(key).effect for key in LM_EXPERIMENTS if key not in ("probabilities", "sampling")}
     assert set(effects.values()) == {"worse"}, effects
+
+
+def test_the_glossary_is_on_the_page_and_each_step_links_its_first_use_of_a_word(service: DemoService) -> None:
+    """Issue 61: a short glossary (one line per word, lessons/GLOSSARY.md) on the page; each step's words link
+    the first use of a glossary word to its line, once, never inside code or a formula."""
+    import re
+
+    from demo.views.tour.glossary import entries, glossary_html, link_first_uses
+
+    glossary = entries()
+    assert len(glossary) >= 25 and len({e.anchor for e in glossary}) == len(glossary)
+    page = glossary_html()
+    assert all(f'id="{e.anchor}"' in page for e in glossary) and page.count("<li") == len(glossary)
+    t = tour.tour(service, "The film was not good at all, and the acting was", "lm")
+    linked_steps = 0
+    for i, step in enumerate(t.steps):
+        words = tour_tab.step_markdown(t, i, step)
+        links = re.findall(r"\]\(#(glossary-[a-z0-9-]+)\)", words)
+        assert len(links) == len(set(links)), step.key  # each word linked once: its first use
+        assert all(any(e.anchor == a for e in glossary) for a in links)
+        linked_steps += bool(links)
+    assert linked_steps == len(t.steps)
+    text = "The `softmax` of $$softmax$$ scores is a softmax; the softmax again, and the padding mask, not the mask."
+    assert link_first_uses(text) == ("The `softmax` of $$softmax$$ scores is a [softmax](#glossary-softmax); the "
+                                     "softmax again, and the [padding mask](#glossary-padding-mask), not the "
+                                     "[mask](#glossary-causal-mask).")

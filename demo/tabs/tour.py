@@ -19,6 +19,7 @@ from demo.tabs.common import bind, lenient, notice_markdown
 from demo.tabs.tokenizer import pieces_html
 from demo.text import TOUR_EXAMPLE, TOUR_INTRO, code_span, lm_openings, own_text
 from demo.views.tour import LEARN, SAMPLING, Step, Tour, tour, tour_checkpoint, tour_json, track_shape
+from demo.views.tour.glossary import glossary_html, link_first_uses
 from inspection.experiments import Outcome
 
 PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
@@ -42,6 +43,9 @@ CSS = """
   word-break: normal !important; }
 #tour-code pre { overflow-x: auto; max-width: 100%; }
 .tour-table { overflow-x: auto; max-width: 100%; }
+#tour-glossary ul { columns: 2 320px; font-size: 13px; padding-left: 18px; }
+#tour-glossary li { break-inside: avoid; margin-bottom: 3px; scroll-margin-top: 60px; }
+#tour-glossary li:target { background: #fef9c3; }
 .tour-table table { border-collapse: collapse; font-size: 11px; font-variant-numeric: tabular-nums; margin: 0; }
 .tour-table th, .tour-table td { padding: 1px 5px; text-align: right; white-space: nowrap; border: 1px solid #e5e7eb; }
 .tour-table tbody th { position: sticky; left: 0; background: var(--background-fill-primary, white); }
@@ -90,7 +94,7 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
     picture = f"**The live tensor:** {'; '.join([step.shape, *notes])}."
     parts = [f"### Step {i + 1} of {len(t.steps)}: {step.title}",
              *[f"> {c.sentence()}" for c in step.mismatches],
-             step.explanation, f"$${step.formula}$$", picture]
+             link_first_uses(step.explanation), f"$${step.formula}$$", picture]
     if t.head_about and step.key in HEAD_STEPS:
         parts.append(f"**The head you picked:** {t.head_about}")
     if step.worked:
@@ -268,6 +272,7 @@ def build(service: DemoService, compute: dict):
                              visible=False, size="sm", elem_id="tour-lens")
             sampling = gr.Button("Open “How was this token sampled?” in the Chat tab", visible=False, size="sm",
                                  elem_id="tour-sampling")
+    gr.HTML(glossary_html(), elem_id="tour-glossary")  # each step links its first use of a word here
     data = gr.JSON(visible=False)
     shown = gr.State(None, time_to_live=MAX_SESSION_SECONDS)
 

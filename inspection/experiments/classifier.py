@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 
 from classifier import Reader
-from inspection.experiments.common import Outcome, Run, Unavailable, effect, entropy, moves
+from inspection.experiments.common import Outcome, Run, effect, entropy, moves
 from model import DecoderOnlyLM, attention_point
 
 # what the verdict says when the label's probability does not show what the step is for
@@ -204,8 +204,15 @@ def cls_decoder_input(r: Run) -> Outcome:
 
 
 def cls_reading_order(r: Run) -> Outcome:
+    """The review read by the backward reader when one is served; else the review's pieces reversed (its
+    end token kept last), read by this reader."""
     if r.backward is None:
-        raise Unavailable("no backward reader is served: nothing to compare the reading order with")
+        ids = r.ids.clone()
+        ids[0, :-1] = r.ids[0, :-1].flip(0)
+        before, after = _probabilities(r.reader, r.ids), _probabilities(r.reader, ids)
+        return outcome_of(r, "the review's pieces are read in reverse order (the end token kept last)", before, after,
+                          "", "The order of the pieces is part of what the classifier reads, not only which pieces "
+                              "there are.")
     before, after = _probabilities(r.reader, r.ids), _probabilities(r.backward, r.ids)
     top = int(before.argmax())
     name = r.reader.labels[top]
