@@ -701,3 +701,14 @@ def test_the_glossary_is_on_the_page_and_each_step_links_its_first_use_of_a_word
     assert link_first_uses(text) == ("The `softmax` of $$softmax$$ scores is a [softmax](#glossary-softmax); the "
                                      "softmax again, and the [padding mask](#glossary-padding-mask), not the "
                                      "[mask](#glossary-causal-mask).")
+
+
+def test_a_review_that_fills_the_encoder_still_gets_every_experiment(service: DemoService) -> None:
+    """The padding experiment adds pads to a review that already fills the encoder: it cuts the review's head
+    to make room, says so, and no experiment of the track fails."""
+    t = tour.tour(service, "fine " * 400, "sentiment")
+    assert len(t.experiments.ids) == service.sentiment.model.config.max_src_len
+    for i, step in enumerate(t.steps):
+        words = tour_tab.step_experiment(t, step.key)
+        assert words.startswith("**What if this step were not there?"), (step.key, words)
+    assert "the whole review and the pads do not fit" in t.experiment("padding_mask").verdict

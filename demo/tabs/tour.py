@@ -124,11 +124,15 @@ def experiment_markdown(o: Outcome | None, notices: list[str] = ()) -> str:
 
 def step_experiment(t: Tour, key: str, temperature=SAMPLING.temperature, top_k=SAMPLING.top_k,
                     top_p=SAMPLING.top_p) -> str:
-    """Step `key`'s experiment in words; the sampling step's at the settings of its controls."""
-    if key != "sampling" or t.experiments is None:
-        return experiment_markdown(t.experiment(key))
-    settings, notices = t.experiments.settings(temperature, top_k, top_p)
-    return experiment_markdown(t.experiments.sampled(settings), notices)
+    """Step `key`'s experiment in words; the sampling step's at the settings of its controls. An experiment
+    that fails is one line, never a stack trace."""
+    try:
+        if key != "sampling" or t.experiments is None:
+            return experiment_markdown(t.experiment(key))
+        settings, notices = t.experiments.settings(temperature, top_k, top_p)
+        return experiment_markdown(t.experiments.sampled(settings), notices)
+    except Exception as e:
+        return failure(e)
 
 
 def resample(t: Tour | None, index, temperature, top_k, top_p):

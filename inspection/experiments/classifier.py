@@ -147,21 +147,26 @@ def cls_padding(r: Run) -> Outcome:
     the pads marked as real tokens (no padding mask; a causal encoder keeps its causal mask, which is
     not the padding's)."""
     pad, n = r.model.config.pad_token_id, 2
-    ids = torch.cat([r.ids, torch.full((1, n), pad, device=r.ids.device)], 1)
+    review, cut = r.ids, ""
+    room = r.model.config.max_src_len - n
+    if review.size(1) > room:  # a review that fills the encoder: its head and end token, with room for the pads
+        review = torch.cat([review[:, :room - 1], review[:, -1:]], 1)
+        cut = f" (its first {room - 1} pieces and its end token: the whole review and the pads do not fit)"
+    ids = torch.cat([review, torch.full((1, n), pad, device=r.ids.device)], 1)
     mask = torch.ones_like(ids)
     mask[0, -n:] = 0
     before = _probabilities(r.reader, ids, mask=mask)
     after = _probabilities(r.reader, ids, mask=torch.ones_like(ids))
-    alone = _probabilities(r.reader, r.ids)
+    alone = _probabilities(r.reader, review)
     top = int(before.argmax())
     name = r.reader.labels[top]
     if r.model.config.causal_encoder:
-        said = (f"With the padding mask P({name}) is {float(before[top]):.3f}, as for the review alone "
+        said = (f"With the padding mask P({name}) is {float(before[top]):.3f}, as for the review{cut} alone "
                 f"({float(alone[top]):.3f}). This encoder is causal: no token of the review can see the pads after "
                 "it, with or without the padding mask; what the mask keeps from the pads is the decoder's "
                 "cross-attention, which would otherwise read the pads' memory.")
     else:
-        said = (f"With the padding mask P({name}) is {float(before[top]):.3f}, as for the review alone "
+        said = (f"With the padding mask P({name}) is {float(before[top]):.3f}, as for the review{cut} alone "
                 f"({float(alone[top]):.3f}); without it every token of the review and the decoder may read the pads.")
     return outcome_of(r, f"the padding mask is removed: the {n} pad tokens a batch adds after the review are read as "
                          "if they were words (the causal mask, if any, stays)", before, after, said,
