@@ -600,7 +600,11 @@ def test_every_step_of_the_three_tracks_carries_a_computed_experiment() -> None:
     from demo.tabs.tour import step_markdown
     assert picked.head_about == "layer 1, head 2: reads the token just before (previous score 0.68)."
     softmax = next(i for i, s in enumerate(picked.steps) if s.key == "softmax")
-    assert f"**The head you picked:** {picked.head_about}" in step_markdown(picked, softmax, picked.steps[softmax])
+    said = step_markdown(picked, softmax, picked.steps[softmax])
+    assert f"**The head you picked:** {picked.head_about}" in said
+    row = picked.steps[softmax].panels[0].values[-1]  # issue 61, item 10: what the head does on this text, computed
+    assert f"On your text its last row puts {row.max():.2f} of its weight on" in said
+    assert ("the token just before" in said.split("On your text")[1]) == (int(row.argmax()) == len(row) - 2)
     assert tour.tour_json(picked)["head_about"] == picked.head_about
     lm_step = tour.tour_json(tour.tour(shipped, "This movie was", "lm"))["steps"][1]["experiment"]
     assert isinstance(lm_step["before"], list) and len(lm_step["before"][0]) == 2  # [[token, probability], …]
@@ -708,7 +712,17 @@ def test_a_review_that_fills_the_encoder_still_gets_every_experiment(service: De
     to make room, says so, and no experiment of the track fails."""
     t = tour.tour(service, "fine " * 400, "sentiment")
     assert len(t.experiments.ids) == service.sentiment.model.config.max_src_len
-    for i, step in enumerate(t.steps):
+    for step in t.steps:
         words = tour_tab.step_experiment(t, step.key)
         assert words.startswith("**What if this step were not there?"), (step.key, words)
     assert "the whole review and the pads do not fit" in t.experiment("padding_mask").verdict
+
+
+@pytest.mark.parametrize("layer, head", [(0, 0), (1, 1)])
+def test_the_cross_attention_experiment_blocks_the_token_its_step_names(service: DemoService, layer, head) -> None:
+    """Issue 61, item 10: the step's worked example and its experiment talk about the same review token."""
+    t = tour.tour(service, "A wonderful film, but far too long and I was bored.", "sentiment", layer, head)
+    cross = by_key(t)["cross"]
+    top = int(cross.panels[0].values[0].argmax())
+    assert f"(position {top + 1})" in t.experiment("cross").change
+    assert f"head {head + 1} of decoder layer" in t.experiment("cross").change

@@ -81,6 +81,19 @@ def options(service: DemoService, model, toy):
 HEAD_STEPS = ("qkv", "scores", "scaling", "mask", "softmax", "weighted_sum")  # the steps that follow one head
 
 
+def head_on_text(t: Tour) -> str:
+    """What the chosen head does on this text, beside what the head table says it does on many: where its
+    last row puts most weight (issue 61: a head named "the token just before" may look elsewhere here)."""
+    attention = next((s.panels[0] for s in t.steps if s.key == "softmax"), None)
+    if attention is None or len(attention.rows) < 2:
+        return ""
+    row = attention.values[-1]
+    j, n = int(row.argmax()), len(row)
+    where = "the token just before" if j == n - 2 else "itself" if j == n - 1 else f"{n - 1 - j} tokens back"
+    return (f"On your text its last row puts {float(row[j]):.2f} of its weight on {code_span(attention.columns[j])} "
+            f"(position {j + 1}, {where}).")
+
+
 def step_markdown(t: Tour, i: int, step: Step) -> str:
     """The step's words: title, mismatches first, paragraph, formula, what the picture shows, the
     worked example and the checks."""
@@ -96,7 +109,7 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
              *[f"> {c.sentence()}" for c in step.mismatches],
              link_first_uses(step.explanation), f"$${step.formula}$$", picture]
     if t.head_about and step.key in HEAD_STEPS:
-        parts.append(f"**The head you picked:** {t.head_about}")
+        parts.append(f"**The head you picked:** {t.head_about} {head_on_text(t)}".rstrip())
     if step.worked:
         parts.append(f"**Worked out:** {step.worked}")
     parts += [c.sentence() for c in step.checks if c.ok]

@@ -174,18 +174,22 @@ def cls_padding(r: Run) -> Outcome:
 
 
 def cls_cross(r: Run) -> Outcome:
-    """Cross-attention blocked from the source token the label step attends to most."""
-    with torch.inference_mode(), r.model.hooks(read=[attention_point("cross", i, "weights")
-                                                     for i in range(r.model.config.n_decoder_layer)]) as seen:
-        r.reader.read(r.ids)
-    first_step = torch.stack([w[:, :, 0, :] for w in seen.values()]).float().mean((0, 1, 2))  # (S,) over K candidates
+    """Cross-attention blocked from the review token the tour's cross-attention step names: the one the
+    chosen head of the decoder layer the tour shows attends to most at its first step, writing the label
+    the classifier gives."""
+    i = min(r.layer, r.model.config.n_decoder_layer - 1)
+    point = attention_point("cross", i, "weights")
+    with torch.inference_mode(), r.model.hooks(read=[point]) as seen:
+        best = int(r.reader.read(r.ids)[0].argmax())
+    first_step = seen[point][best, r.head, 0].float()  # (S,): row k of the batch is candidate k
     top = int(first_step.argmax())
     blocked = torch.zeros(r.ids.size(1), dtype=torch.bool)
     blocked[top] = True
     word = r.label(int(r.ids[0, top]))
-    return _label_outcome(r, f"the decoder may not look at “{word}” (position {top + 1}), the review token its "
-                             f"first step attends to most ({float(first_step[top]):.0%} of its attention, averaged "
-                             "over its heads and the labels)", _cross_blocked(r, blocked), "",
+    return _label_outcome(r, f"the decoder may not look at “{word}” (position {top + 1}), the review token head "
+                             f"{r.head + 1} of decoder layer {i + 1} attends to most at its first step writing "
+                             f"{r.reader.labels[best]} ({float(first_step[top]):.0%} of its attention)",
+                          _cross_blocked(r, blocked), "",
                           "Cross-attention is the decoder's only way to read the review: what it cannot see cannot "
                           "move the label.")
 
