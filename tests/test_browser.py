@@ -149,6 +149,7 @@ def walk_the_tour(page) -> list[str]:
         experiment.get_by_text("Switch it off and see what breaks").wait_for()
         assert "cannot run here" not in experiment.inner_text(), title
         assert experiment.bounding_box()["y"] < page.locator("#tour-code").bounding_box()["y"], title
+        assert page.locator("#tour-glossary").bounding_box()["y"] > page.locator("#tour-code").bounding_box()["y"]
         if page.locator("#tour-next").is_disabled():
             return titles
         page.locator("#tour-next").click()

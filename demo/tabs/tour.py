@@ -62,6 +62,7 @@ CSS = """
      first screen */
   #tour-body { order: 1; }
   #tour-intro, #tour-controls, #tour-run, #tour-overview-label, #tour-overview { order: 2; }
+  #tour-glossary { order: 3; }  /* the glossary last, under the step that links to it */
   #tour-overview-label { margin-top: 12px; }
 }
 """
