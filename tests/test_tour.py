@@ -726,3 +726,15 @@ def test_the_cross_attention_experiment_blocks_the_token_its_step_names(service:
     top = int(cross.panels[0].values[0].argmax())
     assert f"(position {top + 1})" in t.experiment("cross").change
     assert f"head {head + 1} of decoder layer" in t.experiment("cross").change
+
+
+def test_watch_it_learn_gives_the_validation_loss_in_the_tables_unit_too(service: DemoService, monkeypatch) -> None:
+    """Issue 61, item 10: the step line said nats per token (5.518) and the table bits per byte (2.00), each
+    unnamed; the line now names both units."""
+    from demo.tabs.learning import learning
+
+    entry = service.snapshots.entries[1]
+    monkeypatch.setitem(entry, "val_bpb", 2.0)
+    step, *_, heatmap, _, _ = learning(service, 1, "This movie was", "greedy", None)
+    assert f"validation loss **{entry['val_loss']:.3f}** nats per token = **2.000** bits per byte" in step
+    assert heatmap.layout.xaxis.tickangle == -60
