@@ -342,7 +342,7 @@ def test_the_end_token_sentence_matches_its_measured_effect(verdicts):
     o = verdicts["memory"]
     (was, now), = o.measures.values()
     assert o.effect == effect(-math.log(was), -math.log(now))
-    assert ("barely moves" in o.verdict) == (o.effect == "no change")
+    assert ("about as sure" in o.verdict) == (o.effect == "no change")
     assert ("leans on it" in o.verdict) == (o.effect == "worse")
 
 
@@ -358,8 +358,8 @@ def test_every_sentiment_verdict_matches_its_effect_on_other_reviews(readers, te
             assert o.label == readers[0].labels[top] and o.loss_before == pytest.approx(-math.log(probs[top]), abs=1e-4)
             assert o.loss_after == pytest.approx(-math.log(o.after[o.label]), abs=1e-3)
             assert o.effect == effect(o.loss_before, o.loss_after), step
-            sure = {"worse": "less sure", "better": "more sure", "no change": "as sure"}
-            assert f"it is {sure[o.effect]} of {o.label}" in o.verdict, step
+            sure = {"worse": "it is less sure", "better": "it is more sure", "no change": "it is about as sure"}
+            assert f"{sure[o.effect]} of {o.label}" in o.verdict, step
             if step not in ("source_tokens", "label"):
                 assert ("does not show what the step is for" in o.verdict) == (o.effect != "worse"), step
             assert "reads word order too" not in o.verdict

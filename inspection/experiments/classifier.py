@@ -15,8 +15,7 @@ from model import DecoderOnlyLM, attention_point
 # what the verdict says when the label's probability does not show what the step is for
 NOT_SHOWN = {"better": "Without it the classifier is even more sure of its label: this review does not show what "
                        "the step is for (try another).",
-             "no change": "The label's probability barely moves (−log P within 0.01 nats): this review does not show "
-                          "what the step is for (try another)."}
+             "no change": "This review does not show what the step is for (try another)."}
 
 
 def _layers(model) -> int:
@@ -47,11 +46,12 @@ def outcome_of(r: Run, change: str, before: torch.Tensor, after: torch.Tensor, s
     name = labels[top]
     loss = (float(-before[top].log()), float(-after[top].log()))
     flipped = int(after.argmax()) != top
-    moved = {"worse": "less", "better": "more", "no change": "as"}[effect(*loss)]
     moved_p = moves(float(before[top]), float(after[top]), "", 3)
+    sure = {"worse": f"it is less sure of {name}", "better": f"it is more sure of {name}",
+            "no change": f"it is about as sure of {name} as before (−log P({name}) moves by "
+                         f"{abs(loss[1] - loss[0]):.3f} nats, within 0.01)"}[effect(*loss)]
     verdict = (f"P({name}), the label the classifier gives your review, {moved_p}"
-               f"{f' and the label flips to {labels[int(after.argmax())]}' if flipped else ''}: it is {moved} sure "
-               f"of {name}{' as before' if moved == 'as' else ''}.")
+               f"{f' and the label flips to {labels[int(after.argmax())]}' if flipped else ''}: {sure}.")
     why = "" if not judged else worse if effect(*loss) == "worse" else NOT_SHOWN[effect(*loss)]
     verdict = " ".join(part for part in (verdict, said, why) if part)
     return Outcome(change, _by_label(r.reader, before), _by_label(r.reader, after), verdict,
