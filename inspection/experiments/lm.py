@@ -154,7 +154,7 @@ def lm_tokens(r: Run) -> Outcome:
     worse = ("The model learned its pieces: the vocabulary's merges are the units its embeddings and attention "
              "were trained on, and a text cut differently is a text it has not seen.")
     why = worse if effect(*loss) == "worse" else NOT_SHOWN[effect(*loss)]
-    verdict = f"{said} {effect_sentence(*loss, 'the whole text')} {why}"
+    verdict = " ".join((said, effect_sentence(*loss, "the whole text's loss"), why))
     return Outcome("the text is read one byte per token instead of in the tokenizer's pieces (the table: the next "
                    "token after the whole text)", _top(r, last[0]), _top(r, last[1]), verdict, {"loss": loss},
                    loss[0], loss[1], position="after the whole text")
