@@ -173,8 +173,8 @@ def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio
         with gr.Accordion("Heads with names", open=False):
             gr.Markdown(HEADS_INTRO)
             name_btn = gr.Button("Score every head of the language model")
-            head_rows = gr.Dataframe(headers=HEADS_HEADERS, label="Every head and kind (best first)", interactive=False,
-                                     max_height=320)
+            head_rows = gr.Dataframe(headers=HEADS_HEADERS, interactive=False, max_height=320,
+                                     label="Every head and kind (by kind, best first within each)")
             head_summary = gr.Markdown()
         name_btn.click(bind(name_heads, service), None, [head_rows, head_summary], api_name="name_heads",
                        api_visibility="private", **compute)
