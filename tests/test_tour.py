@@ -738,3 +738,12 @@ def test_watch_it_learn_gives_the_validation_loss_in_the_tables_unit_too(service
     step, *_, heatmap, _, _ = learning(service, 1, "This movie was", "greedy", None)
     assert f"validation loss **{entry['val_loss']:.3f}** nats per token = **2.000** bits per byte" in step
     assert heatmap.layout.xaxis.tickangle == -60
+
+
+def test_a_step_whose_experiment_cannot_run_on_the_toy_says_why(service: DemoService) -> None:
+    """The toy's word-level vocabulary has no byte tokens: its tokens step says so, in one true line."""
+    t = tour.tour(service, "this movie was not good", "lm", toy=True)
+    words = tour_tab.step_experiment(t, "tokens")
+    assert words == ("This step's experiment cannot run on this model: a word-level vocabulary has no byte tokens "
+                     "to read the text with.")
+    assert tour_tab.step_experiment(t, "embedding").startswith("**What if this step were not there?")

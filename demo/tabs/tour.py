@@ -117,11 +117,12 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
     return "\n\n".join(parts)
 
 
-def experiment_markdown(o: Outcome | None, notices: list[str] = ()) -> str:
+def experiment_markdown(o: Outcome | None, notices: list[str] = (), why_not: str = "") -> str:
     """A step's experiment: what was changed, the output before and after side by side, and what it
-    shows; `notices`, how the visitor's sampling settings were read."""
+    shows; `notices`, how the visitor's sampling settings were read; `why_not`, why there is none."""
     if o is None:
-        return "This step's experiment cannot run here (it needs a model this app does not serve)."
+        return f"This step's experiment cannot run on this model: {why_not}." if why_not else \
+            "This step has no experiment."
     if isinstance(o.before, dict):  # the classifier: P(label)
         rows = [f"| {label} | {o.before[label]:.3f} | {o.after[label]:.3f} |" for label in o.before]
         head = "| label | P before | P after |"
@@ -142,7 +143,8 @@ def step_experiment(t: Tour, key: str, temperature=SAMPLING.temperature, top_k=S
     that fails is one line, never a stack trace."""
     try:
         if key != "sampling" or t.experiments is None:
-            return experiment_markdown(t.experiment(key))
+            return experiment_markdown(t.experiment(key), why_not=t.experiments.why_not.get(key, "")
+                                       if t.experiments is not None else "")
         settings, notices = t.experiments.settings(temperature, top_k, top_p)
         return experiment_markdown(t.experiments.sampled(settings), notices)
     except Exception as e:

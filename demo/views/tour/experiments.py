@@ -38,6 +38,7 @@ class Experiments:
         self.ckpt, self.ids, self.layer, self.head, self.backward, self.slot = ckpt, ids, layer, head, backward, slot
         self.registry = EXPERIMENTS[track or (LM if ckpt.name == LM else "sentiment")]
         self.outcomes: dict[str, Outcome | None] = {}
+        self.why_not: dict[str, str] = {}  # a step whose experiment cannot run on this model: why, in words
 
     @cached_property
     def run(self) -> Run:
@@ -59,7 +60,8 @@ class Experiments:
 
     def of(self, key: str) -> Outcome | None:
         """Step `key`'s outcome, run on the first call; None where the step has no experiment, or its
-        experiment cannot run here (the reading-order one without a backward reader: a toy)."""
+        experiment cannot run on this model (`why_not` says why: the toy's word-level vocabulary has no
+        bytes to read a text with)."""
         if key in self.registry and key not in self.outcomes:
             self.outcomes[key] = self._outcome(key, lambda: self.run)
         return self.outcomes.get(key)
@@ -73,7 +75,8 @@ class Experiments:
         with self.slot():
             try:
                 return self.registry[key](run())
-            except Unavailable:
+            except Unavailable as e:
+                self.why_not[key] = str(e)
                 return None
 
 
