@@ -747,3 +747,16 @@ def test_a_step_whose_experiment_cannot_run_on_the_toy_says_why(service: DemoSer
     assert words == ("This step's experiment cannot run on this model: a word-level vocabulary has no byte tokens "
                      "to read the text with.")
     assert tour_tab.step_experiment(t, "embedding").startswith("**What if this step were not there?")
+
+
+def test_the_experiment_table_names_its_position(service: DemoService) -> None:
+    """Issue 61, item 3: the mask experiment's table is one position's (the last whose next token is in
+    the text), the others' the last position's, and the table's header says which."""
+    t = tour.tour(service, "The film was not good at all", "lm")
+    tok = service.lm.tokenizer
+    ids = lm_ids(service, "The film was not good at all")
+    for key, at in (("mask", len(ids) - 2), ("embedding", len(ids) - 1)):
+        o = t.experiment(key)
+        last = ", the last" if at == len(ids) - 1 else ""
+        assert o.position == f"after “{tok.decode_token(ids[at])}” (position {at + 1}{last})"
+        assert f"| next token {o.position}: before | after |" in tour_tab.experiment_markdown(o)
