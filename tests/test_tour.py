@@ -454,12 +454,12 @@ def test_bad_input_is_one_line(service: DemoService) -> None:
         tour.tour(service, "This movie was", "gpt-5")
     long = tour.tour(service, "word " * 200, "lm", layer=99, head=-3)
     assert len(long.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS
-    assert any("pictures follow its last 31" in n for n in long.notices)
+    assert any("pictures follow the last 31" in n for n in long.notices)
     assert any("no layer 100" in n for n in long.notices)
     # issue 61, item 6: the experiments read the whole text up to the context, and say so
     context = service.lm.model.config.block_size
     n = len(service.lm.tokenizer.encode(long.text))
-    assert len(long.experiments.ids) == min(n + 1, context) and any("experiments read the whole text" in notice
+    assert len(long.experiments.ids) == min(n + 1, context) and any("the experiments read the whole text" in notice
                                                                     for notice in long.notices)
     assert (n + 1 > context) == any(f"more than the model's context of {context}" in notice for notice in long.notices)
     assert (long.layer, long.head) == (1, 0)

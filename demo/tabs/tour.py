@@ -63,6 +63,12 @@ CSS = """
   #tour-body { order: 1; }
   #tour-intro, #tour-controls, #tour-run, #tour-overview-label, #tour-overview { order: 2; }
   #tour-glossary { order: 3; }  /* the glossary last, under the step that links to it */
+  /* compact controls, so that step 1's title stays on the first screen with a long default text */
+  #tour-model .wrap { flex-direction: row; flex-wrap: wrap; gap: 4px; }
+  #tour-model label { padding: 2px 6px; min-width: 0; flex: 0 0 auto; font-size: 13px; }
+  #tour-model label input { margin-right: 4px; }
+  #tour-nav { flex-wrap: nowrap; gap: 8px; }
+  #tour-nav > button { min-width: 0; flex: 1 1 0; }
   #tour-overview-label { margin-top: 12px; }
 }
 """
@@ -241,11 +247,11 @@ def build(service: DemoService, compute: dict):
     with gr.Row(elem_id="tour-inputs"):
         # a model of its own text starts from that text's kind (the sentiment model reads it too)
         example = lm_openings(service.lm.metrics)[0] if own_text(service.lm.metrics) else TOUR_EXAMPLE
-        text = gr.Textbox(example, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
+        text = gr.Textbox(example, label="Your text (Enter runs it)", lines=1, max_lines=2, scale=3,
                           elem_id="tour-input")
         # lenient: an API caller's unknown model gets the view's one-line answer, not Gradio's refusal
         model = lenient(gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT),
-                                  ("How it learns: one training step", LEARN)], value=first,
+                                  ("How it learns (one step)", LEARN)], value=first,
                                  label="Model", elem_id="tour-model", scale=2))
     layer_choices, head_choices = options(service, first, False)
     with gr.Row(elem_id="tour-controls"):

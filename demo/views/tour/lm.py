@@ -45,8 +45,8 @@ def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
     ids = tokenizer.encode(text)
     keep = min(MAX_TOUR_TOKENS, c.block_size) - 1
     if len(ids) > keep:
-        notices.append(f"Your text is {len(ids)} tokens: the tour's pictures follow its last {keep}, after the start "
-                       f"token; its experiments read the whole text, up to the model's context of {c.block_size}.")
+        notices.append(f"Your text is {len(ids)} tokens: the pictures follow the last {keep}; the experiments read the "
+                       f"whole text (up to {c.block_size} tokens).")
         ids = ids[-keep:]
     ids = [tokenizer.bos_id, *ids]
     at = f"decoder.{layer}"
