@@ -144,6 +144,12 @@ def walk_the_tour(page) -> list[str]:
         assert page.evaluate(TITLES_UNDER_THE_TOOLBAR), title
         assert page.locator("#tour-step .katex").count() >= 1, title  # the formula, typeset
         assert ".py:" in page.locator("#tour-code").inner_text(), title
+        # issue 61, item 9: every step's experiment, in view without opening anything, above the code
+        experiment = page.locator("#tour-experiment")
+        experiment.get_by_text("Switch it off and see what breaks").wait_for()
+        assert "cannot run" not in experiment.inner_text(), title
+        assert experiment.bounding_box()["y"] < page.locator("#tour-code").bounding_box()["y"], title
+        assert page.locator("#tour-glossary").bounding_box()["y"] > page.locator("#tour-code").bounding_box()["y"]
         if page.locator("#tour-next").is_disabled():
             return titles
         page.locator("#tour-next").click()
@@ -162,6 +168,12 @@ def test_the_app_opens_on_the_tour_and_it_walks_every_step_on_desktop_and_phone(
         assert tour.get_by_role("tab", name="How it works").get_attribute("aria-selected") == "true"
         titles = walk_the_tour(tour)
         assert len(titles) == len(set(titles)) >= 14 and titles[-1].startswith(f"Step {len(titles)} of {len(titles)}")
+        for track, steps in (("Sentiment model", 11), ("How it learns", 3)):  # issue 61: all three tracks walked
+            tour.locator("#tour-model").get_by_text(track).click()
+            tour.locator(TOUR_TITLE).get_by_text(f"Step 1 of {steps}").wait_for()
+            assert len(walk_the_tour(tour)) == steps, track
+        tour.locator("#tour-model").get_by_text("Language model").click()
+        tour.locator(TOUR_TITLE).get_by_text("Step 1 of 17").wait_for()
         tour.locator("#tour-steps").get_by_text("9. Softmax").click()  # the list opens any step
         tour.locator(TOUR_TITLE).get_by_text("Step 9 of").wait_for()
         tour.screenshot(path=shots / name, full_page=True)
@@ -844,8 +856,7 @@ def test_the_learning_chapter_experiments_and_watch_it_learn_on_desktop_and_phon
         view.locator(TOUR_TITLE).get_by_text("Step 1 of").wait_for()
         view.locator("#tour-next").click()  # step 2, the embedding: its experiment removes the √d_model scale
         view.locator(TOUR_TITLE).get_by_text("Step 2 of").wait_for()
-        view.locator("#tour-experiment-box").get_by_text("What if this step were not there?").click()
-        view.locator("#tour-experiment").get_by_text("Switch it off and see what breaks").wait_for()
+        view.locator("#tour-experiment").get_by_text("Switch it off and see what breaks").wait_for()  # in view
         assert "before" in view.locator("#tour-experiment").inner_text()
         view.locator("#tour-steps").get_by_text("Top-k, top-p").click()  # live sampling controls, box opened
         view.locator("#tour-experiment").get_by_text("temperature 0.8, top-k 40, top-p 0.95").wait_for()

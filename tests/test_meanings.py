@@ -67,5 +67,8 @@ def test_the_page_shows_both_cosines_by_depth():
 
     shown = compare_meanings(DemoService(ROOT, device="cpu"), *EXAMPLE)
     assert shown.startswith("| depth | cosine, other meaning | cosine, same meaning |")
-    assert "| layer 6 | 0.36 | 0.71 |" in shown and "tell the meanings apart" in shown
+    assert "| layer 6 | 0.50 | 0.79 |" in shown and "tell the meanings apart" in shown
+    # issue 61, item 5: a causal model's vector of the word reads only the words before it, and the page says so
+    assert "built from the words before it only (here “We bought tickets for the”; “The kids went outside to”; " \
+           "“The actors rehearsed the”)" in shown
     assert "is not a word of" in compare_meanings(DemoService(ROOT, device="cpu"), "bank", *EXAMPLE[1:])

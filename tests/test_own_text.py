@@ -461,7 +461,8 @@ def test_a_classifier_of_your_own_table_says_what_it_used_and_gives_advice_that_
     (lm / "metrics.json").write_text(json.dumps({"data": {"kind": "data", "source": "/x/input.txt"}}))
     line = run_report.chance_warning(0.5, 8, [0] * 4 + [1] * 4, str(lm), str(table), 180)
     assert "started from a language model of `input.txt`" in line and "IMDB" not in line
-    assert "checkpoints/lm" in run_report.chance_warning(0.5, 1000, [0] * 500 + [1] * 500, str(lm))  # IMDB: it fits there
+    imdb = run_report.chance_warning(0.5, 1000, [0] * 500 + [1] * 500, str(lm))
+    assert "checkpoints/lm" in imdb  # IMDB: it fits there
     report = evaluate.main(["--checkpoint", str(tmp_path / "s"), "--split", "report"])
     assert report["examples"] == 12
 

@@ -454,7 +454,14 @@ def test_bad_input_is_one_line(service: DemoService) -> None:
         tour.tour(service, "This movie was", "gpt-5")
     long = tour.tour(service, "word " * 200, "lm", layer=99, head=-3)
     assert len(long.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS
-    assert any("reads its last" in n for n in long.notices) and any("no layer 100" in n for n in long.notices)
+    assert any("pictures follow the last 31" in n for n in long.notices)
+    assert any("no layer 100" in n for n in long.notices)
+    # issue 61, item 6: the experiments read the whole text up to the context, and say so
+    context = service.lm.model.config.block_size
+    n = len(service.lm.tokenizer.encode(long.text))
+    assert len(long.experiments.ids) == min(n + 1, context) and any("the experiments read the whole text" in notice
+                                                                    for notice in long.notices)
+    assert (n + 1 > context) == any(f"more than the model's context of {context}" in notice for notice in long.notices)
     assert (long.layer, long.head) == (1, 0)
     toy = tour.tour(service, "this " * 50, "lm", toy=True)
     assert len(toy.steps[0].panels[0].rows) == toy_checkpoint(LM).model.config.block_size
@@ -511,14 +518,14 @@ def test_an_experiment_runs_when_its_step_is_shown_and_the_api_runs_them_all(ser
     text = "This movie was"
     out = tour_tab.open_tour(service, text, "lm", 1, 0, False)
     t = out[0]
-    assert out[1] == gr.skip() and t.experiments.outcomes == {}  # no JSON, and step 1 (tokens) has no experiment
+    assert out[1] == gr.skip() and set(t.experiments.outcomes) == {"tokens"}  # no JSON; step 1's experiment only
     embedding = LM_KEYS.index("embedding")
     shown = tour_tab.show(t, embedding, False)
-    assert set(t.experiments.outcomes) == {"embedding"}
+    assert set(t.experiments.outcomes) == {"tokens", "embedding"}
     expected = lm_experiment("embedding", *service.lm.require(), torch.tensor([lm_ids(service, text)]), 1, 0)
     assert t.experiments.outcomes["embedding"] == expected and shown[8] == tour_tab.experiment_markdown(expected)
     tour_tab.show(t, embedding, True)
-    assert set(t.experiments.outcomes) == {"embedding"}  # kept: drawn again without a pass
+    assert set(t.experiments.outcomes) == {"tokens", "embedding"}  # kept: drawn again without a pass
     data = tour.tour_json(t)
     assert set(t.experiments.outcomes) == set(LM_EXPERIMENTS)
     assert [s["experiment"]["verdict"] for s in data["steps"] if "experiment" in s] == \
@@ -542,7 +549,7 @@ def test_the_sampling_steps_controls_recompute_its_experiment(service: DemoServi
     t = tour_tab.open_tour(service, text, "lm", 0, 0, False)[0]
     i = LM_KEYS.index("sampling")
     shown = tour_tab.show(t, i, False, temperature, top_k, top_p)
-    assert shown[6] == gr.update(open=True) and shown[7] == gr.update(visible=True)  # its box open, controls shown
+    assert shown[6] == gr.skip() and shown[7] == gr.update(visible=True)  # the box always in view, controls shown
     assert tour_tab.show(t, i - 1, False)[6:8] == (gr.skip(), gr.update(visible=False))
     words = tour_tab.resample(t, i, temperature, top_k, top_p)
     assert words == shown[8] and tour_tab.resample(t, i - 1, temperature, top_k, top_p) == gr.skip()
@@ -567,26 +574,37 @@ def test_sampling_settings_are_read_as_the_chat_reads_them(service: DemoService)
     assert "temperature 0 (greedy decoding)" in words
 
 
-def test_the_shipped_models_tours_carry_an_experiment_at_most_steps() -> None:
-    """Issue 50: at least 12 LM steps and 6 sentiment steps carry an experiment whose output before and
-    after differ, in the /tour JSON (what each experiment does is checked in tests/test_experiments.py)."""
+def test_every_step_of_the_three_tracks_carries_a_computed_experiment() -> None:
+    """Issue 61: every step of the LM, sentiment and learning tracks has an experiment in the /tour JSON,
+    with its loss before and after, its effect (|change| <= 0.01 nats: no change) and the position it
+    talks about (what each experiment does is checked in tests/test_experiments.py)."""
     from demo.tabs.tour import experiment_markdown
+    from inspection.experiments.common import effect
 
     shipped = DemoService(REPO_ROOT / "checkpoints", device="cpu")
-    for model, text, least in (("lm", "The film was not good at all, and the acting was", 12),
-                               ("sentiment", "A wonderful film, but far too long.", 6)):
+    for model, text in (("lm", "The film was not good at all, and the acting was"),
+                        ("sentiment", "A wonderful film, but far too long."), (tour.LEARN, "The acting was wooden")):
         t = tour.tour(shipped, text, model, 1, 0)
         steps = tour.tour_json(t)["steps"]
-        tried = [s["experiment"] for s in steps if "experiment" in s]
-        assert len([e for e in tried if e["before"] != e["after"]]) >= least, model
-        assert all({"change", "before", "after", "verdict"} == set(e) for e in tried)
-        first = next(t.experiment(s.key) for s in t.steps if t.experiment(s.key) is not None)
+        assert all("experiment" in s for s in steps), [s["title"] for s in steps if "experiment" not in s]
+        tried = [s["experiment"] for s in steps]
+        assert len([e for e in tried if e["before"] != e["after"]]) == len(tried), model
+        for e in tried:
+            assert {"change", "before", "after", "verdict", "loss_before", "loss_after", "effect", "position"} <= set(e)
+            if e["loss_after"] is not None:
+                assert e["effect"] == effect(e["loss_before"], e["loss_after"])
+            assert e["position"] and ("label" in e) == (model == "sentiment")
+        first = t.experiment(t.steps[0].key)
         assert first.verdict in experiment_markdown(first)
     picked = tour.tour(shipped, "This movie was", "lm", 0, 1)  # the picker says what the head is (heads.json)
     from demo.tabs.tour import step_markdown
     assert picked.head_about == "layer 1, head 2: reads the token just before (previous score 0.68)."
     softmax = next(i for i, s in enumerate(picked.steps) if s.key == "softmax")
-    assert f"**The head you picked:** {picked.head_about}" in step_markdown(picked, softmax, picked.steps[softmax])
+    said = step_markdown(picked, softmax, picked.steps[softmax])
+    assert f"**The head you picked:** {picked.head_about}" in said
+    row = picked.steps[softmax].panels[0].values[-1]  # issue 61, item 10: what the head does on this text, computed
+    assert f"On your text its last row puts {row.max():.2f} of its weight on" in said
+    assert ("the token just before" in said.split("On your text")[1]) == (int(row.argmax()) == len(row) - 2)
     assert tour.tour_json(picked)["head_about"] == picked.head_about
     lm_step = tour.tour_json(tour.tour(shipped, "This movie was", "lm"))["steps"][1]["experiment"]
     assert isinstance(lm_step["before"], list) and len(lm_step["before"][0]) == 2  # [[token, probability], …]
@@ -615,3 +633,130 @@ def test_the_learning_chapter_is_one_optimiser_step_on_the_visitors_last_token(s
     assert len(show(t, 0, False)) == VIEW  # every output of the tab, the overview's unused boxes hidden
     with pytest.raises(DemoError, match=EMPTY_TEXT):
         tour.tour(service, "   ", tour.LEARN)
+
+
+# -- issue 61: every sentence true to its numbers --------------------------------------------------------
+
+
+@pytest.mark.parametrize("model, text", [(LM, "The play was staged at a small theatre near the river last spring."),
+                                         (SENTIMENT, "I wanted to like it, but the ending was a mess.")])
+def test_the_softmax_step_measures_the_first_tokens_share_instead_of_claiming_a_sink(service, model, text) -> None:
+    """Issue 61, item 2: no "many heads put most weight on the first token"; the share is this head's."""
+    step = by_key(tour.tour(service, text, model, 1, 1))["softmax"]
+    weights = step.panels[0].values
+    assert f"{float(weights[:, 0].mean()):.0%} of a row's weight on average" in step.explanation
+    assert f"{float(weights[-1 if model == LM else -tour.PADDING - 2, 0]):.0%} in the last row" in step.explanation \
+        or model == SENTIMENT
+    assert "Many heads" not in step.explanation and "a resting place when nothing else" not in step.explanation
+
+
+def test_a_causal_maps_sink_is_read_from_the_rows_that_have_a_choice() -> None:
+    """Issue 61, item 2: the Attention tab's 28% on `<s>` came from a 14-token map's early rows (from row 8
+    on: 14%); past 8 rows the share is read from the rows that see 8 tokens or more."""
+    from demo.tabs.attention import sink_sentence
+    n = 14
+    weights = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]  # each row spread evenly over what it sees
+    weights[1:7, 0] += 1  # the early rows lean on <s>
+    weights /= weights.sum(1, keepdims=True)
+    keys = ["<s>", *[f"w{i}" for i in range(n - 1)]]
+    assert weights[1:, 0].mean() > 0.25 and weights[7:, 0].mean() < 0.25
+    text = sink_sentence(keys, weights, causal=True)
+    assert "attention sink" not in text and "(over rows 8 to 14, which see 8 tokens or more)" in text
+    assert f"{weights[7:].mean(0).max():.0%} on average" in text
+    weights[7:, 0] += 2
+    weights /= weights.sum(1, keepdims=True)
+    assert "an *attention sink*" in sink_sentence(keys, weights, causal=True)
+
+
+def test_the_default_text_is_a_passage_that_shows_each_lm_effect() -> None:
+    """Issue 61, item 6: the tour's default text is a real passage of 15 words or more, and on the shipped LM
+    at the default layer and head switching any part off makes the loss over it worse."""
+    from demo.text import TOUR_EXAMPLE
+    from inspection.experiments import LM_EXPERIMENTS
+
+    assert len(TOUR_EXAMPLE.split()) >= 15
+    shipped = DemoService(REPO_ROOT / "checkpoints", device="cpu")
+    t = tour.tour(shipped, TOUR_EXAMPLE, "lm", 0, 0)
+    effects = {key: t.experiment(key).effect for key in LM_EXPERIMENTS if key not in ("probabilities", "sampling")}
+    assert set(effects.values()) == {"worse"}, effects
+
+
+def test_the_glossary_is_on_the_page_and_each_step_links_its_first_use_of_a_word(service: DemoService) -> None:
+    """Issue 61: a short glossary (one line per word, lessons/GLOSSARY.md) on the page; each step's words link
+    the first use of a glossary word to its line, once, never inside code or a formula."""
+    import re
+
+    from demo.views.tour.glossary import entries, glossary_html, link_first_uses
+
+    glossary = entries()
+    assert len(glossary) >= 25 and len({e.anchor for e in glossary}) == len(glossary)
+    page = glossary_html()
+    assert all(f'id="{e.anchor}"' in page for e in glossary) and page.count("<li") == len(glossary)
+    t = tour.tour(service, "The film was not good at all, and the acting was", "lm")
+    linked_steps = 0
+    for i, step in enumerate(t.steps):
+        words = tour_tab.step_markdown(t, i, step)
+        links = re.findall(r"\]\(#(glossary-[a-z0-9-]+)\)", words)
+        assert len(links) == len(set(links)), step.key  # each word linked once: its first use
+        assert all(any(e.anchor == a for e in glossary) for a in links)
+        linked_steps += bool(links)
+    assert linked_steps == len(t.steps)
+    text = "The `softmax` of $$softmax$$ scores is a softmax; the softmax again, and the padding mask, not the mask."
+    assert link_first_uses(text) == ("The `softmax` of $$softmax$$ scores is a [softmax](#glossary-softmax); the "
+                                     "softmax again, and the [padding mask](#glossary-padding-mask), not the "
+                                     "[mask](#glossary-causal-mask).")
+
+
+def test_a_review_that_fills_the_encoder_still_gets_every_experiment(service: DemoService) -> None:
+    """The padding experiment adds pads to a review that already fills the encoder: it cuts the review's head
+    to make room, says so, and no experiment of the track fails."""
+    t = tour.tour(service, "fine " * 400, "sentiment")
+    assert len(t.experiments.ids) == service.sentiment.model.config.max_src_len
+    for step in t.steps:
+        words = tour_tab.step_experiment(t, step.key)
+        assert words.startswith("**What if this step were not there?"), (step.key, words)
+    assert "the whole review and the pads do not fit" in t.experiment("padding_mask").verdict
+
+
+@pytest.mark.parametrize("layer, head", [(0, 0), (1, 1)])
+def test_the_cross_attention_experiment_blocks_the_token_its_step_names(service: DemoService, layer, head) -> None:
+    """Issue 61, item 10: the step's worked example and its experiment talk about the same review token."""
+    t = tour.tour(service, "A wonderful film, but far too long and I was bored.", "sentiment", layer, head)
+    cross = by_key(t)["cross"]
+    top = int(cross.panels[0].values[0].argmax())
+    assert f"(position {top + 1})" in t.experiment("cross").change
+    assert f"head {head + 1} of decoder layer" in t.experiment("cross").change
+
+
+def test_watch_it_learn_gives_the_validation_loss_in_the_tables_unit_too(service: DemoService, monkeypatch) -> None:
+    """Issue 61, item 10: the step line said nats per token (5.518) and the table bits per byte (2.00), each
+    unnamed; the line now names both units."""
+    from demo.tabs.learning import learning
+
+    entry = service.snapshots.entries[1]
+    monkeypatch.setitem(entry, "val_bpb", 2.0)
+    step, *_, heatmap, _, _ = learning(service, 1, "This movie was", "greedy", None)
+    assert f"validation loss **{entry['val_loss']:.3f}** nats per token = **2.000** bits per byte" in step
+    assert heatmap.layout.xaxis.tickangle == -60
+
+
+def test_a_step_whose_experiment_cannot_run_on_the_toy_says_why(service: DemoService) -> None:
+    """The toy's word-level vocabulary has no byte tokens: its tokens step says so, in one true line."""
+    t = tour.tour(service, "this movie was not good", "lm", toy=True)
+    words = tour_tab.step_experiment(t, "tokens")
+    assert words == ("This step's experiment cannot run on this model: a word-level vocabulary has no byte tokens "
+                     "to read the text with.")
+    assert tour_tab.step_experiment(t, "embedding").startswith("**What if this step were not there?")
+
+
+def test_the_experiment_table_names_its_position(service: DemoService) -> None:
+    """Issue 61, item 3: the mask experiment's table is one position's (the last whose next token is in
+    the text), the others' the last position's, and the table's header says which."""
+    t = tour.tour(service, "The film was not good at all", "lm")
+    tok = service.lm.tokenizer
+    ids = lm_ids(service, "The film was not good at all")
+    for key, at in (("mask", len(ids) - 2), ("embedding", len(ids) - 1)):
+        o = t.experiment(key)
+        last = ", the last" if at == len(ids) - 1 else ""
+        assert o.position == f"after “{tok.decode_token(ids[at])}” (position {at + 1}{last})"
+        assert f"| next token {o.position}: before | after |" in tour_tab.experiment_markdown(o)

@@ -131,7 +131,8 @@ def name_heads(service: DemoService):
 
 MEANINGS_INTRO = ("One word in three sentences: its vector (the residual stream at the word) after every layer of the "
                   "language model, and the cosine between them: 1 = the same direction, 0 = unrelated. At the "
-                  "embedding a word is one row of the table whatever its meaning; the layers mix in its context.")
+                  "embedding a word is one row of the table whatever its meaning; the layers mix in its context, and "
+                  "in this causal model only the words before it: put the words that settle its meaning first.")
 
 
 def compare_meanings(service: DemoService, word, first, other, same) -> str:
@@ -172,8 +173,8 @@ def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio
         with gr.Accordion("Heads with names", open=False):
             gr.Markdown(HEADS_INTRO)
             name_btn = gr.Button("Score every head of the language model")
-            head_rows = gr.Dataframe(headers=HEADS_HEADERS, label="Every head and kind (best first)", interactive=False,
-                                     max_height=320)
+            head_rows = gr.Dataframe(headers=HEADS_HEADERS, interactive=False, max_height=320,
+                                     label="Every head and kind (by kind, best first within each)")
             head_summary = gr.Markdown()
         name_btn.click(bind(name_heads, service), None, [head_rows, head_summary], api_name="name_heads",
                        api_visibility="private", **compute)

@@ -24,6 +24,7 @@ CSS = """
 @media (max-width: 640px) { #att-grid .grid-container { grid-template-columns: repeat(2, minmax(0, 1fr)) !important; } }
 #att-heatmap { scroll-margin-top: 8px; }
 """
+CHOICE = 8  # a causal map's rows from the one that sees this many tokens on are those a sink is read from
 SINK = 0.25  # a key taking this share of a map's attention, on average over its rows, dominates the map
 SPECIAL = {"<s>": "the start token", "</s>": "the end token"}
 
@@ -33,18 +34,22 @@ def sink_sentence(keys: list[str], weights: np.ndarray, causal: bool) -> str:
     choice (a causal map's first row can only look at the first token). A start or end token that
     dominates is an *attention sink*: it means nothing itself, heads park their weight there when no
     other token is relevant to them, and a learner should read the rest of the rows."""
-    rows = weights[1:] if causal and len(weights) > 1 else weights
+    # a causal map's early rows choose among a few keys, where any key takes a large share: past `CHOICE` rows the
+    # share is read from the rows that choose among `CHOICE` keys or more (issue 61, item 2)
+    first = (CHOICE - 1 if len(weights) > CHOICE else 1) if causal else 0
+    rows = weights[first:] if len(weights) > first else weights
     share = rows.mean(axis=0)
     top = int(share.argmax())
     key, part = keys[top], float(share[top])
+    over = f" (over rows {first + 1} to {len(weights)}, which see {CHOICE} tokens or more)" if first > 1 else ""
     if part < SINK:
-        return (f"No token dominates this map: the largest share of a row's attention, {part:.0%} on average, goes "
-                f"to {code_span(key)}. The weight is spread over the text.")
+        return (f"No token dominates this map{over}: the largest share of a row's attention, {part:.0%} on average, "
+                f"goes to {code_span(key)}. The weight is spread over the text.")
     if key in SPECIAL:
-        return (f"On average **{part:.0%}** of each row's attention goes to {code_span(key)}, {SPECIAL[key]}: an "
+        return (f"On average{over} **{part:.0%}** of each row's attention goes to {code_span(key)}, {SPECIAL[key]}: an "
                 "*attention sink*. It carries no meaning of its own; a head parks its weight there when no other "
                 "token is relevant to it, so what the head does is in the rest of each row.")
-    return (f"On average **{part:.0%}** of each row's attention goes to one token, {code_span(key)}: this map "
+    return (f"On average{over} **{part:.0%}** of each row's attention goes to one token, {code_span(key)}: this map "
             "mostly looks at it.")
 
 

@@ -89,10 +89,14 @@ def learning(service: DemoService, index, prompt, decoding, layer):
     try:
         view = learning_view(service, index, prompt, decoding == "sampled", layer)
         heatmap = plots.heatmap(view.attention, plots.MEAN)
+        heatmap.update_xaxes(tickangle=-60)  # the key tokens tilted: upright they overlap on a phone (issue 61)
         curve = loss_curve(service.snapshots, view.index)
     except Exception as e:
         return failure(e), "", None, None, None, ""
-    loss = f" · validation loss **{view.val_loss:.3f}**" if view.val_loss is not None else ""
+    # the loss in both units: nats per token (the curve's) and bits per byte (the table across the run's, issue 61)
+    loss = f" · validation loss **{view.val_loss:.3f}** nats per token" if view.val_loss is not None else ""
+    if view.val_bpb is not None:
+        loss += f"{' =' if loss else ' · validation'} **{view.val_bpb:.3f}** bits per byte"
     step = (f"**Step {view.step:,}** (snapshot {view.index + 1} of {len(service.snapshots.entries)}) · "
             f"{view.tokens:,} training tokens seen{loss}")
     probabilities = {token: prob for token, prob in view.next_token}

@@ -18,6 +18,7 @@ from demo.tabs.tokenizer import pieces_html
 from demo.text import TOUR_EXAMPLE, TOUR_INTRO, code_span, lm_openings, own_text
 from demo.views.tour import LEARN, SAMPLING, Step, Tour, tour, tour_checkpoint, tour_json, track_shape
 from demo.views.tour.code import listing
+from demo.views.tour.glossary import glossary_html, link_first_uses
 from inspection.experiments import Outcome
 
 PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
@@ -41,10 +42,15 @@ CSS = why_panel.CSS + """
   word-break: normal !important; }
 #tour-code pre { overflow-x: auto; max-width: 100%; }
 .tour-table { overflow-x: auto; max-width: 100%; }
+#tour-glossary ul { columns: 2 320px; font-size: 13px; padding-left: 18px; }
+#tour-glossary li { break-inside: avoid; margin-bottom: 3px; scroll-margin-top: 60px; }
+#tour-glossary li:target { background: #fef9c3; }
 .tour-table table { border-collapse: collapse; font-size: 11px; font-variant-numeric: tabular-nums; margin: 0; }
 .tour-table th, .tour-table td { padding: 1px 5px; text-align: right; white-space: nowrap; border: 1px solid #e5e7eb; }
 .tour-table tbody th { position: sticky; left: 0; background: var(--background-fill-primary, white); }
 #tour-numbers figure { margin: 0 0 10px 0; }
+#tour-experiment-box { border: 2px solid #c7d2fe; border-radius: 8px; padding: 4px 10px; margin: 6px 0; }
+#tour-experiment table { display: block; overflow-x: auto; max-width: 100%; }
 @media (max-width: 640px) {
   #tour-overview { flex-direction: column; gap: 20px; }
   #tour-overview > button { flex: 0 0 auto; width: 100%; }
@@ -55,6 +61,13 @@ CSS = why_panel.CSS + """
      first screen */
   #tour-body { order: 1; }
   #tour-intro, #tour-controls, #tour-run, #tour-overview-label, #tour-overview { order: 2; }
+  #tour-glossary { order: 3; }  /* the glossary last, under the step that links to it */
+  /* compact controls, so that step 1's title stays on the first screen with a long default text */
+  #tour-model .wrap { flex-direction: row; flex-wrap: wrap; gap: 4px; }
+  #tour-model label { padding: 2px 6px; min-width: 0; flex: 0 0 auto; font-size: 13px; }
+  #tour-model label input { margin-right: 4px; }
+  #tour-nav { flex-wrap: nowrap; gap: 8px; }
+  #tour-nav > button { min-width: 0; flex: 1 1 0; }
   #tour-overview-label { margin-top: 12px; }
 }
 """
@@ -74,6 +87,19 @@ def options(service: DemoService, model, toy):
 HEAD_STEPS = ("qkv", "scores", "scaling", "mask", "softmax", "weighted_sum")  # the steps that follow one head
 
 
+def head_on_text(t: Tour) -> str:
+    """What the chosen head does on this text, beside what the head table says it does on many: where its
+    last row puts most weight (issue 61: a head named "the token just before" may look elsewhere here)."""
+    attention = next((s.panels[0] for s in t.steps if s.key == "softmax"), None)
+    if attention is None or len(attention.rows) < 2:
+        return ""
+    row = attention.values[-1]
+    j, n = int(row.argmax()), len(row)
+    where = "the token just before" if j == n - 2 else "itself" if j == n - 1 else f"{n - 1 - j} tokens back"
+    return (f"On your text its last row puts {float(row[j]):.2f} of its weight on {code_span(attention.columns[j])} "
+            f"(position {j + 1}, {where}).")
+
+
 def step_markdown(t: Tour, i: int, step: Step) -> str:
     """The step's words: title, mismatches first, paragraph, formula, what the picture shows, the
     worked example and the checks."""
@@ -87,40 +113,47 @@ def step_markdown(t: Tour, i: int, step: Step) -> str:
     picture = f"**The live tensor:** {'; '.join([step.shape, *notes])}."
     parts = [f"### Step {i + 1} of {len(t.steps)}: {step.title}",
              *[f"> {c.sentence()}" for c in step.mismatches],
-             step.explanation, f"$${step.formula}$$", picture]
+             link_first_uses(step.explanation), f"$${step.formula}$$", picture]
     if t.head_about and step.key in HEAD_STEPS:
-        parts.append(f"**The head you picked:** {t.head_about}")
+        parts.append(f"**The head you picked:** {t.head_about} {head_on_text(t)}".rstrip())
     if step.worked:
         parts.append(f"**Worked out:** {step.worked}")
     parts += [c.sentence() for c in step.checks if c.ok]
     return "\n\n".join(parts)
 
 
-def experiment_markdown(o: Outcome | None, notices: list[str] = ()) -> str:
+def experiment_markdown(o: Outcome | None, notices: list[str] = (), why_not: str = "") -> str:
     """A step's experiment: what was changed, the output before and after side by side, and what it
-    shows; `notices`, how the visitor's sampling settings were read."""
+    shows; `notices`, how the visitor's sampling settings were read; `why_not`, why there is none."""
     if o is None:
-        return "This step has no experiment yet."
+        return f"This step's experiment cannot run on this model: {why_not}." if why_not else \
+            "This step has no experiment."
     if isinstance(o.before, dict):  # the classifier: P(label)
         rows = [f"| {label} | {o.before[label]:.3f} | {o.after[label]:.3f} |" for label in o.before]
         head = "| label | P before | P after |"
-    else:  # the LM: its five likeliest next tokens, each side its own
+    else:  # the LM: its five likeliest next tokens at one position, each side its own
         rows = [f"| {code_span(b)} {pb:.1%} | {code_span(a)} {pa:.1%} |"
                 for (b, pb), (a, pa) in zip(o.before, o.after, strict=True)]
-        head = "| next token before | next token after |"
+        at = f" {o.position}".replace("|", "\\|") if o.position else ""
+        head = f"| next token{at}: before | after |"
     table = "\n".join([head, "| --- | --- |" + (" --- |" if isinstance(o.before, dict) else ""), *rows])
     said = f"{notice_markdown(notices)}\n\n" if notices else ""
-    return said + (f"**Switch it off and see what breaks.** This step changed for one pass of the same model on "
-                   f"your text: {o.change}.\n\n{table}\n\n{o.verdict}")
+    return said + (f"**What if this step were not there? Switch it off and see what breaks.** This step changed for "
+                   f"one pass of the same model on your text: {o.change}.\n\n{table}\n\n{o.verdict}")
 
 
 def step_experiment(t: Tour, key: str, temperature=SAMPLING.temperature, top_k=SAMPLING.top_k,
                     top_p=SAMPLING.top_p) -> str:
-    """Step `key`'s experiment in words; the sampling step's at the settings of its controls."""
-    if key != "sampling" or t.experiments is None:
-        return experiment_markdown(t.experiment(key))
-    settings, notices = t.experiments.settings(temperature, top_k, top_p)
-    return experiment_markdown(t.experiments.sampled(settings), notices)
+    """Step `key`'s experiment in words; the sampling step's at the settings of its controls. An experiment
+    that fails is one line, never a stack trace."""
+    try:
+        if key != "sampling" or t.experiments is None:
+            return experiment_markdown(t.experiment(key), why_not=t.experiments.why_not.get(key, "")
+                                       if t.experiments is not None else "")
+        settings, notices = t.experiments.settings(temperature, top_k, top_p)
+        return experiment_markdown(t.experiments.sampled(settings), notices)
+    except Exception as e:
+        return failure(e)
 
 
 def resample(t: Tour | None, index, temperature, top_k, top_p):
@@ -140,8 +173,8 @@ def code_markdown(step: Step) -> str:
 
 
 def show(t: Tour | None, index, show_all, *sampling):
-    """Step `index` of the session's pass: its words, pieces or pictures, experiment (the sampling
-    step's box opened, its controls shown: `sampling` = their temperature, top-k, top-p), code, links,
+    """Step `index` of the session's pass: its words, pieces or pictures, experiment (always in view; the
+    sampling step's controls shown: `sampling` = their temperature, top-k, top-p), code, links,
     Back/Next, and the overview with the part the step belongs to highlighted."""
     if not isinstance(t, Tour):
         return (gr.skip(),) * VIEW
@@ -158,7 +191,7 @@ def show(t: Tour | None, index, show_all, *sampling):
         "<p>This step's numbers are written in its picture or in the pieces above.</p>"
     live = step.key == "sampling"
     return (step_markdown(t, i, step), gr.update(value=html, visible=bool(pieces)), *figures,
-            gr.update(value=numbers), gr.update(open=True) if live else gr.skip(), gr.update(visible=live),
+            gr.update(value=numbers), gr.skip(), gr.update(visible=live),
             step_experiment(t, step.key, *sampling), code_markdown(step),
             gr.update(visible=step.link == "lens"), gr.update(visible=step.link == "sampling"),
             gr.update(interactive=i > 0), gr.update(interactive=i < len(t.steps) - 1),
@@ -211,11 +244,11 @@ def build(service: DemoService, compute: dict):
     with gr.Row(elem_id="tour-inputs"):
         # a model of its own text starts from that text's kind (the sentiment model reads it too)
         example = lm_openings(service.lm.metrics)[0] if own_text(service.lm.metrics) else TOUR_EXAMPLE
-        text = gr.Textbox(example, label="Your text (Enter runs it)", lines=1, max_lines=4, scale=3,
+        text = gr.Textbox(example, label="Your text (Enter runs it)", lines=1, max_lines=2, scale=3,
                           elem_id="tour-input")
         # lenient: an API caller's unknown model gets the view's one-line answer, not Gradio's refusal
         model = lenient(gr.Radio([("Language model", LM), ("Sentiment model", SENTIMENT),
-                                  ("How it learns: one training step", LEARN)], value=first,
+                                  ("How it learns (one step)", LEARN)], value=first,
                                  label="Model", elem_id="tour-model", scale=2))
     layer_choices, head_choices = options(service, first, False)
     with gr.Row(elem_id="tour-controls"):
@@ -239,14 +272,8 @@ def build(service: DemoService, compute: dict):
                 forward = gr.Button("Next ▶", size="sm", variant="primary", elem_id="tour-next")
             words = gr.Markdown(elem_id="tour-step", latex_delimiters=LATEX)
             pieces = gr.HTML(visible=False, elem_id="tour-pieces")
-            pictures = [gr.Plot(show_label=False, visible=False, elem_id=f"tour-plot-{n}") for n in range(PLOTS)]
-            show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 "
-                                   "dimensions, every token up to 32, the 15 largest bars)", elem_id="tour-all")
-            with gr.Accordion("Every number in a table (for a phone: no hover needed)", open=False,
-                              elem_id="tour-numbers-box"):
-                numbers = gr.HTML(elem_id="tour-numbers")
-            with gr.Accordion("What if this step were not there? (an experiment)", open=False,
-                              elem_id="tour-experiment-box") as experiment_box:
+            # the experiment in view, under the step's words and above its pictures and code (issue 61, item 9)
+            with gr.Group(elem_id="tour-experiment-box") as experiment_box:
                 with gr.Row(visible=False, elem_id="tour-sampling-controls") as sampling_controls:
                     # the chat's controls, starting at its settings (those the step's picture draws with)
                     vocab = service.lm.model.config.vocab_size if service.lm.ready else 8192
@@ -257,12 +284,19 @@ def build(service: DemoService, compute: dict):
                     top_p = gr.Slider(0.01, 1, value=SAMPLING.top_p, step=0.01, label="Top-p (1 = off)",
                                       elem_id="tour-top-p")
                 experiment = gr.Markdown(elem_id="tour-experiment")
+            pictures = [gr.Plot(show_label=False, visible=False, elem_id=f"tour-plot-{n}") for n in range(PLOTS)]
+            show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 "
+                                   "dimensions, every token up to 32, the 15 largest bars)", elem_id="tour-all")
+            with gr.Accordion("Every number in a table (for a phone: no hover needed)", open=False,
+                              elem_id="tour-numbers-box"):
+                numbers = gr.HTML(elem_id="tour-numbers")
             trained = why_panel.build()  # issue 60: "Trained without it", open, beside the experiment
             code = gr.Markdown(elem_id="tour-code")
             lens = gr.Button("Open the logit lens in the Chat tab (write a continuation, then “Look inside”)",
                              visible=False, size="sm", elem_id="tour-lens")
             sampling = gr.Button("Open “How was this token sampled?” in the Chat tab", visible=False, size="sm",
                                  elem_id="tour-sampling")
+    gr.HTML(glossary_html(), elem_id="tour-glossary")  # each step links its first use of a word here
     data = gr.JSON(visible=False)
     shown = gr.State(None, time_to_live=MAX_SESSION_SECONDS)
 

@@ -38,6 +38,7 @@ class LearningView:
     next_token: list[tuple[str, float]]  # the model's top probabilities for the token after the prompt
     attention: AttentionResult  # one layer, over the prompt and the continuation
     notices: list[str]
+    val_bpb: float | None = None  # the same sample's bits per byte (the table across the run's unit), if logged
 
 
 def learning_view(service: DemoService, index: object, prompt: object, sampled: object = False,
@@ -69,7 +70,7 @@ def learning_view(service: DemoService, index: object, prompt: object, sampled: 
     with service.compute(batched=True):
         attention = attention_maps(ckpt, text, "lm_self", layer_i)  # a layer out of range: the nearest, noted
     return LearningView(i, int(entry["step"]), int(entry.get("tokens", 0)), entry.get("val_loss"), update.text,
-                        next_token, attention, notices + attention.notices)
+                        next_token, attention, notices + attention.notices, entry.get("val_bpb"))
 
 
 @dataclass

@@ -7,8 +7,14 @@ from dataclasses import dataclass
 from demo.serving import DemoError, DemoService, visitor_text
 from inspection.meanings import two_meanings
 
-EXAMPLE = ("play", "The play was staged at a small theatre", "The kids went outside to play",
-           "We saw a play at the theatre last night")
+# the words that settle the meaning come before the word: a causal model's vector of a word reads only those
+EXAMPLE = ("play", "We bought tickets for the play", "The kids went outside to play", "The actors rehearsed the play")
+
+
+def before_word(sentence: str, word: str) -> str:
+    """The words of `sentence` before the first `word` in it: all a causal model's vector of `word` has read."""
+    at = f" {sentence} ".lower().find(f" {word.lower()}")
+    return sentence[:max(at, 0)].strip()
 
 
 @dataclass
@@ -17,13 +23,18 @@ class Meanings:
     depths: list[str]
     other: list[float]  # cosine, first sentence vs the other meaning, at each depth
     same: list[float]  # cosine, first sentence vs the same meaning
+    seen: list[str] = ()  # each sentence's words before the word: what its vector has read
 
     def summary(self) -> str:
-        return (f"At the embedding the two “{self.word}” vectors are almost the same (cosine {self.other[0]:.2f}: "
-                f"one row of the table, moved only by the position). After the last layer the other meaning has "
-                f"drifted to {self.other[-1]:.2f}, the same meaning in another sentence to {self.same[-1]:.2f}"
-                + (": the layers tell the meanings apart." if self.other[-1] < self.same[-1] - 0.1 else
-                   ": this model keeps the two about as close as any two contexts."))
+        read = "; ".join(f"“{s}”" if s else "nothing" for s in self.seen)
+        causal = (f"This model is causal: the vector of “{self.word}” is built from the words before it only (here "
+                  f"{read}), so the words that settle its meaning must come before it. ") if self.seen else ""
+        return causal + (
+            f"At the embedding the two “{self.word}” vectors are almost the same (cosine {self.other[0]:.2f}: "
+            f"one row of the table, moved only by the position). After the last layer the other meaning has "
+            f"drifted to {self.other[-1]:.2f}, the same meaning in another sentence to {self.same[-1]:.2f}"
+            + (": the layers tell the meanings apart." if self.other[-1] < self.same[-1] - 0.1 else
+               ": this model keeps the two about as close as any two contexts."))
 
 
 def meanings(service: DemoService, word: object, first: object, other: object, same: object) -> Meanings:
@@ -38,4 +49,5 @@ def meanings(service: DemoService, word: object, first: object, other: object, s
             b = two_meanings(model, tok, texts[0], texts[1], texts[3])
         except ValueError as e:
             raise DemoError(str(e)) from None
-    return Meanings(texts[0].strip(), [d.depth for d in a], [d.cosine for d in a], [d.cosine for d in b])
+    return Meanings(texts[0].strip(), [d.depth for d in a], [d.cosine for d in a], [d.cosine for d in b],
+                    [before_word(t, texts[0].strip()) for t in texts[1:]])

@@ -1,5 +1,7 @@
 """The classifier's experiments, keyed by the sentiment tour's step ids (`CLASSIFIER_EXPERIMENTS`):
-each a patch of named points on the visitor's review, P(label) before and after."""
+each a patch of named points on the visitor's review, P(label) before and after, and its effect on
+the label the classifier predicts (`common.effect` on −log P(label): "worse" when the patch makes it
+less sure of that label). What a step is for is said only when the effect shows it ("worse")."""
 
 import math
 from collections.abc import Callable
@@ -7,8 +9,13 @@ from collections.abc import Callable
 import torch
 
 from classifier import Reader
-from inspection.experiments.common import Outcome, Run, Unavailable, entropy
+from inspection.experiments.common import Outcome, Run, effect, entropy, moves
 from model import DecoderOnlyLM, attention_point
+
+# what the verdict says when the label's probability does not show what the step is for
+NOT_SHOWN = {"better": "Without it the classifier is even more sure of its label: this review does not show what "
+                       "the step is for (try another).",
+             "no change": "This review does not show what the step is for (try another)."}
 
 
 def _layers(model) -> int:
@@ -20,24 +27,43 @@ def _by_label(reader: Reader, probs: torch.Tensor) -> dict[str, float]:
     return dict(zip(reader.labels, [round(float(p), 4) for p in probs], strict=True))
 
 
-def _labels(r: Run, patch=None, reader: Reader | None = None) -> dict[str, float]:
-    reader = reader or r.reader
+def _probabilities(reader: Reader, ids: torch.Tensor, patch=None, mask=None) -> torch.Tensor:
     with torch.inference_mode(), reader.model.hooks(patch=patch or {}):
-        probs = reader.read(r.ids)[0].exp()
-    return _by_label(reader, probs)
+        return reader.read(ids, mask)[0].double().exp()
 
 
-def _label_outcome(r: Run, change: str, patch: dict, why: str | Callable[[float], str]) -> Outcome:
-    """P(label) with and without `patch`; `why` the verdict's end, or a function of the change of
-    the top label's probability that writes it."""
-    before, after = _labels(r), _labels(r, patch)
-    top = max(before, key=before.get)
-    shift = after[top] - before[top]
-    why = why(shift) if callable(why) else why
-    verdict = (f"P({top}) goes from {before[top]:.3f} to {after[top]:.3f} ({shift:+.3f})"
-               f"{'; the label flips to ' + max(after, key=after.get) if max(after, key=after.get) != top else ''}: "
-               f"{why}")
-    return Outcome(change, before, after, verdict, {f"p_{top}": (before[top], after[top])})
+def _labels(r: Run, patch=None, reader: Reader | None = None) -> dict[str, float]:
+    return _by_label(reader or r.reader, _probabilities(reader or r.reader, r.ids, patch))
+
+
+def outcome_of(r: Run, change: str, before: torch.Tensor, after: torch.Tensor, said: str, worse: str,
+               measures: dict | None = None, judged: bool = True) -> Outcome:
+    """The outcome from P(label) before and after (K,): the verdict says how the predicted label's
+    probability moved, its effect, what was measured (`said`) and what the step is for (`worse`) when
+    the effect shows it (`judged`: False where nothing is switched off, a comparison: no why at all)."""
+    labels = r.reader.labels
+    top = int(before.argmax())
+    name = labels[top]
+    loss = (float(-before[top].log()), float(-after[top].log()))
+    flipped = int(after.argmax()) != top
+    moved_p = moves(float(before[top]), float(after[top]), "", 3)
+    sure = {"worse": f"it is less sure of {name}", "better": f"it is more sure of {name}",
+            "no change": f"it is about as sure of {name} as before (−log P({name}) moves by "
+                         f"{abs(loss[1] - loss[0]):.3f} nats, within 0.01)"}[effect(*loss)]
+    verdict = (f"P({name}), the label the classifier gives your review, {moved_p}"
+               f"{f' and the label flips to {labels[int(after.argmax())]}' if flipped else ''}: {sure}.")
+    why = "" if not judged else worse if effect(*loss) == "worse" else NOT_SHOWN[effect(*loss)]
+    verdict = " ".join(part for part in (verdict, said, why) if part)
+    return Outcome(change, _by_label(r.reader, before), _by_label(r.reader, after), verdict,
+                   {f"p_{name}": (float(before[top]), float(after[top])), **(measures or {})}, loss[0], loss[1],
+                   position=f"P(label) after the whole review: the effect is for {name}, the label it gives",
+                   label=name)
+
+
+def _label_outcome(r: Run, change: str, patch: dict, said: str, worse: str, measures: dict | None = None) -> Outcome:
+    """P(label) with and without `patch`."""
+    return outcome_of(r, change, _probabilities(r.reader, r.ids), _probabilities(r.reader, r.ids, patch), said,
+                      worse, measures)
 
 
 def _cross_blocked(r: Run, blocked: torch.Tensor) -> dict:
@@ -48,8 +74,28 @@ def _cross_blocked(r: Run, blocked: torch.Tensor) -> dict:
 
 
 def cls_positions(r: Run) -> Outcome:
-    return _label_outcome(r, "the encoder gets no positional encoding", {"encoder.pos": torch.zeros_like},
-                          "the classifier reads word order too (\"not good\" is not \"good, not\").")
+    causal = bool(r.model.config.causal_encoder)
+    said = ("Without positions this causal encoder still sees the order through its mask (each token reads only the "
+            "ones before it), but not where each word is." if causal else
+            "Without positions this encoder reads the review as a bag of words.")
+    return _label_outcome(r, "the encoder gets no positional encoding", {"encoder.pos": torch.zeros_like}, said,
+                          "Where each word is carries part of the verdict (\"not good\" is not \"good, not\").")
+
+
+def _flip_head(h: int):
+    def flipped(s):
+        s = s.clone()
+        s[:, h] = -s[:, h]
+        return s
+    return flipped
+
+
+def cls_scores(r: Run) -> Outcome:
+    i, h = min(r.layer, _layers(r.model) - 1), r.head
+    return _label_outcome(r, f"head {h + 1} of the encoder's layer {i + 1} has its scores QKᵀ negated: each query "
+                             "prefers the keys it matched least",
+                          {attention_point("encoder_self", i, "scores"): _flip_head(h)}, "",
+                          "The scores are how a head picks what to read: reversed, it reads the wrong tokens.")
 
 
 def cls_scaling(r: Run) -> Outcome:
@@ -62,11 +108,11 @@ def cls_scaling(r: Run) -> Outcome:
         with torch.inference_mode(), r.model.hooks(read=[weights], patch=p) as seen:
             r.reader.read(r.ids)
         spread.append(entropy(seen[weights]))
-    outcome = _label_outcome(r, f"the encoder's layer {i + 1} scores are not divided by √d_k = {math.sqrt(d_k):.1f}",
-                             patch, f"the attention entropy falls from {spread[0]:.2f} to {spread[1]:.2f} nats, "
-                                    "the softmax closer to one token per row.")
-    outcome.measures["entropy"] = tuple(spread)
-    return outcome
+    return _label_outcome(r, f"the encoder's layer {i + 1} scores are not divided by √d_k = {math.sqrt(d_k):.1f}",
+                          patch, f"The attention entropy {moves(*spread, 'nats')}: the softmax is closer to one "
+                                 "token per row.",
+                          "The division keeps the softmax from saturating, so that a row can mix several tokens.",
+                          {"entropy": tuple(spread)})
 
 
 def cls_qkv(r: Run) -> Outcome:
@@ -80,7 +126,8 @@ def cls_qkv(r: Run) -> Outcome:
     return _label_outcome(r, f"head {h + 1} of the encoder's layer {i + 1} gets no query (q = 0): it attends "
                              "evenly to every token it may see",
                           {attention_point("encoder_self", i, "q"): no_query},
-                          "the query is how each token chooses what to read; without it the head only averages.")
+                          "Without a query the head only averages the tokens it may see.",
+                          "The query is how each token chooses what to read.")
 
 
 def cls_softmax(r: Run) -> Outcome:
@@ -91,49 +138,60 @@ def cls_softmax(r: Run) -> Outcome:
 
     return _label_outcome(r, f"the encoder's layer {i + 1} softmax becomes a hard choice: all weight on each row's "
                              "best key", {attention_point("encoder_self", i, "weights"): hard},
-                          "a smooth softmax mixes several tokens, and only a smooth one can be trained by gradients.")
+                          "Only a smooth softmax can be trained: the argmax has no gradient.",
+                          "A smooth softmax mixes several tokens; the hard choice keeps only one per row.")
 
 
 def cls_padding(r: Run) -> Outcome:
-    """The review with pad tokens after it, as a batch holds it: read with the padding mask, then with
-    the mask removed (every encoder and cross-attention may read the padding)."""
-    pad = r.model.config.pad_token_id
-    ids = torch.cat([r.ids, torch.full((1, 2), pad, device=r.ids.device)], 1)
+    """The review with pad tokens after it, as a batch holds it: read with its padding mask, then with
+    the pads marked as real tokens (no padding mask; a causal encoder keeps its causal mask, which is
+    not the padding's)."""
+    pad, n = r.model.config.pad_token_id, 2
+    review, cut = r.ids, ""
+    room = r.model.config.max_src_len - n
+    if review.size(1) > room:  # a review that fills the encoder: its head and end token, with room for the pads
+        review = torch.cat([review[:, :room - 1], review[:, -1:]], 1)
+        cut = f" (its first {room - 1} pieces and its end token: the whole review and the pads do not fit)"
+    ids = torch.cat([review, torch.full((1, n), pad, device=r.ids.device)], 1)
     mask = torch.ones_like(ids)
-    mask[0, -2:] = 0
-    c = r.model.config
-    patch = {attention_point(kind, i, "mask"): torch.ones_like
-             for kind, n in (("encoder_self", c.n_encoder_layer), ("cross", c.n_decoder_layer)) for i in range(n)}
-
-    def read(p):
-        with torch.inference_mode(), r.model.hooks(patch=p):
-            probs = r.reader.read(ids, mask)[0].exp()
-        return _by_label(r.reader, probs)
-
-    before, after = read({}), read(patch)
-    top = max(before, key=before.get)
-    verdict = (f"With the padding mask P({top}) is {before[top]:.3f}, as for the review alone ({_labels(r)[top]:.3f}); "
-               f"with the padding read it is {after[top]:.3f}: the mask is what keeps the pad tokens a batch adds "
-               "from changing a review's verdict.")
-    return Outcome("the padding mask is removed: attention may read the 2 pad tokens after the review", before, after,
-                   verdict, {f"p_{top}": (before[top], after[top])})
+    mask[0, -n:] = 0
+    before = _probabilities(r.reader, ids, mask=mask)
+    after = _probabilities(r.reader, ids, mask=torch.ones_like(ids))
+    alone = _probabilities(r.reader, review)
+    top = int(before.argmax())
+    name = r.reader.labels[top]
+    if r.model.config.causal_encoder:
+        said = (f"With the padding mask P({name}) is {float(before[top]):.3f}, as for the review{cut} alone "
+                f"({float(alone[top]):.3f}). This encoder is causal: no token of the review can see the pads after "
+                "it, with or without the padding mask; what the mask keeps from the pads is the decoder's "
+                "cross-attention, which would otherwise read the pads' memory.")
+    else:
+        said = (f"With the padding mask P({name}) is {float(before[top]):.3f}, as for the review{cut} alone "
+                f"({float(alone[top]):.3f}); without it every token of the review and the decoder may read the pads.")
+    return outcome_of(r, f"the padding mask is removed: the {n} pad tokens a batch adds after the review are read as "
+                         "if they were words (the causal mask, if any, stays)", before, after, said,
+                      "The mask is what keeps the pad tokens a batch adds from changing a review's verdict.")
 
 
 def cls_cross(r: Run) -> Outcome:
-    """Cross-attention blocked from the source token the label step attends to most."""
-    with torch.inference_mode(), r.model.hooks(read=[attention_point("cross", i, "weights")
-                                                     for i in range(r.model.config.n_decoder_layer)]) as seen:
-        r.reader.read(r.ids)
-    first_step = torch.stack([w[:, :, 0, :] for w in seen.values()]).float().mean((0, 1, 2))  # (S,) over K candidates
+    """Cross-attention blocked from the review token the tour's cross-attention step names: the one the
+    chosen head of the decoder layer the tour shows attends to most at its first step, writing the label
+    the classifier gives."""
+    i = min(r.layer, r.model.config.n_decoder_layer - 1)
+    point = attention_point("cross", i, "weights")
+    with torch.inference_mode(), r.model.hooks(read=[point]) as seen:
+        best = int(r.reader.read(r.ids)[0].argmax())
+    first_step = seen[point][best, r.head, 0].float()  # (S,): row k of the batch is candidate k
     top = int(first_step.argmax())
     blocked = torch.zeros(r.ids.size(1), dtype=torch.bool)
     blocked[top] = True
     word = r.label(int(r.ids[0, top]))
-    return _label_outcome(r, f"the decoder may not look at “{word}” (position {top + 1}), the review token its "
-                             f"first step attends to most ({float(first_step[top]):.0%} of its attention)",
-                          _cross_blocked(r, blocked),
-                          "cross-attention is the decoder's only way to read the review: what it cannot see "
-                          "cannot move the label.")
+    return _label_outcome(r, f"the decoder may not look at “{word}” (position {top + 1}), the review token head "
+                             f"{r.head + 1} of decoder layer {i + 1} attends to most at its first step writing "
+                             f"{r.reader.labels[best]} ({float(first_step[top]):.0%} of its attention)",
+                          _cross_blocked(r, blocked), "",
+                          "Cross-attention is the decoder's only way to read the review: what it cannot see cannot "
+                          "move the label.")
 
 
 def cls_end_token(r: Run) -> Outcome:
@@ -141,46 +199,56 @@ def cls_end_token(r: Run) -> Outcome:
     blocked = torch.zeros(r.ids.size(1), dtype=torch.bool)
     blocked[last] = True
     causal = bool(r.model.config.causal_encoder)
-    where = ("in this causal encoder `</s>` is the one position that has read the whole review"
-             if causal else "every position of this encoder has read the whole review, `</s>` included")
+    where = ("In this causal encoder `</s>` is the one position that has read the whole review."
+             if causal else "Every position of this encoder has read the whole review, `</s>` included.")
+    return _label_outcome(r, "the decoder may not look at the end token `</s>`", _cross_blocked(r, blocked), where,
+                          "The decoder leans on it for its summary of the review.")
 
-    def why(shift: float) -> str:
-        if abs(shift) < 0.02:
-            return (f"{where}, yet the label barely moves: the decoder does not rely on one summary position, it "
-                    "reads the review's words themselves.")
-        return f"{where}, and the decoder leans on it for its summary."
 
-    return _label_outcome(r, "the decoder may not look at the end token `</s>`", _cross_blocked(r, blocked), why)
+def cls_decoder_input(r: Run) -> Outcome:
+    return _label_outcome(r, "the decoder's input gets no positional encoding: `<s>` and the label's words without "
+                             "their places", {"decoder.pos": torch.zeros_like}, "",
+                          "The decoder reads its own input in order, as the encoder reads the review: without "
+                          "positions it scores the label's words less well.")
 
 
 def cls_reading_order(r: Run) -> Outcome:
+    """The review read by the backward reader when one is served; else the review's pieces reversed (its
+    end token kept last), read by this reader."""
     if r.backward is None:
-        raise Unavailable("no backward reader is served: nothing to compare the reading order with")
-    before, after = _labels(r), _labels(r, reader=r.backward)
-    top = max(before, key=before.get)
-    verdict = (f"Read right to left, P({top}) is {after[top]:.3f} instead of {before[top]:.3f}: two readers that see "
-               "the text in opposite orders make different mistakes, which is why the app averages them.")
-    return Outcome("the same review read by the backward reader (last token first)", before, after, verdict,
-                   {f"p_{top}": (before[top], after[top])})
+        ids = r.ids.clone()
+        ids[0, :-1] = r.ids[0, :-1].flip(0)
+        before, after = _probabilities(r.reader, r.ids), _probabilities(r.reader, ids)
+        return outcome_of(r, "the review's pieces are read in reverse order (the end token kept last)", before, after,
+                          "", "The order of the pieces is part of what the classifier reads, not only which pieces "
+                              "there are.")
+    before, after = _probabilities(r.reader, r.ids), _probabilities(r.backward, r.ids)
+    top = int(before.argmax())
+    name = r.reader.labels[top]
+    return outcome_of(r, "the same review read by the backward reader (last token first)", before, after,
+                      f"Read right to left, P({name}) is {float(after[top]):.3f} instead of {float(before[top]):.3f}: "
+                      "two readers that see the text in opposite orders make different mistakes, which is why the "
+                      "app averages them.", "", judged=False)
 
 
 def cls_label(r: Run) -> Outcome:
     t = r.reader.temperature
     with torch.inference_mode():
-        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0].float()
-    raw = _by_label(r.reader, scores.softmax(-1))
-    fitted = _labels(r)
-    top = max(fitted, key=fitted.get)
-    verdict = (f"At temperature 1 P({top}) would be {raw[top]:.3f}; at the fitted {t:.2f} it is {fitted[top]:.3f}: "
-               "the same label, with a confidence that matches how often the classifier is right on held-out reviews.")
-    return Outcome(f"the label scores softmaxed at temperature 1 instead of the fitted {t:.2f}", fitted, raw, verdict,
-                   {f"p_{top}": (fitted[top], raw[top])})
+        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0].double()
+    raw = scores.softmax(-1)
+    fitted = _probabilities(r.reader, r.ids)
+    top = int(fitted.argmax())
+    said = (f"The fitted temperature {t:.2f} makes the classifier's probabilities match how often it is right on "
+            f"held-out reviews; the label is the same at both temperatures ({r.reader.labels[top]})."
+            if int(raw.argmax()) == top else "")
+    return outcome_of(r, f"the label scores softmaxed at temperature 1 instead of the fitted {t:.2f}", fitted, raw,
+                      said, "", judged=False)
 
 
 CLASSIFIER_EXPERIMENTS: dict[str, Callable[[Run], Outcome]] = {
-    "source_tokens": cls_reading_order, "source_embedding": cls_positions, "qkv": cls_qkv, "scaling": cls_scaling,
-    "padding_mask": cls_padding, "softmax": cls_softmax, "memory": cls_end_token, "cross": cls_cross,
-    "label": cls_label,
+    "source_tokens": cls_reading_order, "source_embedding": cls_positions, "qkv": cls_qkv, "scores": cls_scores,
+    "scaling": cls_scaling, "padding_mask": cls_padding, "softmax": cls_softmax, "memory": cls_end_token,
+    "decoder_input": cls_decoder_input, "cross": cls_cross, "label": cls_label,
 }
 
 

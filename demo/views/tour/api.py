@@ -8,7 +8,7 @@ from demo.views.heads import head_line
 from demo.views.tokens import EMPTY_TEXT
 from demo.views.tour import lesson_text
 from demo.views.tour.capture import Pass
-from demo.views.tour.experiments import Experiments, experiment_json
+from demo.views.tour.experiments import Experiments, experiment_ids, experiment_json
 from demo.views.tour.learn import LEARN
 from demo.views.tour.registry import REGISTRY, TRACKS, State, Step, Tour
 from demo.views.toy import toy_checkpoint
@@ -82,13 +82,13 @@ def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0,
     layer_i, head_i = _index(layer, n_layers, "layer", notices), _index(head, n_heads, "head", notices)
     p, more = track.run(ckpt, text, layer_i)
     shown = steps(p, head_i)
-    read = p.ids if "real" not in p.extra else [i for i, r in zip(p.ids, p.extra["real"].tolist(), strict=True) if r]
+    read = experiment_ids(ckpt, track.name, text, more)  # the whole text, up to the context
     ids = [s.key for s in shown]
     overview = [(label.format(n=n_layers), ids.index(id)) for label, id in track.overview]
     if toy:
         more.append(TOY_NOTE)
     return Tour(track.name, toy, text, layer_i, head_i, n_layers, n_heads, shown, overview, notices + more,
-                **track.outcome(p), experiments=Experiments(ckpt, read, layer_i, head_i, backward))
+                **track.outcome(p), experiments=Experiments(ckpt, read, layer_i, head_i, backward, track=track.name))
 
 
 def tour_json(t: Tour) -> dict:

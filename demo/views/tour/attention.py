@@ -52,4 +52,5 @@ def softmax(s: State) -> Built:
         [check(f"the model's attention weights ({s.where}, head {s.head + 1})", attn, s.weights[s.head]),
          check("1 in every row's sum", attn.sum(-1), torch.ones(n, dtype=torch.float64))],
         n=n, token=tok(s.tokens[last]), weights=weights + (" …" if n > 6 else ""),
-        sum=num(float(attn[last].sum())))
+        sum=num(float(attn[last].sum())), first=tok(s.tokens[0]), first_share=f"{float(attn[:, 0].mean()):.0%}",
+        last_share=f"{float(attn[last, 0]):.0%}")

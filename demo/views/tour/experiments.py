@@ -7,6 +7,7 @@ An experiment runs when it is first asked for, not with the tour: the tab asks f
 for three experiments rather than every pass paying for all of them. The sampling step's experiment
 also runs at the visitor's own temperature, top-k and top-p (`Experiments.sampled`)."""
 
+import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
@@ -17,24 +18,27 @@ import torch
 from classifier import Reader
 from demo.serving import LM, SENTIMENT_BACKWARD, Checkpoint
 from demo.views.chat import generation_config
-from inspection.experiments import CLASSIFIER_EXPERIMENTS, LM_EXPERIMENTS, Outcome, Run, Unavailable
+from inspection.experiments import CLASSIFIER_EXPERIMENTS, LEARN_EXPERIMENTS, LM_EXPERIMENTS, Outcome, Run, Unavailable
 from model import GenerationConfig
+from tokenization import read_review
 
 SAMPLING = GenerationConfig(temperature=0.8, top_k=40, top_p=0.95, seed=0)  # the chat's defaults: the sampling step's
 
-EXPERIMENTS = {"lm": LM_EXPERIMENTS, "sentiment": CLASSIFIER_EXPERIMENTS}
+EXPERIMENTS = {"lm": LM_EXPERIMENTS, "sentiment": CLASSIFIER_EXPERIMENTS, "learn": LEARN_EXPERIMENTS}  # by track
 
 
 class Experiments:
     """The experiments of one tour: what they run on, and each outcome once it has run. `ids`: the text
     as the model read it (the LM's with its start token; the review's unpadded); `backward`: the reader
-    the reading-order experiment compares; `slot`: each run's turn on the machine (`DemoService.compute`)."""
+    the reading-order experiment compares; `slot`: each run's turn on the machine (`DemoService.compute`);
+    `track`: the tour's track when it is not the model's own (the learning chapter's)."""
 
     def __init__(self, ckpt: Checkpoint, ids: list[int], layer: int, head: int, backward: Checkpoint | None = None,
-                 slot: Callable[[], AbstractContextManager] = nullcontext):
+                 slot: Callable[[], AbstractContextManager] = nullcontext, track: str | None = None):
         self.ckpt, self.ids, self.layer, self.head, self.backward, self.slot = ckpt, ids, layer, head, backward, slot
-        self.registry = EXPERIMENTS[LM if ckpt.name == LM else "sentiment"]
+        self.registry = EXPERIMENTS[track or (LM if ckpt.name == LM else "sentiment")]
         self.outcomes: dict[str, Outcome | None] = {}
+        self.why_not: dict[str, str] = {}  # a step whose experiment cannot run on this model: why, in words
 
     @cached_property
     def run(self) -> Run:
@@ -56,7 +60,8 @@ class Experiments:
 
     def of(self, key: str) -> Outcome | None:
         """Step `key`'s outcome, run on the first call; None where the step has no experiment, or its
-        experiment cannot run here (the reading-order one without a backward reader: a toy)."""
+        experiment cannot run on this model (`why_not` says why: the toy's word-level vocabulary has no
+        bytes to read a text with)."""
         if key in self.registry and key not in self.outcomes:
             self.outcomes[key] = self._outcome(key, lambda: self.run)
         return self.outcomes.get(key)
@@ -70,12 +75,38 @@ class Experiments:
         with self.slot():
             try:
                 return self.registry[key](run())
-            except Unavailable:
+            except Unavailable as e:
+                self.why_not[key] = str(e)
                 return None
 
 
+def experiment_ids(ckpt: Checkpoint, track: str, text: str, notices: list[str]) -> list[int]:
+    """What the experiments read: the whole text up to the model's context, not only the tokens the
+    pictures follow. The LM (and the learning chapter): the start token and the text's last `block_size`
+    − 1 tokens, with a notice when the text is longer; the classifier: the review as it reads it
+    (`tokenization.read_review`: its first window, cut as training cut it), unpadded."""
+    model, tokenizer = ckpt.require()
+    if ckpt.name != LM:
+        return read_review(text, tokenizer, ckpt.reading).ids
+    ids, keep = tokenizer.encode(text), model.config.block_size - 1
+    if len(ids) > keep:
+        if track == LM:  # the learning chapter says it itself: it reads what its experiments read
+            notices.append(f"Your text is {len(ids):,} tokens, more than the model's context of {keep + 1}: the "
+                           f"experiments read its last {keep}, after the start token.")
+    return [tokenizer.bos_id, *ids[-keep:]]
+
+
 def experiment_json(o: Outcome) -> dict:
-    """The API's form: before/after as [[token, probability], …] best first (LM) or {label: probability}."""
+    """The API's form: before/after as [[token, probability], …] best first (LM) or {label: probability};
+    `loss_before`, `loss_after` in nats (None where infinite: a sampler that cannot draw the text),
+    `effect` ("worse", "better", "no change"), `position` (what the table is about) and, for the
+    classifier, `label` (the label the effect is for)."""
     def form(v):
         return [[t, p] for t, p in v] if isinstance(v, list) else dict(v)
-    return {"change": o.change, "before": form(o.before), "after": form(o.after), "verdict": o.verdict}
+
+    def loss(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+    out = {"change": o.change, "before": form(o.before), "after": form(o.after), "verdict": o.verdict,
+           "loss_before": loss(o.loss_before), "loss_after": loss(o.loss_after), "effect": o.effect,
+           "position": o.position}
+    return out | ({"label": o.label} if o.label else {})

@@ -2,15 +2,19 @@
 token given the ones before, the gradient's size in each part of the model, and one optimiser step on
 a copy of the weights (`inspection.learning_step`), with that token's probability before and after."""
 
+import math
+
 import numpy as np
 import torch
 
 from demo.serving import DemoError
-from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass, label
+from demo.views.tour.capture import Pass, label
 from demo.views.tour.code import CodeRef
 from demo.views.tour.recompute import check, f64
 from demo.views.tour.registry import Built, Panel, State, Track, add_track, step
 from demo.views.tour.show import bars, num, tok
+from inspection.experiments.learn import embedding_sides
+from inspection.experiments.learn import step as one_step
 from inspection.learning_step import learning_step
 from tokenization import fit_context, prompt_ids
 
@@ -18,20 +22,24 @@ LEARN = "learn"
 
 
 def learn_pass(ckpt, text: str, layer: int) -> tuple[Pass, list[str]]:
-    """The LM learning the last token of `[bos] + encode(text)` (its last `MAX_TOUR_TOKENS` at most)."""
+    """The LM learning the last token of `[bos] + encode(text)` (its last `block_size` tokens at most)."""
     model, tokenizer = ckpt.require()
     c, notices = model.config, []
     whole = prompt_ids(text, tokenizer)
-    ids = fit_context(whole, min(MAX_TOUR_TOKENS, c.block_size), keep="end")
+    ids = fit_context(whole, c.block_size, keep="end")  # no heatmap here: the whole text, up to the context
     if len(ids) < len(whole):
-        notices.append(f"Your text is {len(whole) - 1} tokens: the chapter reads its last {len(ids) - 1}, after "
-                       "the start token.")
+        notices.append(f"Your text is {len(whole) - 1:,} tokens, more than the model's context of {c.block_size}: "
+                       f"the chapter reads its last {len(ids) - 1}, after the start token.")
     if len(ids) < 2:
         raise DemoError("The learning chapter needs at least one word to learn.")
-    learned = learning_step(model, torch.tensor([ids], device=ckpt.device))
+    x = torch.tensor([ids], device=ckpt.device)
+    learned = learning_step(model, x)
     values = {"before": f64(learned.before), "after": f64(learned.after)}
+    sides = embedding_sides(model, x[:, :-1], ids[-1])  # the tied table's gradient: input and output side
+    adam = one_step(model, x[:, :-1], ids[-1], lr=learned.lr)  # Adam's first step written out: how far it moves
     return Pass(LEARN, c, ids, [label(tokenizer, i) for i in ids], layer, values, {},
-                {"tokenizer": tokenizer, "step": learned}), notices
+                {"tokenizer": tokenizer, "step": learned, "sides": sides, "adam": adam,
+                 "weights": sum(p.numel() for p in model.parameters())}), notices
 
 
 class LearnState(State):
@@ -57,18 +65,27 @@ def loss(s: LearnState) -> Built:
 def gradient(s: LearnState) -> Built:
     names, sizes = zip(*s.step.grad_norms, strict=True)
     biggest = int(np.argmax(sizes))
+    inputs, outputs = s.p.extra["sides"]
     return Built([Panel("the gradient's size (L2 norm) in each part", np.array(sizes, dtype=np.float32), list(names),
                         kind="bars")],
-                 biggest=names[biggest], size=num(sizes[biggest]), parts=len(names), target=s.target)
+                 biggest=names[biggest], size=num(sizes[biggest]), parts=len(names), target=s.target,
+                 input_side=num(inputs), output_side=num(outputs),
+                 larger="output" if outputs > inputs else "input")
 
 
 @step("update", CodeRef("inspection.learning_step.learning_step", r"optimizer = torch\.optim\.AdamW",
                         r"optimizer\.step\(\)"))
 def update(s: LearnState) -> Built:
     before, after = s.step.probability_before, s.step.probability_after
+    adam = s.p.extra["adam"]
     return Built([bars("after one step, what the model predicts", s.v["after"], s.tokenizer, s.c.vocab_size,
                        mark=s.step.target, marked="the actual next token")],
+                 [check("P(target) after Adam's first step written out (lr · g / (|g| + ε))",
+                        torch.tensor(float(adam.after[s.step.target]), dtype=torch.float64),
+                        torch.tensor(after, dtype=torch.float64))],
                  lr=f"{s.step.lr:g}", target=s.target, before=num(before), after=num(after),
+                 moved=f"{adam.moved_about_lr:.1%}", weights=f"{s.p.extra['weights']:,}", adam_size=f"{adam.size:.3g}",
+                 sgd_size=f"{s.step.lr * math.sqrt(sum(n * n for _, n in s.step.grad_norms)):.3g}",
                  vocab=f"{s.c.vocab_size:,}",
                  loss_after=num(s.step.loss_after), factor=f"{after / before:.1f}")
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FOLDER = Path(__file__).with_name("lessons")
+NOT_STEPS = ("README.md", "GLOSSARY.md")  # the folder's guide, and the glossary (`demo.views.tour.glossary`)
 PLACEHOLDER = re.compile(r"( ?)\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 SECTIONS = ("Formula", "Tensor", "Worked out")  # and any number of "Part: <name>"
 REQUIRED = ("Formula", "Tensor")
@@ -108,7 +109,7 @@ def load(ids: list[str], folder: Path = FOLDER) -> dict[str, Lesson]:
             continue
         lessons[id], found = parse(id, path.read_text(encoding="utf-8"))
         problems += found
-    strays = sorted(p.name for p in folder.glob("*.md") if p.stem not in ids and p.name != "README.md")
+    strays = sorted(p.name for p in folder.glob("*.md") if p.stem not in ids and p.name not in NOT_STEPS)
     problems += [f"lessons/{name}: no step is called {name[:-3]!r} (steps: {', '.join(ids)})" for name in strays]
     if problems:
         raise LessonError(f"The tour's lesson texts ({folder}) do not fit its steps:\n- " + "\n- ".join(problems))

@@ -46,8 +46,8 @@ def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
     whole = prompt_ids(text, tokenizer)
     ids = fit_context(whole, min(MAX_TOUR_TOKENS, c.block_size), keep="end")
     if len(ids) < len(whole):
-        notices.append(f"Your text is {len(whole) - 1} tokens: the tour reads its last {len(ids) - 1}, after the "
-                       "start token.")
+        notices.append(f"Your text is {len(whole) - 1} tokens: the pictures follow the last {len(ids) - 1}; the "
+                       f"experiments read the whole text (up to {c.block_size} tokens).")
     at = f"decoder.{layer}"
     points = {"embedded": "decoder.embed", "positioned": "decoder.input", "norm_1": f"{at}.attn.in",
               "q": f"{at}.attn.q", "k": f"{at}.attn.k", "v": f"{at}.attn.v", "weights": f"{at}.attn.weights",
