@@ -540,3 +540,11 @@ def test_a_run_from_before_the_held_out_tail_is_scored_on_the_paragraphs_it_held
     with pytest.raises(SystemExit) as exc:
         evaluate.main(["--checkpoint", str(out)])
     assert "a document per file, as runs before held-out parts were drawn by size did" in str(exc.value.code)
+
+
+def test_the_last_figure_says_when_it_read_a_sample_of_the_held_out_windows():
+    whole = run_report.bpb_line(1.9712, "held out 10%", {"rows": 98, "of": 98}, "runs/mine")
+    assert whole == "held-out bits per byte: 1.971 (held out 10%)"
+    part = run_report.bpb_line(2.7051, "held out 10%", {"rows": 40, "of": 98}, "runs/mine")
+    assert part == ("held-out bits per byte: 2.705 (held out 10%; measured on 40 of its 98 windows, a sample the time "
+                    "left allowed: `python -m training.evaluate --checkpoint runs/mine` reads them all)")

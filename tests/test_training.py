@@ -556,14 +556,14 @@ class StepClock:
 
 
 def budgeted(tmp_path: Path, tokenizer_path: Path, clock: StepClock, max_steps: int | None, name: str,
-             schedule: str = "cosine", eval_every: int = 1000, repeat_dropout: float = 0.0) -> Trainer:
+             schedule: str = "cosine", eval_every: int = 1000, repeat_dropout: float = 0.0, warmup: int = 5) -> Trainer:
     """A tiny LM's trainer with 1 minute to train (eval_every past the end: one evaluation, where it
     stops), evaluations planned at 0.5 s a row, and the same initial weights every time."""
     from training.contract import TaskOptions
     from training.data import load_splits
 
     task = clock.timing(TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300)))
-    cfg = TrainConfig(batch_size=4, max_steps=max_steps, max_minutes=1, warmup_steps=5, eval_every=eval_every,
+    cfg = TrainConfig(batch_size=4, max_steps=max_steps, max_minutes=1, warmup_steps=warmup, eval_every=eval_every,
                       eval_batches=3, recipe=Recipe(schedule=schedule, repeat_dropout=repeat_dropout))
     data = task.prepare(BPETokenizer.from_file(tokenizer_path), TASKS["lm"].presets["tiny"]["model"], cfg)
     torch.manual_seed(0)
@@ -591,6 +591,18 @@ def test_a_run_without_max_steps_fits_its_schedule_to_the_time_budget(tmp_path, 
     assert all(torch.equal(v, fixed.model.state_dict()[k]) for k, v in sized.model.state_dict().items())
     state = torch.load(tmp_path / "sized" / STATE_NAME, weights_only=True)
     assert state["train_config"]["max_steps"] == 33 and state["sized"] == sized.budget.sized
+
+
+def test_a_sized_run_warms_up_for_at_most_a_quarter_of_its_steps(tmp_path, tokenizer_path):
+    """50 warmup steps asked, 33 steps fit the minute: 8 warm up (a quarter), the run is the fixed run of
+    33 steps with 8, weight for weight, and a resumed run keeps the 8."""
+    sized = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), None, "sized", warmup=50)
+    assert sized.train() == "max_steps" and sized.cfg.max_steps == 33 and sized.cfg.warmup_steps == 8
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 33, "fixed", warmup=8)
+    assert fixed.train() == "max_steps" and same_weights(sized, fixed)
+    resumed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), None, "sized", warmup=50)
+    resumed.load_state(Trainer.read_state(tmp_path / "sized" / STATE_NAME))
+    assert resumed.cfg.warmup_steps == 8 and resumed.cfg.max_steps == 33
 
 
 def test_a_sized_run_resumes_with_the_count_it_chose(tmp_path, tokenizer_path):
@@ -720,7 +732,7 @@ def test_a_sized_run_that_would_read_its_text_too_often_trains_with_dropout(tmp_
     assert all(m.dropout_p == 0.0 for m in sized.model.modules() if hasattr(m, "dropout_p"))  # attention weights
     saved = json.loads((tmp_path / "sized" / "config.json").read_text())
     assert saved["dropout"] == 0.1 and saved["attention_dropout"] == 0.0
-    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=2.0), 4, "fixed")
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=2.0), 4, "fixed", warmup=1)  # a quarter of 4
     set_dropout(fixed.model, 0.1)  # --set dropout=0.1 --set attention_dropout=0
     assert fixed.train() == "max_steps" and same_weights(sized, fixed)
     state = Trainer.read_state(tmp_path / "sized" / STATE_NAME)

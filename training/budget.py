@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .contract import Task, TaskData
 
 FINAL_SHARE = 0.1  # under --max-minutes, the final evaluation gets at most this share of the budget ...
+WARMUP_SHARE = 0.25  # a run sized to its minutes warms up for at most this share of its steps (`cap_warmup`)
 FINAL_OVERHEAD_S = 5.0  # ... plus this (at most that share) for loading the checkpoint, samples, curve and metrics
 SIZING_STEPS = 12  # a run sized to its time budget (`TimeBudget.size`) times this many steps ...
 SIZING_UNTIMED = 2  # ... but not its first ones, which allocate memory and pick kernels: slower than the rest
@@ -117,6 +118,7 @@ class TimeBudget:
             set_dropout(model, self.sized["dropout"])
         if self.cfg.max_steps is None:  # sized to the first invocation's budget: a resumed one keeps that schedule
             self.fix_count(state["train_config"]["max_steps"])
+            self.cap_warmup()
         timing = state.get("timing") or {}
         if timing.get("row_seconds") and timing.get("where") == self.where():
             # until this invocation evaluates, plan with the last one's rate on the same device and threads
@@ -128,6 +130,13 @@ class TimeBudget:
         """The one place the run's step count is set: the settings are frozen, so `cfg` becomes a copy
         with `max_steps=steps` (the settings as given stay in the run's spec; `sized` says why)."""
         self.cfg = replace(self.cfg, max_steps=steps)
+
+    def cap_warmup(self) -> None:
+        """A sized run warms up for at most `WARMUP_SHARE` of the steps it was given: the laptop preset's 50
+        warmup steps were all 13 of a 1-minute run on a busy 2-core CPU, which then never trained at its
+        peak rate. Set where the count is sized, and again from the recorded count on resume."""
+        self.cfg = replace(self.cfg, warmup_steps=min(self.cfg.warmup_steps,
+                                                      max(1, int(self.cfg.max_steps * WARMUP_SHARE))))
 
     def where(self) -> str:
         """The device, ranks and threads timings are measured on (a saved rate is reused only there)."""
@@ -171,6 +180,7 @@ class TimeBudget:
             step_seconds, _ = time_steps()
             steps = self.steps_that_fit(step_seconds, self.clock())
         self.fix_count(agreed(steps if self.info.is_main else 0, self.device, self.info))
+        self.cap_warmup()
         self.sized = {"step_seconds": round(step_seconds, 4), "eval_seconds": round(self.planned_eval_seconds(), 3),
                       "budget_s": round(self.deadline - self.clock(), 1), "max_steps": self.cfg.max_steps, **chosen}
         self.refitting = self.cfg.recipe.schedule == "wsd"

@@ -104,8 +104,8 @@ def print_summary(spec: RunSpec, trainer: Trainer, origin: Provenance, metrics: 
         print(f"samples ({', '.join(f'{k} {v}' for k, v in SAMPLE_SETTINGS.items())}; more: python -m training.sample "
               f"--checkpoint {out}):\n" + "\n".join(f"  {text!r}" for text in metrics["samples"]))
     if "val_bpb" in metrics:
-        held_out = own_text.held_out_line(source, described(trainer))
-        print(f"held-out bits per byte: {metrics['val_bpb']:.3f} ({held_out})")
+        print(bpb_line(metrics["val_bpb"], own_text.held_out_line(source, described(trainer)), read.get("val", {}),
+                       out))
     labels = getattr(trainer.data.splits["val"], "labels", None)
     if "val_accuracy" in metrics and labels:
         warning = chance_warning(metrics["val_accuracy"], read["val"]["rows"], labels, spec.init_from, spec.data,
@@ -114,6 +114,15 @@ def print_summary(spec: RunSpec, trainer: Trainer, origin: Provenance, metrics: 
             print(warning, file=sys.stderr, flush=True)
     print(f"score it again: python -m training.evaluate --checkpoint {out}; serve it: python -m demo "
           f"--{'lm' if lm else 'sentiment'} {out}")
+
+
+def bpb_line(bpb: float, held_out: str, val: dict, out) -> str:
+    """The run's last figure, and whether it read every held-out window (`val`: the final evaluation's
+    rows and of) or the sample the time left allowed: then it says so and how to read them all."""
+    sample = (f"; measured on {val['rows']:,} of its {val['of']:,} windows, a sample the time left allowed: "
+              f"`python -m training.evaluate --checkpoint {out}` reads them all"
+              if val.get("rows", 0) < val.get("of", 0) else "")
+    return f"held-out bits per byte: {bpb:.3f} ({held_out}{sample})"
 
 
 def trained_text(checkpoint: str | None) -> str | None:
