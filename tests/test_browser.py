@@ -893,12 +893,14 @@ def test_the_learning_chapter_experiments_and_watch_it_learn_on_desktop_and_phon
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_trained_without_it_and_the_induction_head_on_desktop_and_phone(url, page, viewport, shots: Path,
                                                                         monkeypatch) -> None:
-    """Against tests/data/why: the residual step shows its run open (no accordion), both pictures drawn
-    with clear titles, the changed line kept indented; a step without a run hides it; Watch it learn
-    draws the induction panel's curves and three maps. Nothing sticks out past the right edge."""
+    """Against tests/data/why (the docs' screenshots: the shipped runs): the residual step shows its run
+    open (no accordion), both pictures drawn with clear titles, the changed line kept indented; a step
+    without a run hides it; Watch it learn draws the induction panel's curves and three maps. Nothing
+    sticks out past the right edge."""
     from demo.views import why
 
-    fixture = Path(__file__).parent / "data" / "why"
+    # the docs' screenshots show the shipped runs, the tests the fixture
+    fixture = why.ROOT if os.environ.get("SCREENSHOT_DIR") else Path(__file__).parent / "data" / "why"
     monkeypatch.setattr(why, "ROOT", fixture)
     final = why.runs(fixture)["residual"]["final"]
     view = page.context.browser.new_page(viewport=viewport)
