@@ -513,7 +513,10 @@ def test_the_readme_sets_up_a_cpu_laptop_in_two_commands_and_ends_your_text_s_qu
     readme = (root / "README.md").read_text()
     setup = _code_block_after(readme, "## Two commands")
     assert len(setup) == 2 and setup[0].startswith("python3.11 -m venv .venv && . .venv/bin/activate && pip install")
-    assert all("--extra-index-url https://download.pytorch.org/whl/cpu -r requirements" in line for line in setup)
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt" in setup[0]
+    # the tests' line is the one CI runs (.ci/run): the torch the first line installed satisfies the pin
+    assert setup[1] == "pip install -r requirements-dev.txt && python -m pytest -q"
+    assert setup[1] in (root / ".ci" / "run").read_text()
     assert setup[0].endswith("python -m demo") and setup[1].endswith("python -m pytest -q")
     assert 'python_version: "3.11"' in readme and "Python 3.11" in readme
     assert "torch==2.13.0\n" in (root / "requirements.txt").read_text()  # the CPU index's 2.13.0+cpu matches it
