@@ -924,7 +924,7 @@ def test_trained_without_it_and_the_induction_head_on_desktop_and_phone(url, pag
         assert code.evaluate("e => getComputedStyle(e).whiteSpace") == "pre"
         assert "model/layers.py:" in view.locator("#tour-why-code").inner_text()
         assert view.evaluate(OVERFLOWING) == []
-        view.screenshot(path=shots / f"screenshot_why{suffix}.png", full_page=True)
+        view.locator("#tour-why").screenshot(path=shots / f"screenshot_why{suffix}.png")
         view.locator("#tour-steps").get_by_text("9. Softmax").click()
         view.locator(TOUR_TITLE).get_by_text("Step 9 of").wait_for()
         view.locator("#tour-why").wait_for(state="hidden")
@@ -936,8 +936,7 @@ def test_trained_without_it_and_the_induction_head_on_desktop_and_phone(url, pag
             assert_titles_clear(view, plot)
         assert "x = layer(" in view.locator("#induction-code").inner_text()
         assert view.evaluate(OVERFLOWING) == []
-        view.locator("#induction-intro").scroll_into_view_if_needed()
-        view.screenshot(path=shots / f"screenshot_induction{suffix}.png", full_page=True)
+        view.locator("#induction-panel").screenshot(path=shots / f"screenshot_induction{suffix}.png")
         assert_no_error_box(view)
         assert errors == []
     finally:

@@ -25,17 +25,18 @@ INTRO = (
 
 def build() -> tuple:
     """The panel; returns (handler, inputs, outputs) for the tab's select event."""
-    gr.Markdown(INTRO, elem_id="induction-intro")
-    about = gr.Markdown(elem_id="induction-about")
-    with gr.Row(elem_id="induction-curves"):
-        with gr.Column(min_width=300):
-            loss = gr.Plot(show_label=False, elem_id="induction-loss")
-        with gr.Column(min_width=300):
-            score = gr.Plot(show_label=False, elem_id="induction-score")
-    with gr.Row(elem_id="induction-maps"):
-        maps = [gr.Plot(show_label=False, elem_id=f"induction-map-{n}", min_width=300) for n in range(MOMENTS)]
-    summary = gr.Markdown(elem_id="induction-summary")
-    code = gr.Markdown(elem_id="induction-code", elem_classes="code-listing")  # why_panel.CSS
+    with gr.Column(elem_id="induction-panel"):
+        gr.Markdown(INTRO, elem_id="induction-intro")
+        about = gr.Markdown(elem_id="induction-about")
+        with gr.Row(elem_id="induction-curves"):
+            with gr.Column(min_width=300):
+                loss = gr.Plot(show_label=False, elem_id="induction-loss")
+            with gr.Column(min_width=300):
+                score = gr.Plot(show_label=False, elem_id="induction-score")
+        with gr.Row(elem_id="induction-maps"):
+            maps = [gr.Plot(show_label=False, elem_id=f"induction-map-{n}", min_width=300) for n in range(MOMENTS)]
+        summary = gr.Markdown(elem_id="induction-summary")
+        code = gr.Markdown(elem_id="induction-code", elem_classes="code-listing")  # why_panel.CSS
     return draw, [], [about, loss, score, *maps, summary, code]
 
 
