@@ -361,8 +361,8 @@ def why_table(root: Path = Path("checkpoints/why")) -> str:
     if induction.is_file():
         i = json.loads(induction.read_text(encoding="utf-8"))
         lines += ["", f"Induction (`{i['command']}`, {i['steps']} steps; {i['data']}): the best head's score on a "
-                      f"random sequence of {i['length']} tokens shown twice, 2 layers **{i['final']['2layer']:.2f}**, 1 layer "
-                      f"**{i['final']['1layer']:.2f}**."]
+                      f"random sequence of {i['length']} tokens shown twice, 2 layers "
+                      f"**{i['final']['2layer']:.2f}**, 1 layer **{i['final']['1layer']:.2f}**."]
     return "\n".join(lines)
 
 
