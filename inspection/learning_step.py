@@ -42,25 +42,32 @@ def _parts(model: DecoderOnlyLM) -> list[tuple[str, torch.nn.Module]]:
             ("final norm", model.decoder.norm)]
 
 
+def gradient(model: DecoderOnlyLM, context: torch.Tensor, target: int) -> tuple[DecoderOnlyLM, torch.Tensor]:
+    """A copy of `model` (eval: no dropout, so a step is the gradient's alone) with the gradient of
+    −log p(target | context) in its `.grad`s, and log p (V,) before any step."""
+    learner = copy.deepcopy(model).eval()
+    for p in learner.parameters():
+        p.requires_grad_(True)
+        p.grad = None
+    with torch.enable_grad(), torch.inference_mode(False):
+        log_p = learner(context).logits[0, -1].float().log_softmax(-1)
+        loss = -log_p[target]
+        loss.backward()
+    return learner, log_p.detach()
+
+
 def learning_step(model: DecoderOnlyLM, ids: torch.Tensor, lr: float = LR) -> LearningStep:
     """One optimiser step on a copy of `model` that makes the last token of `ids` (1, T), T ≥ 2, likelier
     after the tokens before it."""
     if ids.size(1) < 2:
         raise ValueError("the text needs at least one token after the start token to learn")
     context, target = ids[:, :-1], int(ids[0, -1])
-    learner = copy.deepcopy(model).eval()  # eval: no dropout, so the step is the gradient's alone
-    for p in learner.parameters():
-        p.requires_grad_(True)
-    with torch.enable_grad(), torch.inference_mode(False):
-        log_p = learner(context).logits[0, -1].float().log_softmax(-1)
-        loss = -log_p[target]
-        loss.backward()
+    learner, before = gradient(model, context, target)
     norms = [(name, float(torch.cat([p.grad.flatten() for p in part.parameters() if p.grad is not None]).norm()))
              for name, part in _parts(learner)]
     optimizer = torch.optim.AdamW(learner.parameters(), lr=lr, betas=BETAS, weight_decay=0.0)
     optimizer.step()
     with torch.inference_mode():
         after = learner(context).logits[0, -1].float().log_softmax(-1)
-    before = log_p.detach()
     return LearningStep(target, float(-before[target]), float(-after[target]), float(before[target].exp()),
                         float(after[target].exp()), norms, lr, before.exp(), after.exp())

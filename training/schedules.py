@@ -22,10 +22,15 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
         return stlr(step, cfg.lr, cfg.warmup_steps, cfg.max_steps)
     if cfg.recipe.schedule == "wsd":
         return wsd(step, cfg.lr, cfg.warmup_steps, cfg.max_steps, cfg.recipe.decay_fraction, cfg.min_lr_ratio)
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
-    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+    return cosine(step, cfg.lr, cfg.warmup_steps, cfg.max_steps, cfg.min_lr_ratio)
+
+
+def cosine(step: int, peak: float, warmup: int, total: int, floor: float) -> float:
+    """Linear warmup to `peak` over `warmup` steps, then cosine decay to peak x floor at `total`."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def stlr(step: int, peak: float, cut: int, total: int) -> float:

@@ -19,7 +19,6 @@ forming in the 2-layer model and not in the 1-layer one (`training.induction`).
 """
 
 import json
-import math
 import shlex
 import sys
 import time
@@ -33,8 +32,11 @@ from tqdm import tqdm
 from cli import Parser
 from inspection.trained_without import WITHIN, verdict
 from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig
+from model.embeddings import sinusoidal_table
 from tokenization import BPETokenizer, prompt_ids
 from training import induction
+from training.recipe import param_groups
+from training.schedules import cosine
 from training.why_data import WhyData, load_why_data
 
 EVALS = 15  # points on each curve (besides step 0)
@@ -155,9 +157,11 @@ def embedding_share(arm: Arm) -> list[float]:
 
 
 def token_to_position(model: DecoderOnlyLM) -> float:
+    """The RMS of the scaled token vectors over that of the sinusoids (the table's, also in a model
+    trained without adding it)."""
+    c = model.config
     emb = model.embed.lut.weight.detach() * model.embed.scale
-    pe = model.pos.pe if model.config.positions else DecoderOnlyLM(replace(model.config, positions=True)).pos.pe
-    return float(emb.pow(2).mean().sqrt() / pe.pow(2).mean().sqrt())
+    return float(emb.pow(2).mean().sqrt() / sinusoidal_table(c.max_positions, c.d_model).pow(2).mean().sqrt())
 
 
 def named_heads(arm: Arm) -> list[float]:
@@ -269,14 +273,6 @@ def summary(name: str, part: Part, final: dict, spread: dict, verdict_: str) -> 
     return f"Trained without it, the model ends {verdict_}: {arms}."
 
 
-def lr_at(step: int, steps: int, peak: float = LR) -> float:
-    """Linear warmup, then cosine to `MIN_LR_RATIO` of the peak."""
-    if step < WARMUP:
-        return peak * (step + 1) / WARMUP
-    progress = (step - WARMUP) / max(1, steps - WARMUP)
-    return peak * (MIN_LR_RATIO + (1 - MIN_LR_RATIO) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
 def config_of(part: Part, arm: str, vocab_size: int) -> DecoderOnlyConfig:
     fields = {**BASE, **part.with_, **(part.without if arm == "without" else {})}
     return DecoderOnlyConfig(vocab_size=vocab_size, **fields)
@@ -290,10 +286,7 @@ def train_arm(config: DecoderOnlyConfig, seed: int, steps: int, data: WhyData, e
     readings there."""
     torch.manual_seed(seed)
     model = DecoderOnlyLM(config)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    rest = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY}, {"params": rest, "weight_decay": 0}],
-                            lr=LR, betas=(0.9, 0.95))
+    opt = torch.optim.AdamW(param_groups(model, WEIGHT_DECAY), lr=lr, betas=(0.9, 0.95))
     arm = Arm(model, data, [0.0] * config.n_layer, [round(token_to_position(model), 3)])
     curve = []
     for step in range(steps + 1):
@@ -306,7 +299,7 @@ def train_arm(config: DecoderOnlyConfig, seed: int, steps: int, data: WhyData, e
         model.train()
         batch = data.batch(seed, step, BATCH)
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, steps, lr)
+            group["lr"] = cosine(step, lr, WARMUP, steps, MIN_LR_RATIO)
         loss = model(batch["input_ids"], batch["targets"], loss_only=True).loss
         loss.backward()
         if step < FIRST_STEPS:

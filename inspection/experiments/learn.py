@@ -5,14 +5,13 @@ same learning rate, or taken up the gradient instead of down. The table is the n
 text's context, after the chapter's step and after the changed one; the loss is −log p(the token
 learned) after each, so "worse" means the changed step teaches the token less well."""
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from inspection.experiments.common import TOP, Outcome, Run, Unavailable, effect, effect_sentence, nats
-from inspection.learning_step import BETAS, LR
+from inspection.learning_step import BETAS, LR, gradient
 from model import DecoderOnlyLM
 
 EPS = 1e-8  # Adam's ε (torch's default, training's)
@@ -26,18 +25,6 @@ class Stepped:
     moved_about_lr: float  # the share of the weights that moved by at least half the learning rate
     moved: float  # the share of the weights that moved at all
     size: float  # the L2 norm of the whole change of the weights
-
-
-def gradient(model: DecoderOnlyLM, context: torch.Tensor, target: int) -> tuple[DecoderOnlyLM, torch.Tensor]:
-    """A copy of `model` with the gradient of −log p(target | context) in its `.grad`s, and log p (V,)."""
-    learner = copy.deepcopy(model).eval()
-    for p in learner.parameters():
-        p.requires_grad_(True)
-        p.grad = None
-    with torch.enable_grad(), torch.inference_mode(False):
-        log_p = learner(context).logits[0, -1].float().log_softmax(-1)
-        (-log_p[target]).backward()
-    return learner, log_p.detach()
 
 
 def step(model: DecoderOnlyLM, context: torch.Tensor, target: int, rule: str = "adam", lr: float = LR,
@@ -152,5 +139,5 @@ def learn_experiment(step_id: str, model: DecoderOnlyLM, tokenizer, ids: torch.T
     return LEARN_EXPERIMENTS[step_id](Run(model, tokenizer, ids, 0, 0))
 
 
-__all__ = ["BETAS", "EPS", "LEARN_EXPERIMENTS", "Stepped", "embedding_sides", "gradient", "learn_experiment", "nats",
+__all__ = ["BETAS", "EPS", "LEARN_EXPERIMENTS", "Stepped", "embedding_sides", "learn_experiment", "nats",
            "step"]

@@ -50,7 +50,7 @@ class LearnState(State):
         self.context = " ".join(self.tokens[:-1][-6:])
 
 
-@step("loss", CodeRef("inspection.learning_step.learning_step", r"log_p = learner", r"loss\.backward"))
+@step("loss", CodeRef("inspection.learning_step.gradient", r"log_p = learner", r"loss\.backward"))
 def loss(s: LearnState) -> Built:
     p = float(s.v["before"][s.step.target])
     return Built([bars(f"what the model predicted after …{s.tokens[-2]}", s.v["before"], s.tokenizer,
