@@ -43,9 +43,10 @@ from itertools import product
 from string import Formatter
 
 from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, read_classifier, write_json
-from benchmarks.sentiment_baseline import fit_baseline, imdb_split
+from benchmarks.sentiment_baseline import imdb_split
 from tokenization import read_texts
 from training.heldout import add_held_out_arguments
+from training.linear_evidence import fit_linear
 
 POSITIVE, NEGATIVE = 1, 0  # IMDB's labels
 TOLERANCE = 0.05  # a DIR move smaller than this is not counted: saturated probabilities wobble
@@ -58,6 +59,13 @@ PRAISE = ("superb", "wonderful", "brilliant", "gripping", "moving", "masterful",
 COMPLAINT = ("dull", "tedious", "awful", "dreadful", "boring", "clumsy", "forgettable", "pointless", "terrible",
              "lifeless", "bland", "painful", "horrible", "laughable", "mediocre", "unwatchable", "bad",
              "predictable", "messy", "disappointing")
+# the words a visitor types first into the Sentiment tab, as one-word verdicts (issue 64); a list apart
+# from PRAISE and COMPLAINT so that the templates above keep their counts
+EVERYDAY = {POSITIVE: ("good", "great", "amazing", "awesome", "fantastic", "fun", "perfect", "lovely", "excellent",
+                       "incredible", "funny", "beautiful", "wonderful", "brilliant", "enjoyable", "terrific"),
+            NEGATIVE: ("bad", "poor", "awful", "terrible", "boring", "dull", "stupid", "horrible", "weak",
+                       "pathetic", "lame", "disappointing", "annoying", "pointless", "ridiculous", "mediocre")}
+ONE_WORD = ("{adj}", "{Adj}.", "It was {adj}.")  # a word alone, written as a sentence, and in the plainest frame
 LIKING = ("love", "enjoy", "like", "admire")
 DISLIKING = ("hate", "dislike", "loathe", "despise")
 FEW = 5  # adjectives per side in the two-opinion templates, whose cases grow as the square
@@ -214,7 +222,13 @@ def punctuated(i: int, text: str) -> str:
 def capabilities() -> list[Capability]:
     """The check, in the order it is reported."""
     return [
-        mft("single_words", 'a single word, like "great" or "dull"', one_side(("{adj}", "{Adj}.", "{Adj}!"))),
+        mft("single_words", 'a single word, like "great" or "dull"', one_side(ONE_WORD)),
+        mft("everyday_words", 'the words visitors type first, like "good" or "boring"',
+            [Case(t.format(adj=w, Adj=w.capitalize()), label) for label, words in EVERYDAY.items()
+             for w in words for t in ONE_WORD]),
+        mft("short_negation", 'a negated word alone, like "not bad" or "Not great."',
+            [Case(t.format(adj=w), 1 - label) for label, words in EVERYDAY.items() for w in words
+             for t in ("not {adj}", "Not {adj} at all.")]),
         mft("short_phrases", 'short verdicts, like "The acting was superb."',
             one_side(("The {aspect} was {adj}.", "This {film} is {adj}.", "I {verbed} this {film}."))),
         mft("negated_praise", 'negated praise, like "not a great film"', negations(POSITIVE)),
@@ -298,7 +312,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse(arguments(), argv)
     checks = capabilities()
     train_texts, train_labels, _, _ = imdb_split(args.data_dir, args.val_size, args.seed, "validation")
-    baseline = fit_baseline(train_texts, train_labels)
+    baseline = fit_linear(train_texts, train_labels)
     positive = list(baseline.classes_).index(POSITIVE)
     ours = read_classifier([args.checkpoint, *args.also])  # the app's verdict
     positive_label = ours.labels.index("positive")

@@ -32,11 +32,12 @@ import torch
 
 from benchmarks.bootstrap import accuracy_with_interval
 from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, write_json
-from benchmarks.sentiment_baseline import fit_baseline, imdb_split
+from benchmarks.sentiment_baseline import imdb_split
 from classifier import Reader, combine_readers
 from storage import resolve_checkpoint
 from training.calibration import expected_calibration_error
 from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, short_texts
+from training.linear_evidence import fit_linear
 
 BASELINE = "TF-IDF + LR"
 
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> dict:
             row[name] = scored(verdict, torch.stack([probs[c][name].exp() for c in group]).mean(0), name)
         table.append(row)
     if args.baseline:
-        model = fit_baseline(train_texts, train_labels)
+        model = fit_linear(train_texts, train_labels)
         row = {"models": [BASELINE]}
         for name, (texts, _) in checks.items():
             p = torch.tensor(model.predict_proba(texts), dtype=torch.float32)

@@ -19,21 +19,12 @@ shows how much of the gap is the truncation rather than the model.
 import argparse
 import time
 
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import Pipeline, make_pipeline
-
 from benchmarks.bootstrap import accuracy_with_interval
 from benchmarks.common import benchmark_parser, parse, write_json
 from tokenization import BPETokenizer, read_texts
 from training.data import load_splits, validation_split
 from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, selection_report_split, short_texts
-
-
-def fit_baseline(texts: list[str], labels: list[int], C: float = 8.0) -> Pipeline:
-    """TF-IDF (uni+bigrams, min_df 2, sublinear tf) + logistic regression, fitted."""
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
-    return make_pipeline(vectorizer, LogisticRegression(C=C, max_iter=2000)).fit(texts, labels)
+from training.linear_evidence import fit_linear
 
 
 def imdb_split(data_dir: str, val_size: int, seed: int, part: str) -> tuple[list, list, list, list]:
@@ -73,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict:
             return_tensors=False).input_ids]
         train_texts, texts = cut(train_texts), cut(texts)
     start = time.perf_counter()
-    baseline = fit_baseline(train_texts, train_labels, args.C)
+    baseline = fit_linear(train_texts, train_labels, args.C)
     correct = [int(p == y) for p, y in zip(baseline.predict(texts), labels, strict=True)]
     result = {"model": "tfidf-uni+bigram-logreg", "split": args.split, "short_text": args.short_text,
               **accuracy_with_interval(correct), "train_examples": len(train_texts),

@@ -25,9 +25,10 @@ import numpy as np
 
 from benchmarks.bootstrap import accuracy_with_interval, bootstrap_interval
 from benchmarks.common import add_also, add_checkpoint, add_device, benchmark_parser, parse, read_classifier, write_json
-from benchmarks.sentiment_baseline import fit_baseline, imdb_split
+from benchmarks.sentiment_baseline import imdb_split
 from storage import METRICS_NAME, resolve_checkpoint
 from training.heldout import SELECTION_FRACTION, add_held_out_arguments, short_texts
+from training.linear_evidence import fit_linear
 
 
 def compare(ours: np.ndarray, baseline: np.ndarray) -> dict:
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> dict:
     checks = {"full_reviews": (texts, labels), "short_text": ([r.text for r in short], [r.label for r in short])}
 
     start = time.perf_counter()
-    baseline = fit_baseline(train_texts, train_labels)
+    baseline = fit_linear(train_texts, train_labels)
     baseline_s = time.perf_counter() - start
     start = time.perf_counter()
     ours = read_classifier([args.checkpoint, *args.also], args.device)

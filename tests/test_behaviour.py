@@ -21,7 +21,9 @@ WORDS, FEW = 20, 5  # adjectives per side, and per side in the two-opinion templ
 BASES = (2 * 3 + 2 * 2) * WORDS * 2  # (titles × aspects + actors × titles) × adjectives × sides
 ONE_LINE = (3 + 3 + 3) * WORDS * 2  # "The {aspect} was {adj}.", "This {film} is so {adj}.", "{Adj} {film}."
 COUNTS = {
-    "single_words": 3 * WORDS * 2,  # "{adj}", "{Adj}.", "{Adj}!"
+    "single_words": 3 * WORDS * 2,  # "{adj}", "{Adj}.", "It was {adj}."
+    "everyday_words": 3 * 16 * 2,  # the same spellings of 16 words a side
+    "short_negation": 2 * 16 * 2,  # "not {adj}", "Not {adj} at all."
     "short_phrases": (3 + 3) * WORDS * 2 + 4 * 3 * 2,  # aspects, films; 4 verbs × 3 films
     "negated_praise": 3 * WORDS + 3 * WORDS + WORDS + 4 * 3,
     "negated_complaint": 3 * WORDS + 3 * WORDS + WORDS + 4 * 3,
@@ -56,7 +58,11 @@ def test_every_case_says_what_it_expects(check: dict[str, Capability]):
                 assert case.expected is None and case.base and case.text != case.base  # the edit changed it
     assert all(case.expected == NEGATIVE and " not " in case.text for case in check["negated_praise"].cases)
     assert all(case.expected == POSITIVE and " not " in case.text for case in check["negated_complaint"].cases)
-    for name in ("single_words", "short_phrases", "change_of_mind", "contrast"):  # both labels, as many of each
+    assert Case("It was terrific.", POSITIVE) in check["everyday_words"].cases
+    assert {Case("not bad", POSITIVE), Case("Not bad at all.", POSITIVE), Case("Not great at all.", NEGATIVE)} <= set(
+        check["short_negation"].cases)
+    for name in ("single_words", "everyday_words", "short_negation", "short_phrases", "change_of_mind",
+                 "contrast"):  # both labels, as many of each
         assert sum(case.expected for case in check[name].cases) * 2 == len(check[name].cases)
     assert Case("I used to love it, now I hate it.", NEGATIVE) in check["change_of_mind"].cases
     assert [c.direction for c in check.values() if c.kind == "DIR"] == [-1, +1]

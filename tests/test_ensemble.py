@@ -10,12 +10,13 @@ import torch
 
 from benchmarks import calibration, ensemble
 from benchmarks.common import read_classifier
-from benchmarks.sentiment_baseline import fit_baseline, imdb_split
+from benchmarks.sentiment_baseline import imdb_split
 from classifier import ClassifierConfig
 from model import EncoderDecoder, EncoderDecoderConfig
 from tokenization import BPETokenizer, read_texts
 from training.calibration import expected_calibration_error
 from training.heldout import short_texts
+from training.linear_evidence import fit_linear
 
 IMDB = Path(__file__).resolve().parents[2] / "shared" / "data" / "imdb"
 pytestmark = pytest.mark.needs_imdb
@@ -62,7 +63,7 @@ def test_each_model_and_their_mean_on_the_selection_rows(readers, capsys):
     assert [line.split("  ")[0] for line in printed[3:7]] == ["1", "2", "1 + 2", "TF-IDF + LR"]
     train_texts, train_labels, texts, labels = imdb_split(str(data), 30, 1337, "selection")
     short = short_texts(texts, labels)
-    baseline = fit_baseline(train_texts, train_labels)
+    baseline = fit_linear(train_texts, train_labels)
     for check, rows in (("full_reviews", texts), ("short_text", [r.text for r in short])):
         truth = np.array(result["labels"][check])
         p = [np.array(result["p_positive"][f][check]) for f in folders]
