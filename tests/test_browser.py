@@ -887,6 +887,7 @@ def test_the_learning_chapter_experiments_and_watch_it_learn_on_desktop_and_phon
         view.get_by_text("One head as it learns").click()
         view.locator("#learn-head-show").click()
         view.locator("#learn-head-summary").get_by_text("of its attention on the previous token").wait_for()
+        view.locator("#learn-head-maps .js-plotly-plot").nth(2).wait_for()  # the summary may come before the plots
         assert view.locator("#learn-head-maps .js-plotly-plot").count() == 3
         assert view.evaluate(OVERFLOWING) == []
         assert_no_error_box(view)
