@@ -668,17 +668,23 @@ def test_a_causal_maps_sink_is_read_from_the_rows_that_have_a_choice() -> None:
     assert "an *attention sink*" in sink_sentence(keys, weights, causal=True)
 
 
-def test_the_default_text_is_a_passage_that_shows_each_lm_effect() -> None:
-    """Issue 61, item 6: the tour's default text is a real passage of 15 words or more, and on the shipped LM
-    at the default layer and head switching any part off makes the loss over it worse."""
+def test_the_default_text_is_a_passage_that_shows_each_effect() -> None:
+    """Issue 61, item 6: the tour's default text is a real passage of 15 words or more, and on the shipped models
+    at the default layer and head switching any part off makes the loss over it worse, in all three tracks; the
+    sentiment track's comparisons (the backward reader, the temperature) show a change, and the padding mask,
+    which in this causal encoder barely reaches the label, says what it guarantees instead."""
     from demo.text import TOUR_EXAMPLE
-    from inspection.experiments import LM_EXPERIMENTS
 
     assert len(TOUR_EXAMPLE.split()) >= 15
     shipped = DemoService(REPO_ROOT / "checkpoints", device="cpu")
-    t = tour.tour(shipped, TOUR_EXAMPLE, "lm", 0, 0)
-    effects = {key: t.experiment(key).effect for key in LM_EXPERIMENTS if key not in ("probabilities", "sampling")}
-    assert set(effects.values()) == {"worse"}, effects
+    compared = ("source_tokens", "label", "padding_mask", "probabilities", "sampling")  # nothing switched off
+    for model in (LM, SENTIMENT, tour.LEARN):
+        t = tour.tour(shipped, TOUR_EXAMPLE, model, 0, 0)
+        effects = {s.key: t.experiment(s.key).effect for s in t.steps}
+        assert {e for key, e in effects.items() if key not in compared} == {"worse"}, (model, effects)
+        assert all(effects[key] != "no change" for key in ("source_tokens", "label") if key in effects), effects
+    padding = tour.tour(shipped, TOUR_EXAMPLE, SENTIMENT, 0, 0).experiment("padding_mask")
+    assert "gets the label it gets alone" in padding.verdict and "try another" not in padding.verdict
 
 
 def test_the_glossary_is_on_the_page_and_each_step_links_its_first_use_of_a_word(service: DemoService) -> None:
