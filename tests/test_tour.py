@@ -317,21 +317,26 @@ def test_numbers_are_written_for_people_and_each_sentence_is_true_of_its_model(s
 
 
 def test_every_heatmap_has_a_colour_scale_every_key_column_and_its_numbers_in_a_table(service: DemoService) -> None:
-    """Issue 50, finding 5: no value only on hover, no key column hidden (the diagonal of the last rows)."""
-    text = "word " * 40
+    """Issue 50, finding 5: no value only on hover, no key column hidden (the diagonal of the last rows); issue
+    61, item 4: the pass reads every token, a picture draws the last `MAX_TOUR_TOKENS` and its subtitle says so."""
+    text = "word " * 15  # more tokens than a picture draws, fewer than the tiny model's context
     t = tour.tour(service, text, "lm")
     attention = by_key(t)["softmax"].panels[0]
-    n = len(attention.rows)
-    assert n == tour.MAX_TOUR_TOKENS
+    n, window = len(attention.rows), tour.MAX_TOUR_TOKENS
+    assert n == len(lm_ids(service, t.text)) > window
     figure = tour_tab.plots.tour_panel_figure(attention)
-    assert figure.data[0].z.shape == (n, n)  # every key column by default
-    assert not np.isnan(figure.data[0].z[-1, -1])  # the last row's diagonal is drawn
+    assert figure.data[0].z.shape == (window, window)  # the last rows, and the same keys: their diagonal
+    np.testing.assert_allclose(figure.data[0].z[-1], attention.values[-1, -window:], atol=1e-6)
+    assert list(figure.layout.yaxis.ticktext) == attention.rows[-window:]
+    assert figure.layout.title.subtitle.text == f"tokens {n - window + 1} to {n} of {n} (rows and keys)"
+    assert tour_tab.plots.tour_panel_figure(attention, show_all=True).data[0].z.shape == (n, n)
     for s in t.steps:
         for panel in s.panels:
             if panel.kind in ("signed", "weights"):
                 assert tour_tab.plots.tour_panel_figure(panel).data[0].showscale, (s.key, panel.name)
     table = tour_tab.plots.tour_numbers_html([attention])
-    assert table.count("<tr>") == n + 1 and f"<td>{attention.values[-1, -1]:.3f}</td>" in table
+    assert table.count("<tr>") == window + 1 and f"<td>{attention.values[-1, -1]:.3f}</td>" in table
+    assert f"(tokens {n - window + 1} to {n} of {n} (rows and keys): tick" in table
     queries = by_key(t)["qkv"].panels[0]  # dimensions: the first 16 by default, every one on request
     assert tour_tab.plots.tour_panel_figure(queries).data[0].z.shape[1] == 16
     assert tour_tab.plots.tour_panel_figure(queries, show_all=True).data[0].z.shape[1] == queries.values.shape[1]
@@ -453,15 +458,17 @@ def test_bad_input_is_one_line(service: DemoService) -> None:
     with pytest.raises(DemoError, match="Unknown model"):
         tour.tour(service, "This movie was", "gpt-5")
     long = tour.tour(service, "word " * 200, "lm", layer=99, head=-3)
-    assert len(long.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS
-    assert any("pictures follow the last 31" in n for n in long.notices)
     assert any("no layer 100" in n for n in long.notices)
-    # issue 61, item 6: the experiments read the whole text up to the context, and say so
+    # issue 61, item 4: the pictures and the experiments read the same tokens, the whole text up to the context
     context = service.lm.model.config.block_size
-    n = len(service.lm.tokenizer.encode(long.text))
-    assert len(long.experiments.ids) == min(n + 1, context) and any("the experiments read the whole text" in notice
-                                                                    for notice in long.notices)
-    assert (n + 1 > context) == any(f"more than the model's context of {context}" in notice for notice in long.notices)
+    read = [service.lm.tokenizer.bos_id, *lm_ids(service, long.text)[-(context - 1):]]
+    assert long.experiments.ids == read and len(long.steps[0].panels[0].rows) == context
+    assert any(f"more than the model's context of {context}: the model reads its last {context - 1} (from “word"
+               in notice and "every step and experiment reads the same tokens" in notice for notice in long.notices)
+    assert any(f"The pictures draw the last {tour.MAX_TOUR_TOKENS} of the {context} tokens read" in notice
+               for notice in long.notices)
+    short = tour.tour(service, "This movie was", "lm")
+    assert short.experiments.ids == lm_ids(service, "This movie was") and not short.notices
     assert (long.layer, long.head) == (1, 0)
     toy = tour.tour(service, "this " * 50, "lm", toy=True)
     assert len(toy.steps[0].panels[0].rows) == toy_checkpoint(LM).model.config.block_size

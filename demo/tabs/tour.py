@@ -286,7 +286,7 @@ def build(service: DemoService, compute: dict):
                 experiment = gr.Markdown(elem_id="tour-experiment")
             pictures = [gr.Plot(show_label=False, visible=False, elem_id=f"tour-plot-{n}") for n in range(PLOTS)]
             show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 "
-                                   "dimensions, every token up to 32, the 15 largest bars)", elem_id="tour-all")
+                                   "dimensions, the last 32 tokens, the 15 largest bars)", elem_id="tour-all")
             with gr.Accordion("Every number in a table (for a phone: no hover needed)", open=False,
                               elem_id="tour-numbers-box"):
                 numbers = gr.HTML(elem_id="tour-numbers")
