@@ -112,10 +112,15 @@ def select_head(result: AttentionResult, head: object) -> tuple[np.ndarray, str]
     return result.weights.mean(axis=0), f"mean of {result.n_heads} heads"
 
 
-def heatmap(result: AttentionResult, head: object = MEAN, where: str | None = None):
+KEY_LABELS = 12  # a map beside others labels at most this many keys: upright, 12 stay apart in a phone's ~180 px
+
+
+def heatmap(result: AttentionResult, head: object = MEAN, where: str | None = None, key_labels: int | None = None):
     """One attention map: queries down the side, keys along the top; hover shows both tokens and
     the weight. `where`: the title's second line, when the map is not one of `result`'s model's
-    layers and heads as they are counted there (default: "layer 2, head 1 of 4")."""
+    layers and heads as they are counted there (default: "layer 2, head 1 of 4"). `key_labels`: label
+    at most this many keys, every k-th back from the last (a narrow map's labels overlapped on a phone,
+    tilted or not; a self-attention map's rows name every token), and the subtitle says so."""
     import plotly.graph_objects as go  # on first use: keeps it off the start-up path
 
     weights, which = select_head(result, head)
@@ -136,10 +141,16 @@ def heatmap(result: AttentionResult, head: object = MEAN, where: str | None = No
     ))
     # the title on two lines at the top, above the key labels: it fits a phone and nothing covers it
     where = where or f"layer {result.layer + 1}, {which}"
-    titled(figure, f"{result.title}<br>{where}", "hover a cell: query, key, weight", 14)
+    step = -(-t_k // key_labels) if key_labels else 1
+    labelled = list(range(t_k - 1, -1, -step))[::-1]
+    hint = "hover a cell: query, key, weight"
+    if step > 1:
+        hint = (f"hover or tap a cell: query, key, weight<br>one key in {step} labelled"
+                + ("; the rows name each" if result.query_tokens == result.key_tokens else ""))
+    titled(figure, f"{result.title}<br>{where}", hint, 14)
     figure.update_layout(height=min(max(420, 220 + 18 * t_q), 1480), plot_bgcolor="white", font={"size": 11},
                          margin={"l": 10, "r": 10, "t": 190, "b": 10})  # the key labels, rotated, under the title
-    figure.update_xaxes(tickvals=list(range(t_k)), ticktext=keys, tickangle=-90, side="top",
+    figure.update_xaxes(tickvals=labelled, ticktext=[keys[i] for i in labelled], tickangle=-90, side="top",
                         title_text="attended to (keys)", showgrid=False)
     figure.update_yaxes(tickvals=list(range(t_q)), ticktext=queries, autorange="reversed",
                         title_text="attending (queries)", showgrid=False)
