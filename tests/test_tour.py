@@ -694,6 +694,38 @@ def test_the_default_text_is_a_passage_that_shows_each_effect() -> None:
     assert "gets the label it gets alone" in padding.verdict and "try another" not in padding.verdict
 
 
+# texts of kinds no other test reads: a recipe, a dialogue with numbers, and a passage past the LM's context
+UNSEEN = ["Whisk two eggs with a pinch of salt, pour them into the hot pan and stir gently until just set.",
+          "\"Where were you on the night of 12 March?\" the inspector asked. \"At home,\" she said, \"reading.\"",
+          " ".join(["The river rose for three days and the village moved its cattle to the hills."] * 20)]
+
+
+@pytest.mark.parametrize("text", UNSEEN, ids=["recipe", "dialogue", "long"])
+def test_every_verdict_says_the_effect_its_own_losses_give_on_unseen_texts(text: str) -> None:
+    """Issue 61: on texts the other tests do not use, every experiment of the three tracks (the shipped models,
+    through `/tour`'s JSON) states one effect, the one its loss before and after give: a change of 0.01 nats
+    or less is "no change", a rise "worse", a fall "better"; and the verdict names the position its table is
+    about."""
+    shipped = DemoService(REPO_ROOT / "checkpoints", device="cpu")
+    said = {"worse": ": worse.", "better": ": better.", "no change": ": no change (within 0.01 nats)."}
+    sure = {"worse": "it is less sure of", "better": "it is more sure of", "no change": "it is about as sure of"}
+    for model in (LM, SENTIMENT, tour.LEARN):
+        for layer, head in ((0, 0), (3, 2)):
+            for s in tour.tour_json(tour.tour(shipped, text, model, layer, head))["steps"]:
+                e = s["experiment"]
+                if e["loss_after"] is None:  # the sampler cannot draw the text: said in words, no effect computed
+                    assert "the loss is infinite" in e["verdict"], s["title"]
+                    continue
+                change = e["loss_after"] - e["loss_before"]
+                expected = "no change" if abs(change) <= 0.01 else "worse" if change > 0 else "better"
+                assert e["effect"] == expected, (model, s["title"], e["loss_before"], e["loss_after"])
+                words = sure if model == SENTIMENT else said
+                assert [effect for effect, w in words.items() if w in e["verdict"]] == [expected], \
+                    (model, s["title"], e["verdict"])
+                assert e["position"].lower() in (e["verdict"] + e["change"]).lower() or model == SENTIMENT, \
+                    (model, s["title"])
+
+
 def test_the_glossary_is_on_the_page_and_each_step_links_its_first_use_of_a_word(service: DemoService) -> None:
     """Issue 61: a short glossary (one line per word, lessons/GLOSSARY.md) on the page; each step's words link
     the first use of a glossary word to its line, once, never inside code or a formula."""
