@@ -810,3 +810,5 @@ def test_the_experiment_table_names_its_position(service: DemoService) -> None:
         last = ", the last" if at == len(ids) - 1 else ""
         assert o.position == f"after “{tok.decode_token(ids[at])}” (position {at + 1}{last})"
         assert f"| next token {o.position}: before | after |" in tour_tab.experiment_markdown(o)
+    newline = replace(o, before=[("\n", 0.5), *o.before[1:]])  # a newline token stays in its row, as "↵"
+    assert "| `↵` 50.0% |" in tour_tab.experiment_markdown(newline)
