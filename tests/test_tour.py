@@ -463,10 +463,10 @@ def test_bad_input_is_one_line(service: DemoService) -> None:
     context = service.lm.model.config.block_size
     read = [service.lm.tokenizer.bos_id, *lm_ids(service, long.text)[-(context - 1):]]
     assert long.experiments.ids == read and len(long.steps[0].panels[0].rows) == context
-    assert any(f"more than the model's context of {context}: the model reads its last {context - 1} (from “word"
-               in notice and "every step and experiment reads the same tokens" in notice for notice in long.notices)
-    assert any(f"The pictures draw the last {tour.MAX_TOUR_TOKENS} of the {context} tokens read" in notice
-               for notice in long.notices)
+    assert f"Your text is {len(lm_ids(service, long.text)) - 1:,} tokens, more than the model's context of " \
+        f"{context}: every step and experiment reads its last {context - 1} (from “word" in long.notices[-2]
+    assert long.notices[-1] == f"The pictures draw the last {tour.MAX_TOUR_TOKENS} of the {context} tokens; every " \
+        f"step and experiment reads all {context}."
     short = tour.tour(service, "This movie was", "lm")
     assert short.experiments.ids == lm_ids(service, "This movie was") and not short.notices
     assert (long.layer, long.head) == (1, 0)

@@ -50,11 +50,10 @@ def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
     if len(ids) < len(whole):
         start = tokenizer.decode(ids[1:6]).strip()
         notices.append(f"Your text is {len(whole) - 1:,} tokens, more than the model's context of {c.block_size}: "
-                       f"the model reads its last {len(ids) - 1} (from “{start} …” on), after the start token; every "
-                       "step and experiment reads the same tokens.")
-    if len(ids) > MAX_TOUR_TOKENS:
-        notices.append(f"The pictures draw the last {MAX_TOUR_TOKENS} of the {len(ids)} tokens read (tick “Show every "
-                       f"number” for all of them); every step computes over all {len(ids)}, as the experiments do.")
+                       f"every step and experiment reads its last {len(ids) - 1} (from “{start} …”).")
+    if len(ids) > MAX_TOUR_TOKENS:  # short: step 1 stays on a phone's first screen
+        notices.append(f"The pictures draw the last {MAX_TOUR_TOKENS} of the {len(ids)} tokens; every step and "
+                       f"experiment reads all {len(ids)}.")
     at = f"decoder.{layer}"
     points = {"embedded": "decoder.embed", "positioned": "decoder.input", "norm_1": f"{at}.attn.in",
               "q": f"{at}.attn.q", "k": f"{at}.attn.k", "v": f"{at}.attn.v", "weights": f"{at}.attn.weights",
