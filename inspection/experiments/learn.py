@@ -84,8 +84,9 @@ def _compare(r: Run, change: str, changed: Stepped, said: str, worse: str) -> Ou
     word = r.label(target)
     at = f"after “{r.label(int(context[0, -1]))}” (position {context.size(1)}), learning “{word}”"
     verdict = " ".join(part for part in (
-        f"After the chapter's step P(“{word}”) is {float(ours.after[target]):.3f}; after this one it is "
-        f"{float(changed.after[target]):.3f}.", effect_sentence(*loss, f"−log p(“{word}”) after the step"), said,
+        f"{at[0].upper()}{at[1:]}: after the chapter's step P(“{word}”) is {float(ours.after[target]):.3f}; after "
+        f"this one it is {float(changed.after[target]):.3f}.",
+        effect_sentence(*loss, f"−log p(“{word}”) after the step"), said,
         worse if effect(*loss) == "worse" else "") if part)
     return Outcome(f"{change} (the table: after the chapter's step, and after this one)", _top(r, ours.after),
                    _top(r, changed.after), verdict, {"p_target": (float(ours.after[target]),

@@ -15,7 +15,9 @@ import torch
 from tokenization import token_label, visible
 
 T = TypeVar("T")
-MAX_TOUR_TOKENS = 32  # a longer text keeps its last tokens (LM) or its head and tail (review): heatmaps stay legible
+# a heatmap draws the last this many tokens of the LM's context until asked for every one, and the review's
+# pass keeps its head and tail to this many: the pictures stay legible
+MAX_TOUR_TOKENS = 32
 
 
 @dataclass

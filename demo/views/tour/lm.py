@@ -36,18 +36,24 @@ TOP_TOKENS = 10  # the JSON's top_tokens
 
 
 def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
-    """The LM's forward pass over `[bos] + encode(text)` (`prompt_ids`, the chat's reading), its last
-    `MAX_TOUR_TOKENS` at most, read at `layer`'s named points and along the residual stream."""
+    """The LM's forward pass over `[bos] + encode(text)` (`prompt_ids`, the chat's reading) up to its
+    context (the last `block_size` tokens: the ones the experiments read too), read at `layer`'s named
+    points and along the residual stream. A notice says what a cut kept, and that a picture of more than
+    `MAX_TOUR_TOKENS` tokens draws its last ones (`demo.plots.tour_window`)."""
     model, tokenizer = ckpt.require()
     c = model.config
     if not c.norm_first:
         raise DemoError("The tour follows pre-norm models (LayerNorm before each sublayer), as the shipped ones are.")
     notices = []
     whole = prompt_ids(text, tokenizer)
-    ids = fit_context(whole, min(MAX_TOUR_TOKENS, c.block_size), keep="end")
+    ids = fit_context(whole, c.block_size, keep="end")
     if len(ids) < len(whole):
-        notices.append(f"Your text is {len(whole) - 1} tokens: the pictures follow the last {len(ids) - 1}; the "
-                       f"experiments read the whole text (up to {c.block_size} tokens).")
+        start = tokenizer.decode(ids[1:6]).strip()
+        notices.append(f"Your text is {len(whole) - 1:,} tokens, more than the model's context of {c.block_size}: "
+                       f"every step and experiment reads its last {len(ids) - 1} (from “{start} …”).")
+    if len(ids) > MAX_TOUR_TOKENS:  # short: step 1 stays on a phone's first screen
+        notices.append(f"The pictures draw the last {MAX_TOUR_TOKENS} of the {len(ids)} tokens; every step and "
+                       f"experiment reads all {len(ids)}.")
     at = f"decoder.{layer}"
     points = {"embedded": "decoder.embed", "positioned": "decoder.input", "norm_1": f"{at}.attn.in",
               "q": f"{at}.attn.q", "k": f"{at}.attn.k", "v": f"{at}.attn.v", "weights": f"{at}.attn.weights",
