@@ -117,18 +117,14 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
             logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None, memory)
 
-    def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
+    def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None, output_attentions=False):
         """log P(candidate | source) for each candidate target sequence, from an encoded source
-        (B, S, C) -> (B, K); differentiable, for attributions.
+        (B, S, C) -> scores (B, K), differentiable (for attributions), and with `output_attentions` the
+        decoder's attention maps (else an empty list), weights (B·K, H, width, ·): row b·K + k is
+        candidate k of source b, query 0 its first step.
 
         This is how a text-to-text model classifies: the label whose words the decoder finds most
-        likely wins, and a softmax over these scores gives the class probabilities (`classifier/`)."""
-        return self.scored_candidates(memory, candidates, src_mask)[0]
-
-    def scored_candidates(self, memory, candidates: list[list[int]], src_mask=None, output_attentions=False):
-        """-> candidate scores (B, K), and with `output_attentions` the decoder's attention maps, weights
-        (B·K, H, width, ·): row b·K + k is candidate k of source b, query 0 its first step.
-
+        likely wins, and a softmax over these scores gives the class probabilities (`classifier/`).
         One decoder pass scores every candidate: each source is repeated once per candidate, and
         shorter candidates are right-padded (causality keeps the padding from reaching their tokens;
         padded positions add nothing to the sum)."""

@@ -72,10 +72,10 @@ def test_backward_label_scores_do_not_depend_on_padding():
     model = classifier(True)
     src = torch.randint(3, 100, (1, 7))
     candidates = [[5], [6, 7]]
-    alone = model.candidate_scores(model.encode(src)[0], candidates)
+    alone = model.candidate_scores(model.encode(src)[0], candidates)[0]
     padded = torch.cat([src, torch.zeros(1, 4, dtype=torch.long)], 1)
     mask = torch.tensor([[1] * 7 + [0] * 4])
-    torch.testing.assert_close(model.candidate_scores(model.encode(padded, mask)[0], candidates, mask), alone,
+    torch.testing.assert_close(model.candidate_scores(model.encode(padded, mask)[0], candidates, mask)[0], alone,
                                atol=1e-5, rtol=1e-5)
 
 

@@ -40,7 +40,7 @@ def own_probabilities(ckpt, service: DemoService, text: str) -> torch.Tensor:
     """P(label) of one reader, by its own candidate_scores, at its own temperature (classifier.json)."""
     tok, model, settings = service.sentiment.tokenizer, ckpt.model, ckpt.classifier
     src = torch.tensor([tok.encode(text, add_eos=True)])
-    scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in settings.labels])
+    scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in settings.labels])[0]
     return (scores / settings.temperature).softmax(-1)[0]
 
 

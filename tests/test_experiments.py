@@ -389,7 +389,7 @@ def test_reading_order_is_the_backward_readers_own_verdict(verdicts, readers, re
 def test_the_label_step_compares_the_fitted_temperature_with_one(verdicts, readers, review):
     reader = readers[0]
     with torch.inference_mode():
-        scores = reader.model.candidate_scores(reader.encode(review)[0], reader.candidates)[0]
+        scores = reader.model.candidate_scores(reader.encode(review)[0], reader.candidates)[0][0]
     assert list(verdicts["label"].after.values()) == pytest.approx(scores.softmax(-1).tolist(), abs=1e-4)
 
 

@@ -176,7 +176,7 @@ def test_shipped_checkpoints_give_the_recorded_logits(name):
         logits = model(PROBE).logits
     else:
         logits = model(PROBE, torch.tensor([[1, 5, 9]])).logits
-        scores = model.candidate_scores(model.encode(PROBE)[0], [[300], [301, 302]])
+        scores = model.candidate_scores(model.encode(PROBE)[0], [[300], [301, 302]])[0]
         torch.testing.assert_close(scores[0], torch.tensor(expected["scores"]), atol=1e-4, rtol=0)
     assert logits[0].argmax(-1).tolist() == expected["argmax"]
     torch.testing.assert_close(logits[0, -1, :6], torch.tensor(expected["last"]), atol=1e-4, rtol=0)

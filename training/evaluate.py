@@ -96,7 +96,7 @@ def classify(reader: Reader, pairs: PairSet, max_tokens: int, limit: int | None 
     for idx in length_batches([len(s) for s in pairs.sources[:n]], max_tokens):
         batch = pairs.batch(idx, **ids)
         src, mask = batch["src_ids"].to(device), batch["src_mask"].to(device)
-        scores[idx] = model.candidate_scores(model.encode(src, mask)[0], candidates, mask).float().cpu()
+        scores[idx] = model.candidate_scores(model.encode(src, mask)[0], candidates, mask)[0].float().cpu()
         if progress:
             progress(len(idx))
     return scores

@@ -101,7 +101,7 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
     notices += source.notices  # each says what the heatmap draws and what the model reads
     labels, candidates = labels_and_candidates(ckpt)
     memory, enc_maps = model.encode(source.ids, output_attentions=True)
-    best = int(model.candidate_scores(memory, candidates).argmax(-1)[0])
+    best = int(model.candidate_scores(memory, candidates)[0].argmax(-1)[0])
     tgt_ids = model.config.decoder_input_ids(candidates[best])
     _, dec_maps = model.decode(torch.tensor([tgt_ids], device=source.ids.device), memory, output_attentions=True)
     return enc_maps + dec_maps, source.ids[0].tolist(), tgt_ids, labels[best]

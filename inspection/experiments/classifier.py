@@ -234,7 +234,7 @@ def cls_reading_order(r: Run) -> Outcome:
 def cls_label(r: Run) -> Outcome:
     t = r.reader.temperature
     with torch.inference_mode():
-        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0].double()
+        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0][0].double()
     raw = scores.softmax(-1)
     fitted = _probabilities(r.reader, r.ids)
     top = int(fitted.argmax())

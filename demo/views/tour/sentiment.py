@@ -178,7 +178,7 @@ def cross(s: SentimentState) -> Built:
                  weight=num(float(weights[0, top])))
 
 
-@step("label", CodeRef("model.encoder_decoder.EncoderDecoder.scored_candidates", r"logits, maps = self\.decode",
+@step("label", CodeRef("model.encoder_decoder.EncoderDecoder.candidate_scores", r"logits, maps = self\.decode",
                        r"return \(log_probs"))
 def label_step(s: SentimentState) -> Built:
     x, c = s.p.extra, s.c
