@@ -90,6 +90,6 @@ class Classifier:
         return self.combine({r.name: known[r.name] if r.name in known else r.read(src_ids, src_mask)
                              for r in self.readers})
 
-    def read_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS, whole: bool = True) -> Verdict:
+    def clean_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS, whole: bool = True) -> Verdict:
         """Raw reviews -> the verdict of each (`Reader.read_texts`; `whole=False`: head + tail alone)."""
         return self.combine({r.name: r.read_texts(texts, max_tokens, whole) for r in self.readers})

@@ -11,7 +11,7 @@ import torch
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 from model.reading_order import reading_order
-from tokenization import BPETokenizer, read_texts
+from tokenization import BPETokenizer, clean_texts
 from training import evaluate, run
 from training.data import TokenStream
 from training.transfer import init_encoder_from, shape_from
@@ -111,7 +111,7 @@ def test_a_backward_lm_then_its_classifier_of_another_seed_on_the_same_held_out_
     data.mkdir()
     pd.read_parquet(IMDB / "train.parquet").sample(200, random_state=3).to_parquet(data / "train.parquet")
     tokenizer = tmp_path / "tokenizer.json"
-    BPETokenizer.train(read_texts(pd.read_parquet(data / "train.parquet")["text"]), vocab_size=600).save(tokenizer)
+    BPETokenizer.train(clean_texts(pd.read_parquet(data / "train.parquet")["text"]), vocab_size=600).save(tokenizer)
     common = ["--preset", "tiny", "--data-dir", str(data), "--tokenizer", str(tokenizer), "--val-size", "30",
               "--max-steps", "4", "--eval-every", "4",
               "--precision", "fp32"]  # training.evaluate scores in float32; auto is bfloat16 on a CPU with its units

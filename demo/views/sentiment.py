@@ -9,7 +9,7 @@ from classifier import Classifier, Reader, Verdict
 from demo.serving import SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoError, DemoService, visitor_text
 from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation, top_count
 from model import EncoderDecoder
-from tokenization import BPETokenizer, Piece, label_candidates, read_review, read_texts
+from tokenization import BPETokenizer, Piece, clean_texts, label_candidates, read_review
 from tokenization.review import SourceConfig
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
@@ -89,8 +89,8 @@ def review_source(ckpt: Checkpoint, text: object) -> Source:
     text, notices = visitor_text(text)
     source = read_source(text, tok, ckpt.reading, "review", ckpt.device)
     if not source.text:
-        raise DemoError(NOTHING_LEFT if read_texts([text])[0] else EMPTY_REVIEW)
-    source.notices[:0] = notices + ([NORMALISED] if source.text != read_texts([text])[0] else [])
+        raise DemoError(NOTHING_LEFT if clean_texts([text])[0] else EMPTY_REVIEW)
+    source.notices[:0] = notices + ([NORMALISED] if source.text != clean_texts([text])[0] else [])
     return source
 
 
