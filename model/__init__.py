@@ -32,6 +32,7 @@ from .layers import (
     FeedForward,
     SublayerConnection,
     attention_point,
+    residual_point,
 )
 from .masks import causal_mask, causal_padding_mask, padding_mask, subsequent_mask
 from .outputs import IGNORE_INDEX, ModelOutput, head_and_loss
@@ -44,7 +45,7 @@ __all__ = [
     "DecoderOnlyLM", "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer",
     "FeedForward", "filter_logits", "fused_attention", "GenerationConfig", "head_and_loss", "HookPoint",
     "IGNORE_INDEX", "KVCache", "load_pretrained", "ModelOutput", "MultiHeadAttention", "padding_mask",
-    "POINTS", "PositionalEncoding", "PRECISIONS", "PreTrainedModel", "read_config",
+    "POINTS", "PositionalEncoding", "PRECISIONS", "PreTrainedModel", "read_config", "residual_point",
     "resolve_device", "resolve_precision", "sampling_distribution", "sinusoidal_table", "SublayerConnection",
     "subsequent_mask", "TokenStep", "TransformerConfig",
 ]

@@ -66,8 +66,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         super().__init__()
         self.config = c = config
         self.embed = Embeddings(c)  # one table for both sides, tied to the output projection
-        self.src_pos = PositionalEncoding(c, "encoder")  # the same sinusoids (no weights), each side's input
-        self.tgt_pos = PositionalEncoding(c, "decoder")  # with its own named points
+        self.src_pos = PositionalEncoding(c)  # the same sinusoids (no weights), each side's input
+        self.tgt_pos = PositionalEncoding(c)  # with its own named points
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
         self.post_init()
@@ -82,18 +82,18 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         mask = padding_mask(src_mask) if src_mask is not None else None
         x = self.embed(src_ids) if inputs_embeds is None else inputs_embeds  # (B, S, C)
         if not self.config.reverse_source:
-            with attention_maps(self, ("encoder",), output_attentions) as maps:
+            with attention_maps(self.encoder, output_attentions) as maps:
                 memory = self.encoder(self.src_pos(x), mask)
             return memory, maps
         order = reading_order(src_mask if src_mask is not None else torch.ones(x.shape[:2], device=x.device))
-        with attention_maps(self, ("encoder",), output_attentions) as maps:
+        with attention_maps(self.encoder, output_attentions) as maps:
             memory = self.encoder(self.src_pos(reorder(x, order)), mask)  # positions count from the end
         return reorder(memory, order), [AttentionMap(m.kind, m.layer, reorder_map(m.weights, order)) for m in maps]
 
     def decode(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, output_attentions=False):
         """tgt_ids: (B, T) -> logits (B, T, vocab), attention maps. Right-padded targets need no
         mask: causality keeps pads from influencing earlier positions, and the loss ignores them."""
-        with attention_maps(self, ("decoder",), output_attentions) as maps:
+        with attention_maps(self.decoder, output_attentions) as maps:
             logits = self.embed.logits(self.decoder_states(tgt_ids, memory, src_mask, cache))
         return logits, maps
 
@@ -112,7 +112,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """targets: (B, T) aligned with tgt_ids (tgt shifted left), -100 = ignore. `loss_only` (with
         targets): return the loss without the (B, T, vocab) logits, which are then never stored."""
         memory, enc_maps = self.encode(src_ids, src_mask, output_attentions)
-        with attention_maps(self, ("decoder",), output_attentions) as dec_maps:
+        with attention_maps(self.decoder, output_attentions) as dec_maps:
             x = self.decoder_states(tgt_ids, memory, src_mask)
             logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None, memory)

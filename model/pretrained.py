@@ -18,13 +18,13 @@ from safetensors.torch import load_file, save_file
 
 from storage import CONFIG_NAME, WEIGHTS_NAME, atomic_write, atomic_write_text, resolve_checkpoint
 
-from .hooks import attach, names, owner
+from .hooks import attach, names
 
 MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedModel subclasses
 # A module renamed since checkpoints were written keeps its old weights: each (old, new) piece of a
 # parameter name is mapped when a checkpoint or a training state is read, and the shipped weight files
 # are never rewritten. The decoder's cross-attention was `src_attn` until 2026-12-04 (one name now:
-# `cross_attn`, its hook points `decoder.N.cross.*`).
+# `cross_attn`, its hook points `decoder.layers.N.cross_attn.hook_*`).
 RENAMED = ((".src_attn.", ".cross_attn."),)
 
 
@@ -90,16 +90,12 @@ class PreTrainedModel(torch.nn.Module):
 
     def hooks(self, read=(), patch=None):
         """Read and replace named values for the passes run inside a `with` block (`model/hooks.py`):
-        `with model.hooks(read=["decoder.0.attn.weights"]) as seen: model(ids)`."""
+        `with model.hooks(read=["decoder.layers.0.self_attn.hook_weights"]) as seen: model(ids)`."""
         return attach(self, read, patch)
 
     def point_names(self) -> list[str]:
-        """Every named point of the model (`model/hooks.py` says what each holds)."""
+        """Every named point of the model, by its module path (`model/hooks.py` says what each holds)."""
         return names(self)
-
-    def point_owner(self, name: str) -> torch.nn.Module:
-        """The layer whose parameters computed the value at point `name` (`model.hooks.owner`)."""
-        return owner(self, name)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
