@@ -17,6 +17,14 @@ from .pretrained import PreTrainedModel
 from .reading_order import reading_order, reorder, reorder_map
 
 
+def memory_mask(src_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """The model's `src_mask` (B, S), 1 where a source token is real and 0 for padding, as attention
+    takes it: (B, 1, 1, S) bool, True where a key may be seen (`padding_mask`). The one place the
+    public form becomes the layers' own: the encoder's self-attention and the decoder's
+    cross-attention read the same one."""
+    return None if src_mask is None else padding_mask(src_mask)
+
+
 @dataclass
 class EncoderDecoderConfig(TransformerConfig):
     """Source and target share one vocabulary and one embedding matrix.
@@ -79,7 +87,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
 
         `inputs_embeds` (B, S, C), the scaled token embeddings `self.embed(src_ids)`, replaces the ids:
         gradient attributions differentiate with respect to them (see `inspection/attribution.py`)."""
-        mask = padding_mask(src_mask) if src_mask is not None else None
+        mask = memory_mask(src_mask)
         x = self.embed(src_ids) if inputs_embeds is None else inputs_embeds  # (B, S, C)
         if not self.config.reverse_source:
             with attention_maps(self.encoder, output_attentions) as maps:
@@ -101,8 +109,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """`decode` before the output projection: hidden states (B, T, C)."""
         offset = cache.length if cache is not None else 0
         x = self.tgt_pos(self.embed(tgt_ids), offset)
-        mask = padding_mask(src_mask) if src_mask is not None else None
-        x = self.decoder(x, memory=memory, src_mask=mask, cache=cache.layers if cache is not None else None)
+        x = self.decoder(x, memory=memory, memory_mask=memory_mask(src_mask),
+                         cache=cache.layers if cache is not None else None)
         if cache is not None:
             cache.length += tgt_ids.size(1)
         return x

@@ -108,12 +108,14 @@ class DecoderLayer(nn.Module):
         self.feed_forward = FeedForward(c) if c.feed_forward else None
         self.sublayer = nn.ModuleList(SublayerConnection(c) for _ in range(1 + cross_attn + c.feed_forward))
 
-    def forward(self, x, tgt_mask=None, memory=None, src_mask=None, cache: LayerCache | None = None):
-        """x: (B, T, C). `tgt_mask` may be None: causality is applied on its own (`is_causal`)."""
+    def forward(self, x, tgt_mask=None, memory=None, memory_mask=None, cache: LayerCache | None = None):
+        """x: (B, T, C). `tgt_mask` may be None: causality is applied on its own (`is_causal`).
+        `memory_mask` (B, 1, 1, S) bool, True where a memory position is real: the model's `src_mask`
+        as attention takes it (`model.encoder_decoder.memory_mask`)."""
         self_cache, cross_cache = (cache.self_attn, cache.cross_attn) if cache is not None else (None, None)
         x = self.sublayer[0](x, lambda h: self.self_attn(h, mask=tgt_mask, is_causal=self.causal, cache=self_cache))
         if self.cross_attn is not None:
-            x = self.sublayer[1](x, lambda h: self.cross_attn(h, memory, mask=src_mask, cache=cross_cache))
+            x = self.sublayer[1](x, lambda h: self.cross_attn(h, memory, mask=memory_mask, cache=cross_cache))
         return self.sublayer[-1](x, self.feed_forward) if self.feed_forward is not None else x
 
 
@@ -195,7 +197,7 @@ class Decoder(nn.Module):
         self.norm = build_norm(config) if config.norm_first else nn.Identity()
         self.hook_norm = HookPoint()
 
-    def forward(self, x, tgt_mask=None, memory=None, src_mask=None, cache: list[LayerCache] | None = None):
+    def forward(self, x, tgt_mask=None, memory=None, memory_mask=None, cache: list[LayerCache] | None = None):
         for i, layer in enumerate(self.layers):
-            x = layer(x, tgt_mask, memory, src_mask, cache[i] if cache is not None else None)
+            x = layer(x, tgt_mask, memory, memory_mask, cache[i] if cache is not None else None)
         return self.hook_norm(self.norm(x))

@@ -241,10 +241,10 @@ def test_decoder_layer_matches_torch(norm_first):
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
     tgt_mask = nn.Transformer.generate_square_subsequent_mask(T)  # float, -inf above the diagonal
     ref_out = ref(x, memory, tgt_mask=tgt_mask, memory_key_padding_mask=SRC_KEEP == 0)
-    out = ours(x, memory=memory, src_mask=padding_mask(SRC_KEEP))
+    out = ours(x, memory=memory, memory_mask=padding_mask(SRC_KEEP))
     torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
     with attach(ours, read=["self_attn.hook_weights", "cross_attn.hook_weights"]) as seen:
-        out = ours(x, tgt_mask=subsequent_mask(T), memory=memory, src_mask=padding_mask(SRC_KEEP))
+        out = ours(x, tgt_mask=subsequent_mask(T), memory=memory, memory_mask=padding_mask(SRC_KEEP))
     self_w, cross_w = seen["self_attn.hook_weights"], seen["cross_attn.hook_weights"]
     torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
     assert (self_w.triu(1) == 0).all() and (cross_w[1, :, :, S - 3 :] == 0).all()
