@@ -29,7 +29,7 @@ from tokenization.batches import length_batches
 
 from .config import ClassifierConfig, Reading
 
-DEFAULT_MAX_TOKENS = 16384  # padded source tokens per batch of `clean_texts`
+DEFAULT_MAX_TOKENS = 16384  # padded source tokens per batch of `read_texts`
 
 
 def calibrated(scores: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -109,10 +109,10 @@ class Reader(nn.Module):
     @torch.inference_mode()
     def read_windows(self, windows: list[list[int]]) -> torch.Tensor:
         """One review's windows (`Review.window_ids`) -> its log P(label) (K,): the windows' label
-        scores averaged, then calibrated, as `clean_texts` reads a review whole."""
+        scores averaged, then calibrated, as `read_texts` reads a review whole."""
         return calibrated(self.score_rows(windows).mean(0), self.temperature)
 
-    def clean_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS,
+    def read_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS,
                    whole: bool = True) -> torch.Tensor:
         """Raw reviews -> log P(label) (N, K), in text order, each read as the app reads one."""
         return calibrated(self.score_texts(texts, max_tokens, whole), self.temperature)

@@ -1,6 +1,6 @@
 """One verdict from several readers of the same labels: ULMFiT's forward + backward ensemble
 (Howard & Ruder 2018) averages a classifier that reads a review forwards and one that reads it
-backwards (`EncoderDecoderConfig.reverse_source`). Two readers that see the text in opposite
+backwards (`EncoderDecoderConfig.reverse`). Two readers that see the text in opposite
 orders make different mistakes, so their verdict is right more often than either's.
 
 How to average: the readers' calibrated log-probabilities, then a softmax at the pair's own
@@ -90,6 +90,6 @@ class Classifier:
         return self.combine({r.name: known[r.name] if r.name in known else r.read(src_ids, src_mask)
                              for r in self.readers})
 
-    def clean_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS, whole: bool = True) -> Verdict:
+    def read_texts(self, texts: Sequence[str], max_tokens: int = DEFAULT_MAX_TOKENS, whole: bool = True) -> Verdict:
         """Raw reviews -> the verdict of each (`Reader.read_texts`; `whole=False`: head + tail alone)."""
         return self.combine({r.name: r.read_texts(texts, max_tokens, whole) for r in self.readers})
