@@ -22,7 +22,7 @@ class DecoderOnlyConfig(TransformerConfig):
     # trained on text read from its last token to its first (ULMFiT's backward LM, Howard & Ruder 2018,
     # section 3): the model is the same, only its training stream is reversed (`training.tasks.LMTask`).
     # It predicts the token *before* a text, so it is no chat model; its weights start a classifier
-    # whose encoder reads reviews backwards (`EncoderDecoderConfig.reverse_source`), the second half
+    # whose encoder reads reviews backwards (`EncoderDecoderConfig.reverse`), the second half
     # of a forward + backward ensemble.
     reverse: bool = False
 

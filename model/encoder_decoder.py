@@ -54,7 +54,7 @@ class EncoderDecoderConfig(TransformerConfig):
     # Only the encoder's reading order changes: its output and attention maps are put back in the
     # source's order (`EncoderDecoder.encode`), so whatever reads them (the decoder, attributions,
     # heatmaps) sees position i as the source's token i, as with a forward encoder.
-    reverse_source: bool = False
+    reverse: bool = False
 
     @property
     def max_positions(self) -> int:
@@ -89,7 +89,7 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         gradient attributions differentiate with respect to them (see `inspection/attribution.py`)."""
         mask = memory_mask(src_mask)
         x = self.embed(src_ids) if inputs_embeds is None else inputs_embeds  # (B, S, C)
-        if not self.config.reverse_source:
+        if not self.config.reverse:
             with attention_maps(self.encoder, output_attentions) as maps:
                 memory = self.encoder(self.src_pos(x), mask)
             return memory, maps

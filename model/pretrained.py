@@ -26,6 +26,15 @@ MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedMo
 # are never rewritten. The decoder's cross-attention was `src_attn` until 2026-12-04 (one name now:
 # `cross_attn`, its hook points `decoder.layers.N.cross_attn.hook_*`).
 RENAMED = ((".src_attn.", ".cross_attn."),)
+# A config field renamed since, old -> new: config.json (`read_config`) and a training state's model config
+# (`training.trainer.resume_mismatches`) are read under today's names. The encoder-decoder's backward reading
+# was `reverse_source` until 2026-12-04 (one name now: `reverse`, as the language model's).
+RENAMED_FIELDS = {"reverse_source": "reverse"}
+
+
+def current_fields(config: dict) -> dict:
+    """A config dict with every field under the name today's configs give it (`RENAMED_FIELDS`)."""
+    return {RENAMED_FIELDS.get(name, name): value for name, value in config.items()}
 
 
 def current_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -50,10 +59,11 @@ def read_json_object(path: Path) -> dict:
 
 
 def read_config(directory: str | os.PathLike) -> dict:
+    """A checkpoint's config.json as a dict, its fields under today's names (`current_fields`)."""
     path = Path(directory) / CONFIG_NAME
     if not path.is_file():
         raise FileNotFoundError(f"no {CONFIG_NAME} in {directory!s} (expected {path})")
-    return read_json_object(path)
+    return current_fields(read_json_object(path))
 
 
 class PreTrainedModel(torch.nn.Module):

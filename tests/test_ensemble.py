@@ -40,7 +40,7 @@ def readers(tmp_path_factory) -> tuple[Path, list[str]]:
         torch.manual_seed(seed)
         config = EncoderDecoderConfig(vocab_size=tok.vocab_size, n_head=2, d_model=32, d_ff=64, n_encoder_layer=1,
                                       n_decoder_layer=1, max_src_len=64, max_tgt_len=4, causal_encoder=True,
-                                      reverse_source=reverse)
+                                      reverse=reverse)
         folder = tmp_path / f"m{seed}"
         EncoderDecoder(config).save_pretrained(folder)
         ClassifierConfig(labels=["negative", "positive"], temperature=temperature,

@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from model import PreTrainedModel, autocast, current_names, resolve_precision
+from model import PreTrainedModel, autocast, current_fields, current_names, resolve_precision
 from storage import SNAPSHOTS_DIR, STATE_NAME, TOKENIZER_NAME, atomic_write, snapshot_name, write_index
 
 from .budget import SIZING_STEPS, SIZING_UNTIMED, TimeBudget, sizing_chose
@@ -79,6 +79,7 @@ def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_s
     if state.get("world_size", 1) != world_size:
         found.append(f"{state.get('world_size', 1)} processes (now {world_size})")
     saved_model = state.get("model_config")
+    saved_model = None if saved_model is None else current_fields(saved_model)  # saved before a field was renamed
     chosen = sizing_chose(state)  # the sizing's choice, not a setting of either run
     if saved_model is not None:
         found += [f"{k}={saved_model.get(k)!r} (now {v!r})" for k, v in model_config.items()

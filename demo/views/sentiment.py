@@ -145,7 +145,7 @@ def read_by_all(service: DemoService, source: Source, forward: torch.Tensor) -> 
     """The verdict of the served readers (`service.readers`) on the review, as a `classifier.Classifier`
     gives it: `forward`, the sentiment model's P(label) (K,), is already computed (the attribution pass
     gave it); the backward reader, if one is served, reads the same ids (it reverses them itself:
-    `EncoderDecoderConfig.reverse_source`)."""
+    `EncoderDecoderConfig.reverse`)."""
     served = Classifier([reader_of(c) for c in service.readers])
     if len(source.windows) > 1:  # a long review: every reader reads every window (the attribution saw the first)
         return served.combine({r.name: r.read_windows(source.windows)[None] for r in served.readers})
