@@ -108,7 +108,8 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         d_model = config.d_model  # the config checked d_model % n_head == 0
-        self.d_model, self.n_head, self.dropout_p = d_model, config.n_head, config.attention_weight_dropout
+        self.d_model, self.n_head = d_model, config.n_head
+        self.attention_weight_dropout = config.attention_weight_dropout  # the config's rule: its own, else `dropout`
         self.scale = None if config.scale_scores else 1.0  # None: 1/√d_k; 1.0: raw dot products (`training.why`)
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
@@ -151,7 +152,7 @@ class MultiHeadAttention(nn.Module):
                 if cache is not None:
                     cache.k, cache.v = k, v
         q, k, v = self.hook_q(self._split_heads(q)), self.hook_k(k), self.hook_v(v)  # (B, H, T, d_k)
-        dropout_p = self.dropout_p if self.training else 0.0
+        dropout_p = self.attention_weight_dropout if self.training else 0.0
         if watched(self.hook_mask, self.hook_scores, self.hook_weights):  # the formula, step by step
             mask = full_mask(mask, is_causal, q.size(-2), k.size(-2), q.device)
             out = attention(q, k, v, self.hook_mask(mask), dropout_p, self.at, self.scale)

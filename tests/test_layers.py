@@ -179,9 +179,11 @@ def test_layers_read_every_field_from_the_config():
     assert (layer.feed_forward.w_1.in_features, layer.feed_forward.w_1.out_features) == (C, D_FF)
     assert all(sub.norm_first and sub.dropout.p == 0.25 and sub.norm.normalized_shape == (C,)
                for sub in layer.sublayer)
-    assert layer.self_attn.dropout_p == layer.cross_attn.dropout_p == 0.25  # attention_dropout=None: `dropout`
+    p = [a.attention_weight_dropout for a in (layer.self_attn, layer.cross_attn)]
+    assert p == [0.25, 0.25]  # attention_dropout=None: `dropout`
     layer = DecoderLayer(replace(c, attention_dropout=0.0))
-    assert layer.self_attn.dropout_p == layer.cross_attn.dropout_p == 0.0 and layer.sublayer[0].dropout.p == 0.25
+    p = [a.attention_weight_dropout for a in (layer.self_attn, layer.cross_attn)]
+    assert p == [0.0, 0.0] and layer.sublayer[0].dropout.p == 0.25
 
 
 def test_a_norm_variant_is_chosen_in_one_place(monkeypatch):

@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from classifier import ClassifierConfig
-from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, load_pretrained
+from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, MultiHeadAttention, load_pretrained
 from publishing import report
 from storage import SNAPSHOTS_DIR, STATE_NAME, chain, read_index
 from tokenization import BPETokenizer, clean_text
@@ -729,7 +729,8 @@ def test_a_sized_run_that_would_read_its_text_too_often_trains_with_dropout(tmp_
                            "dropout": 0.1}
     assert sized.step == 4 and clock.batches == 12 + 12 + 4
     assert {m.p for m in sized.model.modules() if isinstance(m, torch.nn.Dropout)} == {0.1}
-    assert all(m.dropout_p == 0.0 for m in sized.model.modules() if hasattr(m, "dropout_p"))  # attention weights
+    attentions = [m for m in sized.model.modules() if isinstance(m, MultiHeadAttention)]
+    assert attentions and all(m.attention_weight_dropout == 0.0 for m in attentions)  # attention weights
     saved = json.loads((tmp_path / "sized" / "config.json").read_text())
     assert saved["dropout"] == 0.1 and saved["attention_dropout"] == 0.0
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=2.0), 4, "fixed", warmup=1)  # a quarter of 4
