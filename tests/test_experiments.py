@@ -131,7 +131,7 @@ def test_negated_scores_move_the_heads_weight_off_its_best_key(outcomes, lm, ids
 
 def test_skipping_the_final_norm_scores_the_raw_stream(outcomes, lm, ids):
     model = lm[0]
-    last = f"decoder.{model.config.n_layer - 1}.ffn.resid"
+    last = f"decoder.layers.{model.config.n_layer - 1}.sublayer.1.hook_resid"
     _, seen = read(model, ids, [last])
     raw = (seen[last][0, -1] @ model.embed.lut.weight.detach().T).softmax(-1).topk(5).values
     assert [p for _, p in outcomes["logits"].after] == pytest.approx(raw.tolist(), abs=1e-4)
@@ -149,8 +149,8 @@ def test_without_positions_an_order_dependent_text_is_predicted_differently(outc
 
 
 def test_skipping_the_norm_feeds_the_raw_residual_stream(outcomes, lm, ids):
-    _, seen = read(lm[0], ids, [f"decoder.{LAYER - 1}.ffn.resid"])
-    raw = float(seen[f"decoder.{LAYER - 1}.ffn.resid"].std())
+    _, seen = read(lm[0], ids, [f"decoder.layers.{LAYER - 1}.sublayer.1.hook_resid"])
+    raw = float(seen[f"decoder.layers.{LAYER - 1}.sublayer.1.hook_resid"].std())
     assert outcomes["norm"].measures["input_std"][1] == pytest.approx(raw, rel=1e-4)
 
 
@@ -222,19 +222,19 @@ def test_one_head_alone_leaves_the_others_silent(lm, ids):
 
 def test_without_the_residual_the_stream_is_the_sublayer_output(lm, ids, outcomes):
     store = {}
-    point = f"decoder.{LAYER}.attn"
+    out, resid = f"decoder.layers.{LAYER}.self_attn.hook_out", f"decoder.layers.{LAYER}.sublayer.0.hook_resid"
 
     def keep(x):
         store["out"] = x
         return x
-    _, seen = read(lm[0], ids, [f"{point}.resid"], {f"{point}.out": keep, f"{point}.resid": lambda _: store["out"]})
-    torch.testing.assert_close(seen[f"{point}.resid"], store["out"])
+    _, seen = read(lm[0], ids, [resid], {out: keep, resid: lambda _: store["out"]})
+    torch.testing.assert_close(seen[resid], store["out"])
     assert outcomes["residual"].measures["loss"][1] > outcomes["residual"].measures["loss"][0] + 1
 
 
 def test_a_skipped_ffn_changes_the_guesses_it_counts(outcomes, lm, ids):
     plain, _ = read(lm[0], ids, [])
-    skipped, _ = read(lm[0], ids, [], {f"decoder.{LAYER}.ffn.out": torch.zeros_like})
+    skipped, _ = read(lm[0], ids, [], {f"decoder.layers.{LAYER}.feed_forward.hook_out": torch.zeros_like})
     assert outcomes["ffn"].measures["guesses_changed"][1] == float((plain.argmax(-1) != skipped.argmax(-1)).sum())
 
 
@@ -410,7 +410,7 @@ def test_reading_order_is_the_backward_readers_own_verdict(verdicts, readers, re
 def test_the_label_step_compares_the_fitted_temperature_with_one(verdicts, readers, review):
     reader = readers[0]
     with torch.inference_mode():
-        scores = reader.model.candidate_scores(reader.encode(review)[0], reader.candidates)[0]
+        scores = reader.model.candidate_scores(reader.encode(review)[0], reader.candidates)[0][0]
     assert list(verdicts["label"].after.values()) == pytest.approx(scores.softmax(-1).tolist(), abs=1e-4)
 
 

@@ -43,7 +43,7 @@ def forced(model, tokenizer, pattern, layer=1, head=0):
         w = w.clone()
         w[:, head] = pattern(w.size(-1)).to(w.dtype)
         return w
-    with model.hooks(patch={f"decoder.{layer}.attn.weights": patch}):
+    with model.hooks(patch={f"decoder.layers.{layer}.self_attn.hook_weights": patch}):
         scores = score_heads(model, tokenizer, TEXTS, length=20)
     return {s.kind: s.score for s in scores if (s.layer, s.head) == (layer, head)}
 

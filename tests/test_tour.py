@@ -272,7 +272,7 @@ def test_each_toy_has_its_shipped_models_architecture(model: str, folder: str) -
                                  if k != "model_type"})
     assert structure(toy.config) == structure(config)
     assert set(structure(config)) >= {"norm_first", "pad_token_id", "bos_token_id", "eos_token_id"}
-    assert model == LM or {"causal_encoder", "reverse_source"} <= set(structure(config))
+    assert model == LM or {"causal_encoder", "reverse"} <= set(structure(config))
     with safe_open(shipped / "model.safetensors", "pt") as f:
         names = set(current_names(dict.fromkeys(f.keys())))  # the shipped file's names, as loading reads them
 

@@ -79,7 +79,7 @@ def cls_positions(r: Run) -> Outcome:
     said = ("Without positions this causal encoder still sees the order through its mask (each token reads only the "
             "ones before it), but not where each word is." if causal else
             "Without positions this encoder reads the review as a bag of words.")
-    return _label_outcome(r, "the encoder gets no positional encoding", {"encoder.pos": torch.zeros_like}, said,
+    return _label_outcome(r, "the encoder gets no positional encoding", {"src_pos.hook_pos": torch.zeros_like}, said,
                           "Where each word is carries part of the verdict (\"not good\" is not \"good, not\").")
 
 
@@ -233,7 +233,7 @@ def cls_end_token(r: Run) -> Outcome:
 
 def cls_decoder_input(r: Run) -> Outcome:
     return _label_outcome(r, "the decoder's input gets no positional encoding: `<s>` and the label's words without "
-                             "their places", {"decoder.pos": torch.zeros_like}, "",
+                             "their places", {"tgt_pos.hook_pos": torch.zeros_like}, "",
                           "The decoder reads its own input in order, as the encoder reads the review: without "
                           "positions it scores the label's words less well.")
 
@@ -260,7 +260,7 @@ def cls_reading_order(r: Run) -> Outcome:
 def cls_label(r: Run) -> Outcome:
     t = r.reader.temperature
     with torch.inference_mode():
-        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0].double()
+        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0][0].double()
     raw = scores.softmax(-1)
     fitted = _probabilities(r.reader, r.ids)
     top = int(fitted.argmax())

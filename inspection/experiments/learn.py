@@ -56,9 +56,9 @@ def embedding_sides(model: DecoderOnlyLM, context: torch.Tensor, target: int) ->
     looked up for the context) and the output side (the table, transposed, scoring the vocabulary:
     (p − onehot(target)) ⊗ the final vector, written out)."""
     learner, log_p = gradient(model, context, target)
-    with torch.inference_mode(), model.hooks(read=["decoder.norm"]) as seen:
+    with torch.inference_mode(), model.hooks(read=["decoder.hook_norm"]) as seen:
         model(context)
-    h = seen["decoder.norm"][0, -1].double()
+    h = seen["decoder.hook_norm"][0, -1].double()
     error = log_p.double().exp()
     error[target] -= 1
     output = torch.outer(error, h)  # d(−log p)/dW for logits = W h

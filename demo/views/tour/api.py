@@ -13,7 +13,7 @@ from demo.views.tour.learn import LEARN
 from demo.views.tour.registry import REGISTRY, TRACKS, State, Step, Tour
 from demo.views.toy import toy_checkpoint
 from demo.views.why import trained_without  # issue 60: a step's training.why run
-from tokenization import read_texts
+from tokenization import clean_texts
 
 
 def make_step(id: str, state: State) -> Step:
@@ -75,7 +75,7 @@ def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0,
     (`LEARN`)."""
     n_layers, n_heads = track_shape(ckpt)
     text, notices = visitor_text(text)
-    (text,) = read_texts([text])  # as the models read it (both tracks and the result show it)
+    (text,) = clean_texts([text])  # as the models read it (both tracks and the result show it)
     if not text:
         raise DemoError(EMPTY_TEXT)
     track = TRACKS[track or ckpt.name]

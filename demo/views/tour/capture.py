@@ -56,7 +56,7 @@ def heads_to_rows(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(0, 1).flatten(1)
 
 
-def parameter_counts(model: torch.nn.Module, owners: list[torch.nn.Module]) -> tuple[int, int]:
-    """(the parameters of `owners`, of the whole model), each parameter counted once (tied weights too)."""
-    return sum(p.numel() for m in owners for p in m.parameters()), sum(p.numel() for p in model.parameters())
+def parameter_counts(model: torch.nn.Module, parts: list[torch.nn.Module]) -> tuple[int, int]:
+    """(the parameters of `parts`, of the whole model), each parameter counted once (tied weights too)."""
+    return sum(p.numel() for m in parts for p in m.parameters()), sum(p.numel() for p in model.parameters())
 
