@@ -44,7 +44,7 @@ from string import Formatter
 
 from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, read_classifier, write_json
 from benchmarks.sentiment_baseline import imdb_split
-from tokenization import read_texts
+from tokenization import clean_texts
 from training.heldout import add_held_out_arguments
 from training.linear_evidence import fit_linear
 
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> dict:
     ours = read_classifier([args.checkpoint, *args.also])  # the app's verdict
     positive_label = ours.labels.index("positive")
     readers = {"ours": lambda texts: ours.read_texts(texts).log_probs[:, positive_label].exp().numpy(),
-               "tfidf": lambda texts: baseline.predict_proba(read_texts(texts))[:, positive]}
+               "tfidf": lambda texts: baseline.predict_proba(clean_texts(texts))[:, positive]}
     scored = {name: score(checks, reader) for name, reader in readers.items()}
     result = {"checkpoint": str(args.checkpoint), **({"also": args.also} if args.also else {}),
               "baseline": "tfidf-uni+bigram-logreg",

@@ -44,7 +44,7 @@ def sorted_fixed_scores(reader: Reader, pairs: PairSet, tokenizer, batch_size: i
     out = torch.empty(len(pairs), len(candidates))
     for idx, batch in pairs.batches(batch_size, **ids):
         memory = model.encode(batch["src_ids"], batch["src_mask"])[0]
-        out[idx] = model.candidate_scores(memory, candidates, batch["src_mask"])
+        out[idx] = model.candidate_scores(memory, candidates, batch["src_mask"])[0]
     return out
 
 

@@ -29,7 +29,7 @@ import torch
 from benchmarks.common import add_also, add_checkpoint, benchmark_parser, parse, write_json
 from classifier import Reader, calibrated, combine_readers
 from storage import resolve_checkpoint
-from tokenization import read_texts
+from tokenization import clean_texts
 from training.calibration import ECE_BINS, expected_calibration_error, fit_temperature, reliability
 from training.data import label_column, text_column
 from training.heldout import add_held_out_arguments, held_out_rows, short_texts
@@ -40,7 +40,7 @@ SURE = 0.9  # "confidently wrong": wrong at this confidence or more
 def held_out_texts(rows, part: str, labels: list[str]) -> dict[str, tuple[list[str], list[int]]]:
     """(texts, label indices) of one held-out part: its full reviews, and their short texts (first
     and last sentences) when `part` is the report rows."""
-    texts = read_texts(text_column(rows, "text", part))
+    texts = clean_texts(text_column(rows, "text", part))
     truth = label_column(rows, "label", part, labels)
     found = {"full_reviews": (texts, truth)}
     if part == "report":

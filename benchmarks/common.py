@@ -40,7 +40,7 @@ import torch
 from classifier import Classifier, Reader
 from model import PRECISIONS, resolve_precision
 from storage import resolve_checkpoint
-from tokenization import read_texts
+from tokenization import clean_texts
 from training.data import validation_rows
 from training.heldout import SEED, VAL_SIZE
 
@@ -193,7 +193,7 @@ def write_json(result: dict, args: argparse.Namespace, echo: bool = False) -> No
 def speed_review(data_dir: str) -> str:
     """The first held-out review of at least WORDS words, cut to WORDS: what the speed benchmarks time."""
     review = next(t for t in validation_rows(data_dir, VAL_SIZE, SEED)["text"] if len(t.split()) >= WORDS)
-    return " ".join(read_texts([review])[0].split()[:WORDS])
+    return " ".join(clean_texts([review])[0].split()[:WORDS])
 
 
 def timings(fn: Callable[[], T], repeats: int, warmups: int = 1) -> tuple[T, list[float]]:

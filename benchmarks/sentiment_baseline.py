@@ -21,7 +21,7 @@ import time
 
 from benchmarks.bootstrap import accuracy_with_interval
 from benchmarks.common import benchmark_parser, parse, write_json
-from tokenization import BPETokenizer, read_texts
+from tokenization import BPETokenizer, clean_texts
 from training.data import load_splits, validation_split
 from training.heldout import HELD_OUT_PARTS, add_held_out_arguments, selection_report_split, short_texts
 from training.linear_evidence import fit_linear
@@ -31,7 +31,7 @@ def imdb_split(data_dir: str, val_size: int, seed: int, part: str) -> tuple[list
     """(train texts, train labels, scored texts, scored labels), cleaned: train minus all held-out
     reviews, and the held-out `part` in its fixed order."""
     train = load_splits(data_dir)["train"]
-    texts, labels = read_texts(train["text"]), list(train["label"])
+    texts, labels = clean_texts(train["text"]), list(train["label"])
     tr, va = validation_split(len(texts), val_size, seed)
     if part != "validation":
         va = dict(zip(("selection", "report"), selection_report_split(va), strict=True))[part]

@@ -23,7 +23,7 @@ from benchmarks.common import add_checkpoint, benchmark_parser, parse, write_jso
 from classifier import ClassifierConfig, Reader
 from model import load_pretrained
 from storage import STATE_NAME, WEIGHTS_NAME
-from tokenization import BPETokenizer, read_texts
+from tokenization import BPETokenizer, clean_texts
 from training.data import PairSet, validation_rows
 from training.evaluate import classify
 from training.heldout import add_held_out_arguments
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     tokenizer = BPETokenizer.from_file(ckpt)
     rows = validation_rows(args.data_dir, args.val_size, args.seed)
     rows = rows.select(range(min(args.limit, len(rows)))) if args.limit else rows
-    texts, labels = read_texts(rows["text"]), torch.tensor(rows["label"])
+    texts, labels = clean_texts(rows["text"]), torch.tensor(rows["label"])
     settings = ClassifierConfig.from_pretrained(ckpt)
     words = [settings.labels[y] for y in labels.tolist()]
     pairs = PairSet.from_texts(texts, words, tokenizer, stored.config, classifier=settings)

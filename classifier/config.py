@@ -10,7 +10,7 @@ They live here, in `ClassifierConfig`, stored as `classifier.json` (Hugging Face
 `config.json` for the architecture and a task's settings beside it, as `generation_config.json`):
 
     checkpoints/sentiment/
-        config.json          the architecture: vocabulary, sizes, layers, max_src_len, causal_encoder, reverse_source
+        config.json          the architecture: vocabulary, sizes, layers, max_src_len, causal_encoder, reverse
         classifier.json      ClassifierConfig: labels, src_keep_tail, temperature, pair_temperature
         model.safetensors    the weights
 

@@ -89,15 +89,15 @@ class Reader(nn.Module):
     def log_probs(self, memory, candidates: list[list[int]] | None = None, src_mask=None) -> torch.Tensor:
         """log P(label | source) (B, K) from an encoded source: the candidates' scores at the
         checkpoint's temperature. Differentiable (the gradient attributions go through it)."""
-        return calibrated(self.model.candidate_scores(memory, candidates or self.candidates, src_mask),
+        return calibrated(self.model.candidate_scores(memory, candidates or self.candidates, src_mask)[0],
                           self.temperature)
 
     def log_probs_and_maps(self, memory, candidates: list[list[int]] | None = None, src_mask=None):
         """`log_probs` and the attention maps of the same decoder pass, from which the attention
         attribution reads the label step's cross-attention without decoding again (computed by the
         explicit formula: the log-probabilities can differ from `log_probs`' in the last float bits)."""
-        scores, maps = self.model.scored_candidates(memory, candidates or self.candidates, src_mask,
-                                                    output_attentions=True)
+        scores, maps = self.model.candidate_scores(memory, candidates or self.candidates, src_mask,
+                                                   output_attentions=True)
         return calibrated(scores, self.temperature), maps
 
     @torch.inference_mode()
@@ -143,5 +143,5 @@ class Reader(nn.Module):
             for j, i in enumerate(idx):
                 ids[j, : len(rows[i])], mask[j, : len(rows[i])] = torch.tensor(rows[i]), 1
             ids, mask = ids.to(device), mask.to(device)
-            out[idx] = self.model.candidate_scores(self.encode(ids, mask)[0], self.candidates, mask).float().cpu()
+            out[idx] = self.model.candidate_scores(self.encode(ids, mask)[0], self.candidates, mask)[0].float().cpu()
         return out

@@ -1,6 +1,6 @@
 """One verdict from several readers of the same labels: ULMFiT's forward + backward ensemble
 (Howard & Ruder 2018) averages a classifier that reads a review forwards and one that reads it
-backwards (`EncoderDecoderConfig.reverse_source`). Two readers that see the text in opposite
+backwards (`EncoderDecoderConfig.reverse`). Two readers that see the text in opposite
 orders make different mistakes, so their verdict is right more often than either's.
 
 How to average: the readers' calibrated log-probabilities, then a softmax at the pair's own

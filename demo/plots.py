@@ -24,6 +24,7 @@ import numpy as np
 
 from demo.serving import read_number
 from demo.views.attention import AttentionResult
+from demo.views.tour.capture import MAX_TOUR_TOKENS
 
 MEAN = -1  # "head" value meaning the mean over heads
 FOR_RGB = (37, 99, 235)  # blue: pushes towards the prediction
@@ -111,10 +112,15 @@ def select_head(result: AttentionResult, head: object) -> tuple[np.ndarray, str]
     return result.weights.mean(axis=0), f"mean of {result.n_heads} heads"
 
 
-def heatmap(result: AttentionResult, head: object = MEAN, where: str | None = None):
+KEY_LABELS = 12  # a map beside others labels at most this many keys: upright, 12 stay apart in a phone's ~180 px
+
+
+def heatmap(result: AttentionResult, head: object = MEAN, where: str | None = None, key_labels: int | None = None):
     """One attention map: queries down the side, keys along the top; hover shows both tokens and
     the weight. `where`: the title's second line, when the map is not one of `result`'s model's
-    layers and heads as they are counted there (default: "layer 2, head 1 of 4")."""
+    layers and heads as they are counted there (default: "layer 2, head 1 of 4"). `key_labels`: label
+    at most this many keys, every k-th back from the last (a narrow map's labels overlapped on a phone,
+    tilted or not; a self-attention map's rows name every token), and the subtitle says so."""
     import plotly.graph_objects as go  # on first use: keeps it off the start-up path
 
     weights, which = select_head(result, head)
@@ -135,10 +141,16 @@ def heatmap(result: AttentionResult, head: object = MEAN, where: str | None = No
     ))
     # the title on two lines at the top, above the key labels: it fits a phone and nothing covers it
     where = where or f"layer {result.layer + 1}, {which}"
-    titled(figure, f"{result.title}<br>{where}", "hover a cell: query, key, weight", 14)
+    step = -(-t_k // key_labels) if key_labels else 1
+    labelled = list(range(t_k - 1, -1, -step))[::-1]
+    hint = "hover a cell: query, key, weight"
+    if step > 1:
+        hint = (f"hover or tap a cell: query, key, weight<br>one key in {step} labelled"
+                + ("; the rows name each" if result.query_tokens == result.key_tokens else ""))
+    titled(figure, f"{result.title}<br>{where}", hint, 14)
     figure.update_layout(height=min(max(420, 220 + 18 * t_q), 1480), plot_bgcolor="white", font={"size": 11},
                          margin={"l": 10, "r": 10, "t": 190, "b": 10})  # the key labels, rotated, under the title
-    figure.update_xaxes(tickvals=list(range(t_k)), ticktext=keys, tickangle=-90, side="top",
+    figure.update_xaxes(tickvals=labelled, ticktext=[keys[i] for i in labelled], tickangle=-90, side="top",
                         title_text="attended to (keys)", showgrid=False)
     figure.update_yaxes(tickvals=list(range(t_q)), ticktext=queries, autorange="reversed",
                         title_text="attending (queries)", showgrid=False)
@@ -349,45 +361,63 @@ def grouped_bars_figure(labels: list[str], series: list[tuple[str, list[float], 
 
 
 TOUR_COLUMNS = 16  # a tour heatmap's dimensions (columns) shown until the visitor asks for every one
-TOUR_KEYS = 32  # a map whose columns are tokens (keys) shows them all up to this many: no row's diagonal hidden
 TOUR_BARS = 15  # a tour bar chart's largest values shown until the visitor asks for every one
 COLOUR_BAR = 54  # pixels under a heatmap for its horizontal colour scale
 
 
-def tour_columns(panel, show_all: bool = False) -> int:
-    """How many of a heatmap's columns the tour shows: every one with `show_all`; a map of tokens against
-    tokens (attention, scores) up to `TOUR_KEYS` keys, so that the diagonal of its last rows is in view;
-    the first `TOUR_COLUMNS` dimensions of a vector map."""
-    cols = panel.values.shape[1]
-    return cols if show_all else min(cols, TOUR_KEYS if panel.columns else TOUR_COLUMNS)
+def tour_window(panel, show_all: bool = False) -> tuple[slice, slice]:
+    """The rows and columns of a heatmap the tour draws: every one with `show_all`; else the last
+    `MAX_TOUR_TOKENS` rows (the tokens nearest the prediction: a model reads a whole context, a picture
+    of it stays legible), the same last keys of a map of tokens against tokens (attention, scores: the
+    diagonal of the rows drawn in view) and the first `TOUR_COLUMNS` dimensions of a vector map."""
+    rows, cols = panel.values.shape
+    if show_all:
+        return slice(0, rows), slice(0, cols)
+    last = slice(max(rows - MAX_TOUR_TOKENS, 0), rows)
+    if panel.columns:
+        return last, slice(max(cols - MAX_TOUR_TOKENS, 0), cols)
+    return last, slice(0, min(cols, TOUR_COLUMNS))
+
+
+def window_words(panel, show_all: bool = False) -> str:
+    """What part of a heatmap `tour_window` draws, in words ("" when all of it): "tokens 9 to 40 of 40
+    (rows and keys)", "the first 16 of 64 columns"."""
+    (rows, cols), (r, c) = panel.values.shape, tour_window(panel, show_all)
+    said = []
+    if r.start > 0:
+        said.append(f"tokens {r.start + 1} to {rows} of {rows}" + (" (rows and keys)" if panel.columns else ""))
+    elif c.start > 0:  # more keys than queries (cross-attention): the last keys
+        said.append(f"keys {c.start + 1} to {cols} of {cols}")
+    if not panel.columns and c.stop < cols:
+        said.append(f"the first {c.stop} of {cols} columns")
+    return "; ".join(said)
 
 
 def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
-    """One picture of a tour step (`demo.views.tour.Panel`): a heatmap (its columns: `tour_columns`;
-    values on hover or tap, written in the cells when they fit, up to `TOUR_COLUMNS` columns with `numbers`:
-    the toy's worked-example style; every number also in `tour_numbers_html`), with its colour scale
-    under it (horizontal: a vertical one took half a phone's width), or bars, the `TOUR_BARS` largest
-    unless `show_all` (then every value, in id order). The title is left-aligned, clear of Plotly's
-    toolbar at the top right."""
+    """One picture of a tour step (`demo.views.tour.Panel`): a heatmap (its rows and columns: `tour_window`,
+    said in its subtitle; values on hover or tap, written in the cells when they fit, up to `TOUR_COLUMNS`
+    columns with `numbers`: the toy's worked-example style; every number also in `tour_numbers_html`), with
+    its colour scale under it (horizontal: a vertical one took half a phone's width), or bars, the
+    `TOUR_BARS` largest unless `show_all` (then every value, in id order). The title is left-aligned, clear
+    of Plotly's toolbar at the top right."""
     import plotly.graph_objects as go
 
     if panel.kind == "bars":
         return _tour_bars(panel, show_all)
-    values = panel.values
-    rows, cols = values.shape
-    shown = tour_columns(panel, show_all)
-    z = values[:, :shown].astype(float)
+    r, c = tour_window(panel, show_all)
+    z = panel.values[r, c].astype(float)
     if panel.masked is not None:
-        z = np.where(panel.masked[:, :shown], np.nan, z)
+        z = np.where(panel.masked[r, c], np.nan, z)
+    rows, shown = z.shape
     by_token = bool(panel.columns)  # columns are keys (tokens), else dimensions
     weights = panel.kind == "weights"
     written = shown <= (TOUR_COLUMNS if numbers else 8) and rows <= 16  # a small map shows its numbers anyway
     top = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
     hover = ("query: %{customdata[0]}<br>key: %{customdata[1]}" if by_token else
              "token: %{customdata[0]}<br>dimension: %{customdata[1]}") + "<br>value: %{z:.4f}<extra></extra>"
-    row_labels = _plotly_text(panel.rows)
-    col_labels = _plotly_text(panel.columns[:shown]) if by_token else [str(i) for i in range(shown)]
-    custom = np.array([[[r, c] for c in col_labels] for r in row_labels], dtype=object)
+    row_labels = _plotly_text(panel.rows[r])
+    col_labels = _plotly_text(panel.columns[c]) if by_token else [str(i) for i in range(c.start, c.stop)]
+    custom = np.array([[[q, k] for k in col_labels] for q in row_labels], dtype=object)
     scale = {"orientation": "h", "thickness": 10, "len": 1, "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom",
              "yref": "container", "ypad": 8, "tickfont": {"size": 10},
              "title": {"text": "weight" if weights else "value (blue < 0 < red)", "side": "right",
@@ -398,8 +428,8 @@ def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
         xgap=1 if shown <= 64 else 0, ygap=1, colorscale="Viridis" if weights else "RdBu_r",
         zmin=0 if weights else -top, zmax=1 if weights else top,
         texttemplate="%{z:.2f}" if written else None, textfont={"size": 9}))
-    _tour_layout(figure, panel.name, 70 + 22 * rows + labels + COLOUR_BAR,
-                 f"the first {shown} of {cols} columns" if shown < cols else "", bottom=labels + COLOUR_BAR)
+    _tour_layout(figure, panel.name, 70 + 22 * rows + labels + COLOUR_BAR, window_words(panel, show_all),
+                 bottom=labels + COLOUR_BAR)
     figure.update_yaxes(tickvals=list(range(rows)), ticktext=row_labels, autorange="reversed", showgrid=False)
     if by_token:
         figure.update_xaxes(tickvals=list(range(shown)), ticktext=col_labels, tickangle=-60, showgrid=False)
@@ -409,24 +439,24 @@ def tour_panel_figure(panel, show_all: bool = False, numbers: bool = False):
 
 
 def tour_numbers_html(panels, show_all: bool = False) -> str:
-    """Every number of a step's heatmaps as HTML tables (the columns its picture shows), for a visitor
-    without a mouse to hover with: each table scrolls sideways inside its box, its row labels kept in
-    view; blank where a mask removed the cell."""
+    """Every number of a step's heatmaps as HTML tables (the rows and columns its picture draws), for a
+    visitor without a mouse to hover with: each table scrolls sideways inside its box, its row labels kept
+    in view; blank where a mask removed the cell."""
     tables = []
     for panel in panels:
         if panel.kind in ("bars", "pieces") or panel.values.ndim != 2:
             continue
-        shown = tour_columns(panel, show_all)
-        columns = panel.columns[:shown] if panel.columns else [str(i) for i in range(shown)]
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+        r, c = tour_window(panel, show_all)
+        columns = panel.columns[c] if panel.columns else [str(i) for i in range(c.start, c.stop)]
+        head = "".join(f"<th>{html.escape(str(name))}</th>" for name in columns)
         body = []
-        for r, name in enumerate(panel.rows):
+        for i in range(r.start, r.stop):
             cells = "".join(
-                "<td></td>" if panel.masked is not None and panel.masked[r, c] else f"<td>{panel.values[r, c]:.3f}</td>"
-                for c in range(shown))
-            body.append(f"<tr><th>{html.escape(str(name))}</th>{cells}</tr>")
-        more = f" (the first {shown} of {panel.values.shape[1]} columns: tick “Show every number” for all)" \
-            if shown < panel.values.shape[1] else ""
+                "<td></td>" if panel.masked is not None and panel.masked[i, j] else f"<td>{panel.values[i, j]:.3f}</td>"
+                for j in range(c.start, c.stop))
+            body.append(f"<tr><th>{html.escape(str(panel.rows[i]))}</th>{cells}</tr>")
+        part = window_words(panel, show_all)
+        more = f" ({part}: tick “Show every number” for all)" if part else ""
         tables.append(f"<figure><figcaption>{html.escape(panel.name)}{more}</figcaption>"
                       f'<div class="tour-table"><table><thead><tr><th></th>{head}</tr></thead>'
                       f"<tbody>{''.join(body)}</tbody></table></div></figure>")

@@ -161,10 +161,11 @@ TOUR_INTRO = ("**How it works.** Follow your text through one **forward pass** o
               "cell, or open the table under the pictures), the same numbers recomputed by hand, and the lines of "
               "the model's source that computed them. Click a box of the overview or a step in the list, or use "
               "Back and Next.")
-# a real passage (the opening of an IMDB review, 18 words): long enough that switching a part off shows in the loss
-# (on the shipped LM at layer 1, head 1, every experiment's effect is "worse"; "This movie was" had 3 predictions)
-TOUR_EXAMPLE = ("I was expecting a lot better from the Battlestar Galactica franchise. Very boring prequel to the main "
-                "series.")
+# a real passage (the opening of a review of IMDB's train split, 21 words, 26 tokens: the pictures show all of it).
+# On the shipped models at layer 1, head 1 every experiment that switches a part off makes the loss worse (the
+# backward reader, a comparison, is more sure), but for the padding mask's: in this causal encoder it moved the
+# label on 2% of 200 training reviews, and its verdict says what the mask guarantees instead. (Issue 61.)
+TOUR_EXAMPLE = "Saw this on TV. I'm glad I didn't go to the cinema to see this or spend the money on rental."
 TOY_NOTE = ("Toy model: the same architecture at d_model 8 with 2 heads, random weights of one decimal each and a "
             "vocabulary of 20 tokens, so that every number fits on screen. Its predictions are noise; its arithmetic "
             "is the real one.")

@@ -19,7 +19,7 @@ from pathlib import Path
 from classifier import ClassifierConfig
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 from storage import METRICS_NAME, SNAPSHOTS_DIR, snapshot_name, write_index
-from tokenization import BPETokenizer, read_texts
+from tokenization import BPETokenizer, clean_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 IMDB = REPO_ROOT.parent / "shared" / "data" / "imdb" / "train.parquet"
@@ -35,7 +35,7 @@ FALLBACK_TEXTS = [
 
 
 def sample_texts(n: int = 200) -> list[str]:
-    """`n` IMDb reviews as the models read them (`read_texts`), or a few built-in sentences when
+    """`n` IMDb reviews as the models read them (`clean_texts`), or a few built-in sentences when
     the local data set is not there (e.g. on a Space)."""
     try:
         import pyarrow.parquet as pq
@@ -43,7 +43,7 @@ def sample_texts(n: int = 200) -> list[str]:
         table = pq.read_table(IMDB, columns=["text"])
         texts = table.column("text").to_pylist()
         step = max(1, len(texts) // n)  # spread over both classes (the file is sorted by label)
-        return read_texts(texts[::step][:n])
+        return clean_texts(texts[::step][:n])
     except Exception:
         return FALLBACK_TEXTS * 5
 

@@ -2,7 +2,7 @@
 each layer. How a prediction forms through depth, position by position.
 
 The residual stream after the embeddings (token embeddings + positions, the named point
-`decoder.input`) and after each block (`decoder.{i}.ffn.resid`) is read off one forward pass, then
+`pos.hook_input`) and after each block (`model.residual_point`) is read off one forward pass, then
 sent through what the model puts after its last block: the final LayerNorm and the tied
 unembedding (`embed.logits`). The last row is therefore the model's own output, exactly.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from model import DecoderOnlyLM
+from model import DecoderOnlyLM, residual_point
 
 
 @dataclass
@@ -62,7 +62,7 @@ def layer_log_probs(model: DecoderOnlyLM, input_ids: torch.Tensor) -> torch.Tens
 
 def residual_stream_points(model: DecoderOnlyLM) -> list[str]:
     """The named points of the residual stream: after the embeddings, then after each block (L+1 names)."""
-    return ["decoder.input"] + [f"decoder.{i}.ffn.resid" for i in range(model.config.n_layer)]
+    return ["pos.hook_input"] + [residual_point(model, "decoder", i) for i in range(model.config.n_layer)]
 
 
 def logit_lens(model: DecoderOnlyLM, input_ids: torch.Tensor, k: int = 5) -> LogitLens:

@@ -6,8 +6,8 @@ context says, and the cosine falls where the model tells the meanings apart.
     rows = two_meanings(lm, tokenizer, "bank", "We sat on the river bank", "I paid it into the bank")
     [(r.depth, r.cosine) for r in rows]     # ("embeddings", 0.98), ("layer 1", 0.83), ...
 
-The vectors are the residual stream at the word's last token (`decoder.input`, then each layer's
-`…ffn.resid`), the same points the logit lens reads.
+The vectors are the residual stream at the word's last token (`pos.hook_input`, then after each
+layer), the same points the logit lens reads.
 """
 
 from dataclasses import dataclass

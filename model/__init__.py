@@ -32,19 +32,20 @@ from .layers import (
     FeedForward,
     SublayerConnection,
     attention_point,
+    residual_point,
 )
 from .masks import causal_mask, causal_padding_mask, padding_mask, subsequent_mask
 from .outputs import IGNORE_INDEX, ModelOutput, head_and_loss
 from .precision import PRECISIONS, autocast, bf16_native, resolve_precision
-from .pretrained import PreTrainedModel, current_names, load_pretrained, read_config
+from .pretrained import PreTrainedModel, current_fields, current_names, load_pretrained, read_config
 
 __all__ = [
-    "ATTENTION_KINDS", "attention_point", "AttentionCache", "AttentionMap", "autocast", "bf16_native",
-    "causal_mask", "causal_padding_mask", "current_names", "Decoder", "DecoderLayer", "DecoderOnlyConfig",
-    "DecoderOnlyLM", "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer",
-    "FeedForward", "filter_logits", "fused_attention", "GenerationConfig", "head_and_loss", "HookPoint",
-    "IGNORE_INDEX", "KVCache", "load_pretrained", "ModelOutput", "MultiHeadAttention", "padding_mask",
-    "POINTS", "PositionalEncoding", "PRECISIONS", "PreTrainedModel", "read_config",
-    "resolve_device", "resolve_precision", "sampling_distribution", "sinusoidal_table", "SublayerConnection",
-    "subsequent_mask", "TokenStep", "TransformerConfig",
+    "ATTENTION_KINDS", "attention_point", "AttentionCache", "AttentionMap", "autocast", "bf16_native", "causal_mask",
+    "causal_padding_mask", "current_fields", "current_names", "Decoder", "DecoderLayer", "DecoderOnlyConfig",
+    "DecoderOnlyLM", "Embeddings", "Encoder", "EncoderDecoder", "EncoderDecoderConfig", "EncoderLayer", "FeedForward",
+    "filter_logits", "fused_attention", "GenerationConfig", "head_and_loss", "HookPoint", "IGNORE_INDEX", "KVCache",
+    "load_pretrained", "ModelOutput", "MultiHeadAttention", "padding_mask", "POINTS", "PositionalEncoding",
+    "PRECISIONS", "PreTrainedModel", "read_config", "residual_point", "resolve_device", "resolve_precision",
+    "sampling_distribution", "sinusoidal_table", "SublayerConnection", "subsequent_mask", "TokenStep",
+    "TransformerConfig",
 ]

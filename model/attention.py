@@ -25,7 +25,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
               scale: float | None = None) -> torch.Tensor:
     """The formula, step by step. q: (B, H, T_q, d_k), k/v: (B, H, T_k, d_k), `mask` True where
     attention is allowed -> out (B, H, T_q, d_k). `at(name, value)` is where each step's value
-    passes a named point (`MultiHeadAttention.at`: "scores", "weights"), to be read or replaced.
+    passes a named point, to be read or replaced (`MultiHeadAttention.at`: "scores" is `hook_scores`).
     `scale` multiplies the scores: 1/√d_k unless given (1.0: a model trained without the scaling).
 
     A query row whose keys are all masked gets zero weights and a zero output instead of the NaN a
@@ -99,25 +99,28 @@ class MultiHeadAttention(nn.Module):
     `nn.MultiheadAttention`: self-attention does one matmul for all three, cross-attention slices
     it into a query part (applied to the decoder) and a key/value part (applied to the memory).
 
-    Its values have names under `name` (`model/hooks.py`): `.q`, `.k`, `.v`, `.mask`, `.scores`,
-    `.weights`, `.heads`, `.out`. The weights exist only when someone reads or patches one of
-    `.mask`, `.scores`, `.weights`; otherwise PyTorch's fused kernel computes the same output.
+    Its values pass named points (`model/hooks.py`): `hook_q`, `hook_k`, `hook_v`, `hook_mask`,
+    `hook_scores`, `hook_weights`, `hook_heads`, `hook_out`. The weights exist only when someone reads
+    or patches one of the mask, the scores or the weights; otherwise PyTorch's fused kernel computes
+    the same output.
     """
 
-    POINTS = ("q", "k", "v", "mask", "scores", "weights", "heads", "out")
-
-    def __init__(self, config: TransformerConfig, name: str = "attn"):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
         d_model = config.d_model  # the config checked d_model % n_head == 0
-        self.d_model, self.n_head, self.dropout_p = d_model, config.n_head, config.attention_weight_dropout
+        self.d_model, self.n_head = d_model, config.n_head
+        self.attention_weight_dropout = config.attention_weight_dropout  # the config's rule: its own, else `dropout`
         self.scale = None if config.scale_scores else 1.0  # None: 1/√d_k; 1.0: raw dot products (`training.why`)
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
-        self.hook = nn.ModuleDict({point: HookPoint(f"{name}.{point}") for point in self.POINTS})
+        self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()
+        self.hook_mask, self.hook_scores, self.hook_weights = HookPoint(), HookPoint(), HookPoint()
+        self.hook_heads, self.hook_out = HookPoint(), HookPoint()
 
     def at(self, point: str, x: torch.Tensor) -> torch.Tensor:
-        """The value `x` passing this layer's named point `point` (read or replaced there, `model.hooks`)."""
-        return self.hook[point](x)
+        """The value `x` passing this layer's point `hook_{point}` (read or replaced there, `model.hooks`):
+        how `attention` reaches the scores' and the weights' points."""
+        return getattr(self, f"hook_{point}")(x)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
@@ -148,13 +151,13 @@ class MultiHeadAttention(nn.Module):
                 k, v = self._split_heads(k), self._split_heads(v)
                 if cache is not None:
                     cache.k, cache.v = k, v
-        q, k, v = self.at("q", self._split_heads(q)), self.at("k", k), self.at("v", v)  # (B, H, T, d_k)
-        dropout_p = self.dropout_p if self.training else 0.0
-        if watched(self.hook["mask"], self.hook["scores"], self.hook["weights"]):  # the formula, step by step
+        q, k, v = self.hook_q(self._split_heads(q)), self.hook_k(k), self.hook_v(v)  # (B, H, T, d_k)
+        dropout_p = self.attention_weight_dropout if self.training else 0.0
+        if watched(self.hook_mask, self.hook_scores, self.hook_weights):  # the formula, step by step
             mask = full_mask(mask, is_causal, q.size(-2), k.size(-2), q.device)
-            out = attention(q, k, v, self.at("mask", mask), dropout_p, self.at, self.scale)
+            out = attention(q, k, v, self.hook_mask(mask), dropout_p, self.at, self.scale)
         else:  # fast: the same numbers from PyTorch's kernel, the weights never materialised
             out = fused_attention(q, k, v, mask, is_causal, dropout_p, self.scale)
-        out = self.at("heads", out)  # (B, H, T, d_k)
+        out = self.hook_heads(out)  # (B, H, T, d_k)
         out = out.transpose(1, 2).reshape(B, T, C)  # concat heads: (B, T, C)
-        return self.at("out", self.out_proj(out))
+        return self.hook_out(self.out_proj(out))

@@ -22,7 +22,7 @@ class DecoderOnlyConfig(TransformerConfig):
     # trained on text read from its last token to its first (ULMFiT's backward LM, Howard & Ruder 2018,
     # section 3): the model is the same, only its training stream is reversed (`training.tasks.LMTask`).
     # It predicts the token *before* a text, so it is no chat model; its weights start a classifier
-    # whose encoder reads reviews backwards (`EncoderDecoderConfig.reverse_source`), the second half
+    # whose encoder reads reviews backwards (`EncoderDecoderConfig.reverse`), the second half
     # of a forward + backward ensemble.
     reverse: bool = False
 
@@ -45,7 +45,7 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         super().__init__()
         self.config = c = config
         self.embed = Embeddings(c)
-        self.pos = PositionalEncoding(c, "decoder")  # the decoder's input: its points are decoder.embed, .pos, .input
+        self.pos = PositionalEncoding(c)  # the decoder's input: its points are pos.hook_embed, .hook_pos, .hook_input
         self.decoder = Decoder(c)
         self.post_init()
 
@@ -65,7 +65,7 @@ class DecoderOnlyLM(PreTrainedModel, GenerationMixin):
         `inputs_embeds` (B, T, C), the scaled token embeddings `self.embed(input_ids)`, replaces the
         ids: gradient attributions differentiate with respect to them (`inspection/token_attribution.py`).
         `output_attentions`: every layer's attention weights, read at their named points."""
-        with attention_maps(self, ("decoder",), output_attentions) as maps:
+        with attention_maps(self.decoder, output_attentions) as maps:
             x = self._hidden_states(input_ids, attention_mask, cache, inputs_embeds)
             logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, maps if output_attentions else None)

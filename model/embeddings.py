@@ -17,14 +17,14 @@ class Embeddings(nn.Module):
     """Token embeddings scaled by √d_model, so they are not drowned by the positional encoding.
 
     The same matrix, transposed, is the output projection (`logits`): weight tying (section 3.4).
-    Its result passes the named point `logits` (`model/hooks.py`).
+    Its result passes the named point `hook_logits` (`model/hooks.py`).
     """
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.lut = nn.Embedding(config.vocab_size, config.d_model)
         self.scale = math.sqrt(config.d_model) if config.embed_scale else 1.0  # without: N(0, 0.02) per dimension
-        self.hook_logits = HookPoint("logits")
+        self.hook_logits = HookPoint()
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         return self.lut(idx) * self.scale  # (B, T, C)
@@ -46,18 +46,17 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
 class PositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal table, `config.max_positions` rows; `offset` is the position of the
     first token (KV cache). This is where a stack's input is put together, so its named points are
-    the stack's (`name`: "encoder" or "decoder"): `{name}.embed`, the token vectors it receives,
-    `{name}.pos`, the rows it adds, and `{name}.input`, their sum (after dropout)."""
+    the stack input's: `hook_embed`, the token vectors it receives, `hook_pos`, the rows it adds, and
+    `hook_input`, their sum (after dropout)."""
 
-    def __init__(self, config: TransformerConfig, name: str = "decoder"):
+    def __init__(self, config: TransformerConfig):
         super().__init__()
         self.dropout = nn.Dropout(config.dropout)
         # not a parameter and not saved: it is a pure function of (max_positions, d_model); without
         # positions (`config.positions` False) every row is zero, so nothing tells the places apart
         table = sinusoidal_table(config.max_positions, config.d_model)
         self.register_buffer("pe", table if config.positions else torch.zeros_like(table), persistent=False)
-        self.hook_embed, self.hook_pos = HookPoint(f"{name}.embed"), HookPoint(f"{name}.pos")
-        self.hook_input = HookPoint(f"{name}.input")
+        self.hook_embed, self.hook_pos, self.hook_input = HookPoint(), HookPoint(), HookPoint()
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         T = x.size(1)

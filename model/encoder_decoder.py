@@ -17,6 +17,14 @@ from .pretrained import PreTrainedModel
 from .reading_order import reading_order, reorder, reorder_map
 
 
+def memory_mask(src_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """The model's `src_mask` (B, S), 1 where a source token is real and 0 for padding, as attention
+    takes it: (B, 1, 1, S) bool, True where a key may be seen (`padding_mask`). The one place the
+    public form becomes the layers' own: the encoder's self-attention and the decoder's
+    cross-attention read the same one."""
+    return None if src_mask is None else padding_mask(src_mask)
+
+
 @dataclass
 class EncoderDecoderConfig(TransformerConfig):
     """Source and target share one vocabulary and one embedding matrix.
@@ -46,7 +54,7 @@ class EncoderDecoderConfig(TransformerConfig):
     # Only the encoder's reading order changes: its output and attention maps are put back in the
     # source's order (`EncoderDecoder.encode`), so whatever reads them (the decoder, attributions,
     # heatmaps) sees position i as the source's token i, as with a forward encoder.
-    reverse_source: bool = False
+    reverse: bool = False
 
     @property
     def max_positions(self) -> int:
@@ -66,8 +74,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         super().__init__()
         self.config = c = config
         self.embed = Embeddings(c)  # one table for both sides, tied to the output projection
-        self.src_pos = PositionalEncoding(c, "encoder")  # the same sinusoids (no weights), each side's input
-        self.tgt_pos = PositionalEncoding(c, "decoder")  # with its own named points
+        self.src_pos = PositionalEncoding(c)  # the same sinusoids (no weights), each side's input
+        self.tgt_pos = PositionalEncoding(c)  # with its own named points
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
         self.post_init()
@@ -79,21 +87,21 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
 
         `inputs_embeds` (B, S, C), the scaled token embeddings `self.embed(src_ids)`, replaces the ids:
         gradient attributions differentiate with respect to them (see `inspection/attribution.py`)."""
-        mask = padding_mask(src_mask) if src_mask is not None else None
+        mask = memory_mask(src_mask)
         x = self.embed(src_ids) if inputs_embeds is None else inputs_embeds  # (B, S, C)
-        if not self.config.reverse_source:
-            with attention_maps(self, ("encoder",), output_attentions) as maps:
+        if not self.config.reverse:
+            with attention_maps(self.encoder, output_attentions) as maps:
                 memory = self.encoder(self.src_pos(x), mask)
             return memory, maps
         order = reading_order(src_mask if src_mask is not None else torch.ones(x.shape[:2], device=x.device))
-        with attention_maps(self, ("encoder",), output_attentions) as maps:
+        with attention_maps(self.encoder, output_attentions) as maps:
             memory = self.encoder(self.src_pos(reorder(x, order)), mask)  # positions count from the end
         return reorder(memory, order), [AttentionMap(m.kind, m.layer, reorder_map(m.weights, order)) for m in maps]
 
     def decode(self, tgt_ids, memory, src_mask=None, cache: KVCache | None = None, output_attentions=False):
         """tgt_ids: (B, T) -> logits (B, T, vocab), attention maps. Right-padded targets need no
         mask: causality keeps pads from influencing earlier positions, and the loss ignores them."""
-        with attention_maps(self, ("decoder",), output_attentions) as maps:
+        with attention_maps(self.decoder, output_attentions) as maps:
             logits = self.embed.logits(self.decoder_states(tgt_ids, memory, src_mask, cache))
         return logits, maps
 
@@ -101,8 +109,8 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """`decode` before the output projection: hidden states (B, T, C)."""
         offset = cache.length if cache is not None else 0
         x = self.tgt_pos(self.embed(tgt_ids), offset)
-        mask = padding_mask(src_mask) if src_mask is not None else None
-        x = self.decoder(x, memory=memory, src_mask=mask, cache=cache.layers if cache is not None else None)
+        x = self.decoder(x, memory=memory, memory_mask=memory_mask(src_mask),
+                         cache=cache.layers if cache is not None else None)
         if cache is not None:
             cache.length += tgt_ids.size(1)
         return x
@@ -112,23 +120,19 @@ class EncoderDecoder(PreTrainedModel, GenerationMixin):
         """targets: (B, T) aligned with tgt_ids (tgt shifted left), -100 = ignore. `loss_only` (with
         targets): return the loss without the (B, T, vocab) logits, which are then never stored."""
         memory, enc_maps = self.encode(src_ids, src_mask, output_attentions)
-        with attention_maps(self, ("decoder",), output_attentions) as dec_maps:
+        with attention_maps(self.decoder, output_attentions) as dec_maps:
             x = self.decoder_states(tgt_ids, memory, src_mask)
             logits, loss = head_and_loss(self.embed, x, targets, loss_only)
         return ModelOutput(logits, loss, enc_maps + dec_maps if output_attentions else None, memory)
 
-    def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None) -> torch.Tensor:
+    def candidate_scores(self, memory, candidates: list[list[int]], src_mask=None, output_attentions=False):
         """log P(candidate | source) for each candidate target sequence, from an encoded source
-        (B, S, C) -> (B, K); differentiable, for attributions.
+        (B, S, C) -> scores (B, K), differentiable (for attributions), and with `output_attentions` the
+        decoder's attention maps (else an empty list), weights (B·K, H, width, ·): row b·K + k is
+        candidate k of source b, query 0 its first step.
 
         This is how a text-to-text model classifies: the label whose words the decoder finds most
-        likely wins, and a softmax over these scores gives the class probabilities (`classifier/`)."""
-        return self.scored_candidates(memory, candidates, src_mask)[0]
-
-    def scored_candidates(self, memory, candidates: list[list[int]], src_mask=None, output_attentions=False):
-        """-> candidate scores (B, K), and with `output_attentions` the decoder's attention maps, weights
-        (B·K, H, width, ·): row b·K + k is candidate k of source b, query 0 its first step.
-
+        likely wins, and a softmax over these scores gives the class probabilities (`classifier/`).
         One decoder pass scores every candidate: each source is repeated once per candidate, and
         shorter candidates are right-padded (causality keeps the padding from reaching their tokens;
         padded positions add nothing to the sum)."""

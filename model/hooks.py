@@ -1,36 +1,42 @@
 """Named points: every value a learner or a tool looks at has one stable name, and reading a value
 and replacing it go through that name (TransformerLens' `HookPoint`, nnsight's trace-and-intervene).
 
-A `HookPoint` is the identity function with a name, placed in the forward pass where a value is
-worth seeing: `decoder.2.attn.weights` is the attention weights of the decoder's third layer,
-`encoder.0.ffn.hidden` the first encoder layer's feed-forward activations. Nothing happens at a
-point until a caller attaches to it, for the passes run inside a `with` block:
+A `HookPoint` is the identity function, placed in the forward pass where a value is worth seeing;
+its name is its module path (TransformerLens' convention): `decoder.layers.2.self_attn.hook_weights`
+is the attention weights of the decoder's third layer, `encoder.layers.0.feed_forward.hook_hidden`
+the first encoder layer's feed-forward activations, and the module the name leads to computed the
+value (`model.get_submodule("decoder.layers.2.self_attn").in_proj` made its queries). Nothing
+happens at a point until a caller attaches to it, for the passes run inside a `with` block:
 
-    with lm.hooks(read=["decoder.0.attn.weights"]) as seen:         # read a value
+    with lm.hooks(read=["decoder.layers.0.self_attn.hook_weights"]) as seen:        # read a value
         lm(ids)
-    seen["decoder.0.attn.weights"]                                   # (B, H, T, T)
+    seen["decoder.layers.0.self_attn.hook_weights"]                                 # (B, H, T, T)
 
-    with lm.hooks(patch={"decoder.0.attn.scores": lambda s: s * 8}):  # change it, for these passes
+    with lm.hooks(patch={"decoder.layers.0.self_attn.hook_scores": lambda s: s * 8}):  # change it
         lm(ids)
 
 (`model.hooks(...)` is `attach(model, ...)`.) The names (`model.point_names()` lists a model's,
-`POINTS` explains each kind), with `{stack}` `decoder`
-(both models) or `encoder`, and `{i}` a layer counted from 0:
+`POINTS` says what each kind holds), with `{pos}` the positional encoding of a stack's input (`pos`
+in the language model; `src_pos`, `tgt_pos` in the encoder-decoder), `{stack}` `decoder` (both
+models) or `encoder`, `{i}` a layer counted from 0 and `{j}` its residual sublayer (0: self-attention;
+then cross-attention in the encoder-decoder's decoder; last: the feed-forward network):
 
-    {stack}.embed          token vectors × √d_model             (B, T, C)
-    {stack}.pos            the positional rows added to them    (T, C)
-    {stack}.input          their sum: what layer 0 reads        (B, T, C)
-    {stack}.{i}.{sub}.in   the sublayer's input (normalised when pre-norm)     sub: attn, cross, ffn
-    {stack}.{i}.{sub}.out  what the sublayer writes             (B, T, C)
-    {stack}.{i}.{sub}.resid  the residual stream after it       (B, T, C)
-    {stack}.{i}.{att}.q / .k / .v   each head's queries, keys, values   (B, H, T, d_k)   att: attn, cross
-    {stack}.{i}.{att}.scores   Q Kᵀ / √d_k before the mask     (B, H, T_q, T_k)
-    {stack}.{i}.{att}.mask     True where a query may look     (B or 1, 1, T_q, T_k)
-    {stack}.{i}.{att}.weights  the softmax: attention weights  (B, H, T_q, T_k)
-    {stack}.{i}.{att}.heads    each head's output, before the output projection   (B, H, T_q, d_k)
-    {stack}.{i}.ffn.hidden     GELU(x W₁ + b₁)                  (B, T, d_ff)
-    {stack}.norm           the last layer's output, normalised  (B, T, C)
-    logits                 scores over the vocabulary           (B, T, vocab)
+    {pos}.hook_embed       token vectors × √d_model             (B, T, C)
+    {pos}.hook_pos         the positional rows added to them    (T, C)
+    {pos}.hook_input       their sum: what layer 0 reads        (B, T, C)
+    {stack}.layers.{i}.sublayer.{j}.hook_in     the sublayer's input (normalised when pre-norm)  (B, T, C)
+    {stack}.layers.{i}.sublayer.{j}.hook_resid  the residual stream after it   (B, T, C)
+    {stack}.layers.{i}.{att}.hook_q / _k / _v   each head's queries, keys, values   (B, H, T, d_k)
+                                                att: self_attn, or cross_attn (the decoder's, reading the memory)
+    {stack}.layers.{i}.{att}.hook_scores   Q Kᵀ / √d_k before the mask     (B, H, T_q, T_k)
+    {stack}.layers.{i}.{att}.hook_mask     True where a query may look     (B or 1, 1, T_q, T_k)
+    {stack}.layers.{i}.{att}.hook_weights  the softmax: attention weights  (B, H, T_q, T_k)
+    {stack}.layers.{i}.{att}.hook_heads    each head's output, before the output projection  (B, H, T_q, d_k)
+    {stack}.layers.{i}.{att}.hook_out      what the attention writes       (B, T, C)
+    {stack}.layers.{i}.feed_forward.hook_hidden   GELU(x W₁ + b₁)           (B, T, d_ff)
+    {stack}.layers.{i}.feed_forward.hook_out      what the network writes   (B, T, C)
+    {stack}.hook_norm      the last layer's output, normalised  (B, T, C)
+    embed.hook_logits      scores over the vocabulary           (B, T, vocab)
 
 Why a context, not hooks registered on modules: the app shares one model between every visitor's
 thread, so an attachment must see only the passes of the code that made it. The attachments live in
@@ -52,32 +58,28 @@ from torch import nn
 _ATTACHED: ContextVar[dict["HookPoint", tuple[Callable, ...]] | None] = ContextVar("attached", default=None)
 
 POINTS = {  # the last part of a name -> what the value is (the app and the docs say it in these words)
-    "embed": "the token vectors (embedding rows × √d_model)",
-    "pos": "the positional encoding added to them",
-    "input": "token vectors + positions: what the first layer reads",
-    "in": "the sublayer's input, normalised (pre-norm)",
-    "q": "the queries, per head", "k": "the keys, per head", "v": "the values, per head",
-    "scores": "query·key / √d_k, before the mask",
-    "mask": "where each query may look (True) and may not (False)",
-    "weights": "the attention weights (softmax of the masked scores)",
-    "heads": "each head's output: its weighted sum of the values",
-    "out": "what the sublayer writes into the residual stream",
-    "resid": "the residual stream after the sublayer",
-    "hidden": "the feed-forward network's hidden activations, after GELU",
-    "norm": "the last layer's output, normalised",
-    "logits": "a score for every token of the vocabulary",
+    "hook_embed": "the token vectors (embedding rows × √d_model)",
+    "hook_pos": "the positional encoding added to them",
+    "hook_input": "token vectors + positions: what the first layer reads",
+    "hook_in": "the sublayer's input, normalised (pre-norm)",
+    "hook_q": "the queries, per head", "hook_k": "the keys, per head", "hook_v": "the values, per head",
+    "hook_scores": "query·key / √d_k, before the mask",
+    "hook_mask": "where each query may look (True) and may not (False)",
+    "hook_weights": "the attention weights (softmax of the masked scores)",
+    "hook_heads": "each head's output: its weighted sum of the values",
+    "hook_out": "what the sublayer writes into the residual stream",
+    "hook_resid": "the residual stream after the sublayer",
+    "hook_hidden": "the feed-forward network's hidden activations, after GELU",
+    "hook_norm": "the last layer's output, normalised",
+    "hook_logits": "a score for every token of the vocabulary",
 }
 
 
 class HookPoint(nn.Module):
-    """The identity, with a stable name: where a value can be read or replaced (`hooks`).
+    """The identity: where a value can be read or replaced (`hooks`), named by its module path.
 
     `__call__` is the forward pass itself (no `nn.Module` hook machinery): with nothing attached
     in this context it is one `ContextVar` lookup."""
-
-    def __init__(self, name: str):
-        super().__init__()
-        self.name = name
 
     def __call__(self, x):
         attached = _ATTACHED.get()
@@ -86,9 +88,6 @@ class HookPoint(nn.Module):
         for action in attached.get(self, ()):
             x = action(x)
         return x
-
-    def extra_repr(self) -> str:
-        return repr(self.name)
 
 
 def watched(*points: HookPoint) -> bool:
@@ -99,34 +98,14 @@ def watched(*points: HookPoint) -> bool:
 
 
 def names(model: nn.Module) -> list[str]:
-    """Every point's name, in the order the modules were built (roughly the order of a forward pass)."""
+    """Every point's name, in the order the modules were registered (a layer's sublayer connections
+    after its attention and feed-forward network)."""
     return list(points(model))
 
 
 def points(model: nn.Module) -> dict[str, HookPoint]:
-    """name -> the model's `HookPoint`."""
-    found: dict[str, HookPoint] = {}
-    for module in model.modules():
-        if isinstance(module, HookPoint):
-            if module.name in found and found[module.name] is not module:
-                raise ValueError(f"two points of the model are named {module.name!r}")
-            found[module.name] = module
-    return found
-
-
-def owner(model: nn.Module, name: str) -> nn.Module:
-    """The layer that computes the value at point `name`, whose parameters made it: `owner(lm,
-    "decoder.0.attn.in")` is the residual connection whose `.norm` normalised it, `"decoder.0.attn.q"`
-    the attention whose `.in_proj` projected it, `"logits"` the embeddings whose `.lut` is the table.
-    A by-hand recomputation (the app's tour) reads the weights there, without knowing the modules' paths."""
-    point = _resolve(model, [name])[name]
-    for module in model.modules():
-        for child in module.children():
-            if child is point:
-                return module
-            if isinstance(child, nn.ModuleDict) and any(c is point for c in child.values()):
-                return module
-    raise KeyError(name)  # unreachable: `_resolve` found the point among the modules
+    """name (the module path within `model`) -> its `HookPoint`."""
+    return {name: module for name, module in model.named_modules() if isinstance(module, HookPoint)}
 
 
 def attached(model: nn.Module) -> bool:

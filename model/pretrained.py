@@ -18,14 +18,23 @@ from safetensors.torch import load_file, save_file
 
 from storage import CONFIG_NAME, WEIGHTS_NAME, atomic_write, atomic_write_text, resolve_checkpoint
 
-from .hooks import attach, names, owner
+from .hooks import attach, names
 
 MODEL_TYPES: dict[str, type] = {}  # model_type -> class, filled by PreTrainedModel subclasses
 # A module renamed since checkpoints were written keeps its old weights: each (old, new) piece of a
 # parameter name is mapped when a checkpoint or a training state is read, and the shipped weight files
 # are never rewritten. The decoder's cross-attention was `src_attn` until 2026-12-04 (one name now:
-# `cross_attn`, its hook points `decoder.N.cross.*`).
+# `cross_attn`, its hook points `decoder.layers.N.cross_attn.hook_*`).
 RENAMED = ((".src_attn.", ".cross_attn."),)
+# A config field renamed since, old -> new: config.json (`read_config`) and a training state's model config
+# (`training.trainer.resume_mismatches`) are read under today's names. The encoder-decoder's backward reading
+# was `reverse_source` until 2026-12-04 (one name now: `reverse`, as the language model's).
+RENAMED_FIELDS = {"reverse_source": "reverse"}
+
+
+def current_fields(config: dict) -> dict:
+    """A config dict with every field under the name today's configs give it (`RENAMED_FIELDS`)."""
+    return {RENAMED_FIELDS.get(name, name): value for name, value in config.items()}
 
 
 def current_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -50,10 +59,11 @@ def read_json_object(path: Path) -> dict:
 
 
 def read_config(directory: str | os.PathLike) -> dict:
+    """A checkpoint's config.json as a dict, its fields under today's names (`current_fields`)."""
     path = Path(directory) / CONFIG_NAME
     if not path.is_file():
         raise FileNotFoundError(f"no {CONFIG_NAME} in {directory!s} (expected {path})")
-    return read_json_object(path)
+    return current_fields(read_json_object(path))
 
 
 class PreTrainedModel(torch.nn.Module):
@@ -90,16 +100,12 @@ class PreTrainedModel(torch.nn.Module):
 
     def hooks(self, read=(), patch=None):
         """Read and replace named values for the passes run inside a `with` block (`model/hooks.py`):
-        `with model.hooks(read=["decoder.0.attn.weights"]) as seen: model(ids)`."""
+        `with model.hooks(read=["decoder.layers.0.self_attn.hook_weights"]) as seen: model(ids)`."""
         return attach(self, read, patch)
 
     def point_names(self) -> list[str]:
-        """Every named point of the model (`model/hooks.py` says what each holds)."""
+        """Every named point of the model, by its module path (`model/hooks.py` says what each holds)."""
         return names(self)
-
-    def point_owner(self, name: str) -> torch.nn.Module:
-        """The layer whose parameters computed the value at point `name` (`model.hooks.owner`)."""
-        return owner(self, name)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

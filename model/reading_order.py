@@ -1,5 +1,5 @@
 """Reading a source backwards: the permutation a backward encoder reads a padded batch in
-(`EncoderDecoderConfig.reverse_source`), and putting its output back in the source's order. The
+(`EncoderDecoderConfig.reverse`), and putting its output back in the source's order. The
 real tokens of each row are reversed in place and the padding stays where it is, so the same padding
 mask serves both orders.
 """

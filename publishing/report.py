@@ -17,7 +17,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from classifier import ClassifierConfig
-from storage import CARD_NAME, CONFIG_NAME, METRICS_NAME, atomic_write_text, chain, tokens_in_all
+from model import read_config
+from storage import CARD_NAME, METRICS_NAME, atomic_write_text, chain, tokens_in_all
 from training.contract import ModelCard
 from training.data import HUB_IMDB
 from training.tasks import TASKS
@@ -196,7 +197,7 @@ def model_card(name: str, m: dict, config: dict, classifier: dict | None = None)
 
 # tiny-transformers `{name}`
 
-{card.what}{BACKWARD_NOTE if config.get("reverse_source") else ""}
+{card.what}{BACKWARD_NOTE if config.get("reverse") else ""}
 
 - {m['parameters']:,} parameters (`{m['model_type']}`): {shape}{classifier_line}
 - Files: {files}`model.safetensors` (weights, safetensors only), `tokenizer.json` (byte-level BPE)
@@ -327,7 +328,7 @@ def write_card(directory: Path) -> Path:
     m = json.loads((directory / METRICS_NAME).read_text(encoding="utf-8"))
     if m.get("task") not in TASKS:
         raise ValueError(f"{directory}: no model card for task {m.get('task')!r} (known: {sorted(TASKS)})")
-    config = json.loads((directory / CONFIG_NAME).read_text(encoding="utf-8"))
+    config = read_config(directory)
     path = directory / CARD_NAME
     settings = ClassifierConfig.from_pretrained(directory)
     atomic_write_text(path, model_card(directory.name, m, config, asdict(settings) if settings else None))

@@ -57,7 +57,7 @@ def test_a_knocked_out_head_changes_only_its_own_share(mode: str, causal: bool) 
         counts = torch.arange(1, 6, dtype=torch.float32)[:, None]
         knocked[:, 2] = heads[:, 2].cumsum(1) / counts if causal else heads[:, 2].mean(1, keepdim=True)
     expected = attn.out_proj(knocked.transpose(1, 2).reshape(2, 5, 16))
-    with attach(attn, patch={"attn.heads": HeadMask(torch.tensor([True, True, False, True]), mode, causal)}):
+    with attach(attn, patch={"hook_heads": HeadMask(torch.tensor([True, True, False, True]), mode, causal)}):
         out = attn(x, is_causal=causal)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     # the change is head 2's columns of the output projection times what it no longer writes
@@ -74,7 +74,8 @@ def test_no_head_ablated_changes_nothing_bit_for_bit(lm, classifier) -> None:
             assert not attached(lm)
             during = lm(ids).logits
         # a mask that keeps every head: `torch.where` passes them through
-        with lm.hooks(patch={"decoder.1.attn.heads": HeadMask(torch.ones(2, dtype=torch.bool), "mean", True)}):
+        keep_all = HeadMask(torch.ones(2, dtype=torch.bool), "mean", True)
+        with lm.hooks(patch={"decoder.layers.1.self_attn.hook_heads": keep_all}):
             kept = lm(ids).logits
         tgt = torch.tensor([[1, 5, 6]])
         enc_before = classifier(ids, tgt.repeat(2, 1)).logits
@@ -85,7 +86,7 @@ def test_no_head_ablated_changes_nothing_bit_for_bit(lm, classifier) -> None:
 
 def test_ablate_reaches_only_the_named_layer_and_undoes_itself(lm) -> None:
     ids = torch.randint(3, 40, (1, 8))
-    layers_out = [f"decoder.{i}.ffn.resid" for i in range(3)]
+    layers_out = [f"decoder.layers.{i}.sublayer.1.hook_resid" for i in range(3)]
     with torch.inference_mode():
         with lm.hooks(read=layers_out) as plain:
             lm(ids)

@@ -43,10 +43,10 @@ def sdpa(q, k, v, mask=None, is_causal=False, need_weights=False):
 
 
 def with_weights(mha, *args, **kwargs):
-    """A multi-head attention layer's output and its weights, read at its named point `attn.weights`."""
-    with attach(mha, read=["attn.weights"]) as seen:
+    """A multi-head attention layer's output and its weights, read at its named point `hook_weights`."""
+    with attach(mha, read=["hook_weights"]) as seen:
         out = mha(*args, **kwargs)
-    return out, seen["attn.weights"]
+    return out, seen["hook_weights"]
 
 
 def numpy_attention(q, k, v, allowed) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,7 @@ def log_p(model, ids: list[int], label: int) -> float:
     """f, computed the plain way: log-softmax of `candidate_scores` on an unpadded source."""
     with torch.no_grad():
         memory = model.encode(torch.tensor([ids]))[0]
-        return float(model.candidate_scores(memory, CANDIDATES).log_softmax(-1)[0, label])
+        return float(model.candidate_scores(memory, CANDIDATES)[0].log_softmax(-1)[0, label])
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_every_method_scores_each_token_for_the_written_label(random_model, meth
     ids = [7, 9, 11, 6, 13, EOS]
     result = attribute(random_model, torch.tensor(ids), CANDIDATES, method)
     with torch.no_grad():
-        probs = random_model.candidate_scores(random_model.encode(torch.tensor([ids]))[0], CANDIDATES).softmax(-1)[0]
+        probs = random_model.candidate_scores(random_model.encode(torch.tensor([ids]))[0], CANDIDATES)[0].softmax(-1)[0]
     assert result.method == method
     assert result.scores.shape == (6,) and result.scores.dtype == torch.float32
     assert result.label == int(probs.argmax())
@@ -138,7 +138,7 @@ def test_grad_x_input_is_the_derivative_of_scaling_each_embedding(random_model):
 
         def f(scale: torch.Tensor) -> float:
             memory, _ = model.encode(None, inputs_embeds=x * scale[None, :, None])
-            return float(model.candidate_scores(memory, CANDIDATES).log_softmax(-1)[0, 1])
+            return float(model.candidate_scores(memory, CANDIDATES)[0].log_softmax(-1)[0, 1])
 
         for i in range(6):
             bump = torch.ones(6)

@@ -1,5 +1,5 @@
 """ULMFiT's backward models: an LM trained on reversed text (`DecoderOnlyConfig.reverse`) and a
-classifier whose encoder reads each review last token first (`EncoderDecoderConfig.reverse_source`),
+classifier whose encoder reads each review last token first (`EncoderDecoderConfig.reverse`),
 checked against the forward model run by hand on the reversed tokens."""
 
 from pathlib import Path
@@ -11,7 +11,7 @@ import torch
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig
 from model.reading_order import reading_order
-from tokenization import BPETokenizer, read_texts
+from tokenization import BPETokenizer, clean_texts
 from training import evaluate, run
 from training.data import TokenStream
 from training.transfer import init_encoder_from, shape_from
@@ -22,7 +22,7 @@ SHAPE = dict(n_head=2, d_model=32, d_ff=64, dropout=0.0, norm_first=True)
 def classifier(reverse: bool, causal: bool = True) -> EncoderDecoder:
     torch.manual_seed(0)
     config = EncoderDecoderConfig(vocab_size=100, n_encoder_layer=2, n_decoder_layer=1, max_src_len=20,
-                                  max_tgt_len=4, causal_encoder=causal, reverse_source=reverse, **SHAPE)
+                                  max_tgt_len=4, causal_encoder=causal, reverse=reverse, **SHAPE)
     return EncoderDecoder(config).eval()
 
 
@@ -72,17 +72,17 @@ def test_backward_label_scores_do_not_depend_on_padding():
     model = classifier(True)
     src = torch.randint(3, 100, (1, 7))
     candidates = [[5], [6, 7]]
-    alone = model.candidate_scores(model.encode(src)[0], candidates)
+    alone = model.candidate_scores(model.encode(src)[0], candidates)[0]
     padded = torch.cat([src, torch.zeros(1, 4, dtype=torch.long)], 1)
     mask = torch.tensor([[1] * 7 + [0] * 4])
-    torch.testing.assert_close(model.candidate_scores(model.encode(padded, mask)[0], candidates, mask), alone,
+    torch.testing.assert_close(model.candidate_scores(model.encode(padded, mask)[0], candidates, mask)[0], alone,
                                atol=1e-5, rtol=1e-5)
 
 
 def test_a_backward_lm_starts_only_a_backward_encoder():
     torch.manual_seed(1)
     lm = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=100, n_layer=2, block_size=32, reverse=True, **SHAPE)).eval()
-    assert shape_from(EncoderDecoder, lm, 100)["reverse_source"] is True
+    assert shape_from(EncoderDecoder, lm, 100)["reverse"] is True
     model = classifier(True)
     init_encoder_from(model, lm)
     src = torch.randint(3, 100, (1, 12))
@@ -111,7 +111,7 @@ def test_a_backward_lm_then_its_classifier_of_another_seed_on_the_same_held_out_
     data.mkdir()
     pd.read_parquet(IMDB / "train.parquet").sample(200, random_state=3).to_parquet(data / "train.parquet")
     tokenizer = tmp_path / "tokenizer.json"
-    BPETokenizer.train(read_texts(pd.read_parquet(data / "train.parquet")["text"]), vocab_size=600).save(tokenizer)
+    BPETokenizer.train(clean_texts(pd.read_parquet(data / "train.parquet")["text"]), vocab_size=600).save(tokenizer)
     common = ["--preset", "tiny", "--data-dir", str(data), "--tokenizer", str(tokenizer), "--val-size", "30",
               "--max-steps", "4", "--eval-every", "4",
               "--precision", "fp32"]  # training.evaluate scores in float32; auto is bfloat16 on a CPU with its units
@@ -121,7 +121,7 @@ def test_a_backward_lm_then_its_classifier_of_another_seed_on_the_same_held_out_
     assert lm_again["bpb"] == pytest.approx(lm["val_bpb"], rel=1e-6)  # evaluate reads it backwards too
     clf = run.main(["--task", "sentiment", "--out", str(tmp_path / "s"), "--init-from", str(tmp_path / "lm"),
                     "--seed", "7", "--split-seed", "1337", *common])
-    assert clf["model_config"]["reverse_source"] is True
+    assert clf["model_config"]["reverse"] is True
     again = evaluate.main(["--checkpoint", str(tmp_path / "s"), "--data-dir", str(data), "--val-size", "30"])
     assert again["accuracy"] == pytest.approx(clf["val_accuracy"], rel=1e-6)
     assert again["confusion"] == clf["val_confusion"]

@@ -148,7 +148,7 @@ def walk_the_tour(page) -> list[str]:
         # issue 61, item 9: every step's experiment, in view without opening anything, above the code
         experiment = page.locator("#tour-experiment")
         experiment.get_by_text("Switch it off and see what breaks").wait_for()
-        assert "cannot run" not in experiment.inner_text(), title
+        assert "cannot run" not in experiment.inner_text() and "has no experiment" not in experiment.inner_text(), title
         assert experiment.bounding_box()["y"] < page.locator("#tour-code").bounding_box()["y"], title
         assert page.locator("#tour-glossary").bounding_box()["y"] > page.locator("#tour-code").bounding_box()["y"]
         if page.locator("#tour-next").is_disabled():
@@ -785,6 +785,37 @@ HEADINGS_IN_WHOLE_WORDS = """selector => [...document.querySelectorAll(selector)
 })"""
 
 
+# an element wholly in view: inside the window and every box that clips it (a table's scroll box), not cut by one
+INSIDE_ITS_BOXES = """e => {
+    const r = e.getBoundingClientRect();
+    let left = 0, right = window.innerWidth;
+    for (let a = e.parentElement; a; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX === 'visible') continue;
+        const box = a.getBoundingClientRect();
+        left = Math.max(left, box.left);
+        right = Math.min(right, box.right);
+    }
+    return r.width > 0 && r.left >= left - 1 && r.right <= right + 1;
+}"""
+
+
+# no two tick labels of a figure's x axis overlap: each label's box (getBBox, before its rotation) is moved into
+# the frame the labels share, where boxes rotated alike are upright (the CTM's rotation undone), and compared there
+TICK_LABELS_APART = """plot => {
+    const boxes = [...document.querySelectorAll(`${plot} .xtick text`)].filter(t => t.textContent).map(t => {
+        const b = t.getBBox(), m = t.getCTM();
+        const x = b.x + m.a * m.e + m.b * m.f, y = b.y + m.c * m.e + m.d * m.f;
+        return {x, y, right: x + b.width, bottom: y + b.height, text: t.textContent};
+    });
+    const hits = [];
+    boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+        if (a.x < b.right - 0.5 && b.x < a.right - 0.5 && a.y < b.bottom - 0.5 && b.y < a.bottom - 0.5)
+            hits.push([a.text, b.text]);
+    }));
+    return {labels: boxes.length, hits};
+}"""
+
+
 def assert_titles_clear(page, plot: str) -> None:
     """The figure in `plot` has its title and subtitle inside its width (not cut) and clear of Plotly's
     toolbar (which shows over the top right corner on hover)."""
@@ -832,6 +863,11 @@ def test_every_tab_reads_well_on_a_desktop_and_a_phone(page, url, viewport, serv
             for tick in view.locator("#att-heatmap .xtick text").all():
                 box = tick.bounding_box()
                 assert box["y"] >= title["y"] + title["height"] or box["width"] == 0
+            # issue 61, item 10: the heads table's "named" column in view, not past a phone's right edge
+            view.get_by_text("Heads with names", exact=True).first.click()  # its accordion
+            view.locator("#heads-score").click()
+            view.locator("#heads-table [data-testid='cell-0-0']").wait_for()  # its rows drawn
+            assert view.locator("#heads-table th").filter(has_text="named").first.evaluate(INSIDE_ITS_BOXES)
             head = view.locator("#att-head input")  # the menu's text is not cut ("mean over hea")
             assert head.evaluate("e => e.scrollWidth <= e.clientWidth")
             caption = view.locator("#att-grid [data-testid='block-label']").inner_text()
@@ -841,6 +877,8 @@ def test_every_tab_reads_well_on_a_desktop_and_a_phone(page, url, viewport, serv
             assert view.evaluate(IDS_BESIDE_PIECES)
         if tab == "Watch it learn" and service.snapshots is not None:  # drawn when opened
             assert_titles_clear(view, "#learn-attention")
+            apart = view.evaluate(TICK_LABELS_APART, "#learn-attention")  # issue 61, item 10: tilted, apart
+            assert apart["labels"] >= 4 and apart["hits"] == [], apart
             assert_titles_clear(view, "#learn-curve")
         if tab == "About":
             assert_titles_clear(view, "#about-reliability")
@@ -887,6 +925,7 @@ def test_the_learning_chapter_experiments_and_watch_it_learn_on_desktop_and_phon
         view.get_by_text("One head as it learns").click()
         view.locator("#learn-head-show").click()
         view.locator("#learn-head-summary").get_by_text("of its attention on the previous token").wait_for()
+        view.locator("#learn-head-maps .js-plotly-plot").nth(2).wait_for()  # the summary may come before the plots
         assert view.locator("#learn-head-maps .js-plotly-plot").count() == 3
         assert view.evaluate(OVERFLOWING) == []
         assert_no_error_box(view)
@@ -941,6 +980,8 @@ def test_trained_without_it_and_the_induction_head_on_desktop_and_phone(url, pag
         assert view.locator("#induction-maps .js-plotly-plot").count() == 3
         for plot in ("#induction-loss", "#induction-score", "#induction-map-0"):
             assert_titles_clear(view, plot)
+        apart = view.evaluate(TICK_LABELS_APART, "#induction-map-0")  # issue 61, item 10
+        assert apart["labels"] >= 4 and apart["hits"] == [], apart
         assert "x = layer(" in view.locator("#induction-code").inner_text()
         assert view.evaluate(OVERFLOWING) == []
         view.locator("#induction-panel").screenshot(path=shots / f"screenshot_induction{suffix}.png")

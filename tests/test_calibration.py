@@ -47,7 +47,7 @@ def test_label_log_probs_apply_the_config_temperature():
     model = EncoderDecoder(config).eval()
     memory, _ = model.encode(torch.randint(3, 50, (2, 6)))
     candidates = [[7], [8, 9]]
-    scores = model.candidate_scores(memory, candidates)
+    scores = model.candidate_scores(memory, candidates)[0]
     reader = Reader(model, classifier_config=ClassifierConfig(labels=["a", "b"], temperature=2.0))
     torch.testing.assert_close(reader.log_probs(memory, candidates), (scores / 2.0).log_softmax(-1))
     torch.testing.assert_close(Reader(model).log_probs(memory, candidates), scores.log_softmax(-1))  # none: T = 1

@@ -340,7 +340,7 @@ def test_classify_matches_candidate_scores(service: DemoService, served_atol) ->
     src = torch.tensor([tok.encode(text, add_eos=True)])
     with autocast(service.device, service.precision):  # like with like: the service's own precision
         labels = service.sentiment.classifier.labels
-        scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in labels])
+        scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in labels])[0]
     expected = (scores / service.sentiment.classifier.temperature).softmax(-1)[0].tolist()
     assert list(classify(service, text).probabilities.values()) == pytest.approx(expected, abs=served_atol(service))
 
@@ -351,7 +351,7 @@ def window_verdict(service: DemoService, text: str) -> list[float]:
     model, tok, settings = service.sentiment.model, service.sentiment.tokenizer, service.sentiment.classifier
     candidates = [tok.encode(label) for label in settings.labels]
     with autocast(service.device, service.precision):  # like with like: the service's own precision
-        scores = torch.cat([model.candidate_scores(model.encode(torch.tensor([[*w, tok.eos_id]]))[0], candidates)
+        scores = torch.cat([model.candidate_scores(model.encode(torch.tensor([[*w, tok.eos_id]]))[0], candidates)[0]
                             for w in windows(tok.encode(text), service.sentiment.reading)])
     return (scores.float().mean(0) / settings.temperature).softmax(-1).tolist()
 

@@ -27,7 +27,7 @@ def with_backward(tmp_path: Path, **changes) -> Path:
     forward = EncoderDecoder.from_pretrained(root / SENTIMENT)
     settings = ClassifierConfig.from_pretrained(root / SENTIMENT)
     torch.manual_seed(1)
-    changes = {"reverse_source": True, "temperature": 0.7, "pair_temperature": 0.8, **changes}
+    changes = {"reverse": True, "temperature": 0.7, "pair_temperature": 0.8, **changes}
     policy = {k: changes.pop(k) for k in EncoderDecoderConfig.moved_to_classifier if k in changes}
     backward = EncoderDecoder(replace(forward.config, **changes))
     backward.save_pretrained(root / SENTIMENT_BACKWARD)
@@ -40,7 +40,7 @@ def own_probabilities(ckpt, service: DemoService, text: str) -> torch.Tensor:
     """P(label) of one reader, by its own candidate_scores, at its own temperature (classifier.json)."""
     tok, model, settings = service.sentiment.tokenizer, ckpt.model, ckpt.classifier
     src = torch.tensor([tok.encode(text, add_eos=True)])
-    scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in settings.labels])
+    scores = model.candidate_scores(model.encode(src)[0], [tok.encode(label) for label in settings.labels])[0]
     return (scores / settings.temperature).softmax(-1)[0]
 
 
@@ -86,7 +86,7 @@ def test_an_explanation_explains_the_forward_reader_and_shows_the_verdict(servic
 
 
 @pytest.mark.parametrize(("changes", "why"), [
-    ({"reverse_source": False}, "does not read backwards"),
+    ({"reverse": False}, "does not read backwards"),
     ({"labels": ["bad", "good"]}, "its labels are"),
     ({"src_keep_tail": 8}, "cuts reviews differently"),
 ])

@@ -13,7 +13,7 @@ from benchmarks.common import read_classifier
 from benchmarks.sentiment_baseline import imdb_split
 from classifier import ClassifierConfig
 from model import EncoderDecoder, EncoderDecoderConfig
-from tokenization import BPETokenizer, read_texts
+from tokenization import BPETokenizer, clean_texts
 from training.calibration import expected_calibration_error
 from training.heldout import short_texts
 from training.linear_evidence import fit_linear
@@ -35,13 +35,13 @@ def readers(tmp_path_factory) -> tuple[Path, list[str]]:
     data = tmp_path / "data"
     data.mkdir()
     pd.read_parquet(IMDB / "train.parquet").sample(120, random_state=5).to_parquet(data / "train.parquet")
-    tok = BPETokenizer.train(read_texts(pd.read_parquet(data / "train.parquet")["text"]), vocab_size=500)
+    tok = BPETokenizer.train(clean_texts(pd.read_parquet(data / "train.parquet")["text"]), vocab_size=500)
     folders = []
     for seed, reverse, temperature in ((0, False, 1.0), (1, True, 0.5)):
         torch.manual_seed(seed)
         config = EncoderDecoderConfig(vocab_size=tok.vocab_size, n_head=2, d_model=32, d_ff=64, n_encoder_layer=1,
                                       n_decoder_layer=1, max_src_len=64, max_tgt_len=4, causal_encoder=True,
-                                      reverse_source=reverse)
+                                      reverse=reverse)
         folder = tmp_path / f"m{seed}"
         EncoderDecoder(config).save_pretrained(folder)
         ClassifierConfig(labels=["negative", "positive"], temperature=temperature,

@@ -131,7 +131,7 @@ def test_negated_scores_move_the_heads_weight_off_its_best_key(outcomes, lm, ids
 
 def test_skipping_the_final_norm_scores_the_raw_stream(outcomes, lm, ids):
     model = lm[0]
-    last = f"decoder.{model.config.n_layer - 1}.ffn.resid"
+    last = f"decoder.layers.{model.config.n_layer - 1}.sublayer.1.hook_resid"
     _, seen = read(model, ids, [last])
     raw = (seen[last][0, -1] @ model.embed.lut.weight.detach().T).softmax(-1).topk(5).values
     assert [p for _, p in outcomes["logits"].after] == pytest.approx(raw.tolist(), abs=1e-4)
@@ -149,8 +149,8 @@ def test_without_positions_an_order_dependent_text_is_predicted_differently(outc
 
 
 def test_skipping_the_norm_feeds_the_raw_residual_stream(outcomes, lm, ids):
-    _, seen = read(lm[0], ids, [f"decoder.{LAYER - 1}.ffn.resid"])
-    raw = float(seen[f"decoder.{LAYER - 1}.ffn.resid"].std())
+    _, seen = read(lm[0], ids, [f"decoder.layers.{LAYER - 1}.sublayer.1.hook_resid"])
+    raw = float(seen[f"decoder.layers.{LAYER - 1}.sublayer.1.hook_resid"].std())
     assert outcomes["norm"].measures["input_std"][1] == pytest.approx(raw, rel=1e-4)
 
 
@@ -222,19 +222,19 @@ def test_one_head_alone_leaves_the_others_silent(lm, ids):
 
 def test_without_the_residual_the_stream_is_the_sublayer_output(lm, ids, outcomes):
     store = {}
-    point = f"decoder.{LAYER}.attn"
+    out, resid = f"decoder.layers.{LAYER}.self_attn.hook_out", f"decoder.layers.{LAYER}.sublayer.0.hook_resid"
 
     def keep(x):
         store["out"] = x
         return x
-    _, seen = read(lm[0], ids, [f"{point}.resid"], {f"{point}.out": keep, f"{point}.resid": lambda _: store["out"]})
-    torch.testing.assert_close(seen[f"{point}.resid"], store["out"])
+    _, seen = read(lm[0], ids, [resid], {out: keep, resid: lambda _: store["out"]})
+    torch.testing.assert_close(seen[resid], store["out"])
     assert outcomes["residual"].measures["loss"][1] > outcomes["residual"].measures["loss"][0] + 1
 
 
 def test_a_skipped_ffn_changes_the_guesses_it_counts(outcomes, lm, ids):
     plain, _ = read(lm[0], ids, [])
-    skipped, _ = read(lm[0], ids, [], {f"decoder.{LAYER}.ffn.out": torch.zeros_like})
+    skipped, _ = read(lm[0], ids, [], {f"decoder.layers.{LAYER}.feed_forward.hook_out": torch.zeros_like})
     assert outcomes["ffn"].measures["guesses_changed"][1] == float((plain.argmax(-1) != skipped.argmax(-1)).sum())
 
 
@@ -338,12 +338,24 @@ def test_blocked_cross_attention_gives_that_token_no_weight(readers, review, ver
     assert list(verdicts["cross"].after.values()) == pytest.approx(after.tolist(), abs=1e-4)
 
 
-def test_the_end_token_sentence_matches_its_measured_effect(verdicts):
-    o = verdicts["memory"]
-    (was, now), = o.measures.values()
-    assert o.effect == effect(-math.log(was), -math.log(now))
-    assert ("about as sure" in o.verdict) == (o.effect == "no change")
-    assert ("leans on it" in o.verdict) == (o.effect == "worse")
+def test_the_memory_experiment_reads_the_end_token_alone_and_measures_it_blocked(verdicts, readers, review):
+    """Issue 61: blocking `</s>` alone moved no label (under 0.001 nats on 200 training reviews); the
+    experiment lets the decoder read `</s>` alone, and says what blocking it alone does, measured."""
+    reader, o = readers[0], verdicts["memory"]
+    s = review.size(1)
+    only_end = {attention_point("cross", i, "mask"): lambda m: m & (torch.arange(s) == s - 1)
+                for i in range(reader.config.n_decoder_layer)}
+    without_end = {attention_point("cross", i, "mask"): lambda m: m & (torch.arange(s) != s - 1)
+                   for i in range(reader.config.n_decoder_layer)}
+    for patch, probs in ((only_end, list(o.after.values())), (without_end, None)):
+        with torch.inference_mode(), reader.model.hooks(patch=patch):
+            after = reader.read(review)[0].exp()
+        if probs is not None:
+            assert probs == pytest.approx(after.tolist(), abs=1e-4)
+    (was, now), = (v for k, v in o.measures.items() if k.endswith("_without_end"))
+    assert now == pytest.approx(float(after[reader.labels.index(o.label)]), abs=1e-6)
+    assert f"With only `</s>` blocked instead, P({o.label})" in o.verdict
+    assert ("through every position of the memory" in o.verdict) == (o.effect == "worse")
 
 
 @pytest.mark.parametrize("text", ["This movie was.", "I expected nothing and was still disappointed by this film.",
@@ -360,8 +372,10 @@ def test_every_sentiment_verdict_matches_its_effect_on_other_reviews(readers, te
             assert o.effect == effect(o.loss_before, o.loss_after), step
             sure = {"worse": "it is less sure", "better": "it is more sure", "no change": "it is about as sure"}
             assert f"{sure[o.effect]} of {o.label}" in o.verdict, step
-            if step not in ("source_tokens", "label"):
+            if step not in ("source_tokens", "label", "padding_mask"):
                 assert ("does not show what the step is for" in o.verdict) == (o.effect != "worse"), step
+            if step == "padding_mask":  # what the mask guarantees, whatever the effect (it rarely has one)
+                assert "does not show" not in o.verdict and "gets the label it gets alone" in o.verdict
             assert "reads word order too" not in o.verdict
 
 
@@ -379,6 +393,13 @@ def test_the_padding_experiment_removes_the_padding_mask_only(readers, review, v
     n = review.size(1)
     assert all((w[0, :, :n, n:] == 0).all() for w in seen.values())  # the review never sees the pads
     assert "no token of the review can see the pads after it" in o.verdict
+    cross = attention_point("cross", 0, "weights")
+    with torch.inference_mode(), reader.model.hooks(read=[cross]) as seen:
+        reader.read(padded, torch.ones_like(padded))
+    top = reader.labels.index(o.label)
+    steps = len(reader.config.decoder_input_ids(reader.candidates[top]))
+    share = float(seen[cross][top, :, :steps, n:].sum(-1).mean())  # the shipped decoder has one layer
+    assert f"gives the pads {share:.1%} of its weight" in o.verdict
 
 
 def test_reading_order_is_the_backward_readers_own_verdict(verdicts, readers, review):
@@ -389,7 +410,7 @@ def test_reading_order_is_the_backward_readers_own_verdict(verdicts, readers, re
 def test_the_label_step_compares_the_fitted_temperature_with_one(verdicts, readers, review):
     reader = readers[0]
     with torch.inference_mode():
-        scores = reader.model.candidate_scores(reader.encode(review)[0], reader.candidates)[0]
+        scores = reader.model.candidate_scores(reader.encode(review)[0], reader.candidates)[0][0]
     assert list(verdicts["label"].after.values()) == pytest.approx(scores.softmax(-1).tolist(), abs=1e-4)
 
 

@@ -325,7 +325,7 @@ def test_the_decode_step_equals_the_layers_on_the_shipped_lm(monkeypatch):
 def test_the_fast_path_leaves_ablated_heads_to_the_layers(lm):
     steps = lambda: [s.logits for s in lm.stream(PROMPT, GenerationConfig(max_new_tokens=4, temperature=0))]
     plain = steps()
-    with lm.hooks(patch={"decoder.1.attn.heads": lambda out: out * 0}):  # every head of layer 1 knocked out
+    with lm.hooks(patch={"decoder.layers.1.self_attn.hook_heads": lambda out: out * 0}):  # layer 1: every head out
         with torch.no_grad():
             assert not can_decode(lm)
         ablated = steps()

@@ -3,6 +3,7 @@ named `weights` point) to do exactly that behaviour and 0 for one doing none of 
 the previous-token head is found and the induction score is reported as low as it is; `/heads`."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import torch
 
 from inspection.head_kinds import (
     HEADS_NAME,
+    KINDS,
     THRESHOLDS,
     copy_loss,
     describe,
@@ -41,7 +43,7 @@ def forced(model, tokenizer, pattern, layer=1, head=0):
         w = w.clone()
         w[:, head] = pattern(w.size(-1)).to(w.dtype)
         return w
-    with model.hooks(patch={f"decoder.{layer}.attn.weights": patch}):
+    with model.hooks(patch={f"decoder.layers.{layer}.self_attn.hook_weights": patch}):
         scores = score_heads(model, tokenizer, TEXTS, length=20)
     return {s.kind: s.score for s in scores if (s.layer, s.head) == (layer, head)}
 
@@ -110,6 +112,17 @@ def test_the_heads_endpoint_serves_the_stored_table_or_scores_a_model_without_on
     assert rows == stored and len(rows) == 6 * 5 * 4
     assert {"layer", "head", "kind", "score", "named"} == set(rows[0])
     table, summary = name_heads(shipped)
+    # issue 61, item 10: the order its label says (the kinds as the intro names them, best first within each)
+    from demo.tabs.ablation_panel import HEADS_HEADERS, HEADS_INTRO, HEADS_ORDER
+    assert len(table[0]) == len(HEADS_HEADERS) and HEADS_HEADERS[-1] == "named"
+    kinds = [kind for _, kind, _, _ in table]
+    assert kinds == sorted(kinds, key=KINDS.index) and re.findall(r"\*\*(\w+)\*\*", HEADS_INTRO) == list(KINDS)
+    assert "the order the kinds are named above" in HEADS_ORDER
+    for kind in KINDS:
+        scores = [score for _, k, score, _ in table if k == kind]
+        assert scores == sorted(scores, reverse=True), kind
+    stored_named = {(r["layer"] + 1, r["head"] + 1, r["kind"]) for r in stored if r["named"]}
+    assert {(*map(int, re.findall(r"\d+", h)), k) for h, k, _, named in table if named == "yes"} == stored_named
     assert "L1 H2" in summary and "barely copies in context" in summary and "300 held-out report reviews" in summary
     tiny = DemoService(shared_tiny_checkpoints(), device="cpu")
     rows = named_heads(tiny)

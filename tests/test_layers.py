@@ -99,16 +99,16 @@ def test_feed_forward_formula():
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_sublayer_connection_placements(norm_first):
-    sub = randomize_(SublayerConnection(config(norm_first), "decoder.0.attn"))
+    sub = randomize_(SublayerConnection(config(norm_first)))
     x = torch.randn(B, T, C)
-    with attach(sub, read=["decoder.0.attn.in", "decoder.0.attn.resid"]) as seen:
+    with attach(sub, read=["hook_in", "hook_resid"]) as seen:  # names: module paths within `sub`
         out = sub(x, lambda h: 2 * h + 1)
     assert out.shape == (B, T, C)
     ln = lambda h: F.layer_norm(h, (C,), sub.norm.weight, sub.norm.bias)
     expected = x + 2 * ln(x) + 1 if norm_first else ln(x + 2 * x + 1)
     torch.testing.assert_close(out, expected)
-    torch.testing.assert_close(seen["decoder.0.attn.in"], ln(x) if norm_first else x)  # what the sublayer read
-    assert seen["decoder.0.attn.resid"] is out
+    torch.testing.assert_close(seen["hook_in"], ln(x) if norm_first else x)  # what the sublayer read
+    assert seen["hook_resid"] is out
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -116,26 +116,27 @@ def test_encoder_layer_shapes(norm_first):
     layer = EncoderLayer(config(norm_first)).eval()
     x = torch.randn(B, S, C)
     assert layer(x).shape == (B, S, C)
-    with attach(layer, read=["encoder.0.attn.weights"]) as seen:
+    with attach(layer, read=["self_attn.hook_weights"]) as seen:
         out = layer(x, padding_mask(torch.ones(B, S)))
-    assert out.shape == (B, S, C) and seen["encoder.0.attn.weights"].shape == (B, N_HEAD, S, S)
+    assert out.shape == (B, S, C) and seen["self_attn.hook_weights"].shape == (B, N_HEAD, S, S)
 
 
 def test_decoder_layer_shapes_with_and_without_cross_attention():
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
     layer = DecoderLayer(config()).eval()
     assert len(layer.sublayer) == 3
-    with attach(layer, read=["decoder.0.attn.weights", "decoder.0.cross.weights"]) as seen:
+    with attach(layer, read=["self_attn.hook_weights", "cross_attn.hook_weights"]) as seen:
         out = layer(x, memory=memory)
-    self_w, cross_w = seen["decoder.0.attn.weights"], seen["decoder.0.cross.weights"]
+    self_w, cross_w = seen["self_attn.hook_weights"], seen["cross_attn.hook_weights"]
     assert out.shape == (B, T, C) and self_w.shape == (B, N_HEAD, T, T) and cross_w.shape == (B, N_HEAD, T, S)
     assert (self_w.triu(1) == 0).all()  # causal even without a tgt_mask
 
     gpt_block = DecoderLayer(config(norm_first=True), cross_attn=False).eval()
     assert gpt_block.cross_attn is None and len(gpt_block.sublayer) == 2
     assert sorted(names(gpt_block)) == sorted(
-        [f"decoder.0.attn.{p}" for p in ("in", "resid", "q", "k", "v", "mask", "scores", "weights", "heads", "out")]
-        + [f"decoder.0.ffn.{p}" for p in ("in", "resid", "hidden", "out")])  # no cross-attention points
+        [f"self_attn.hook_{p}" for p in ("q", "k", "v", "mask", "scores", "weights", "heads", "out")]
+        + ["feed_forward.hook_hidden", "feed_forward.hook_out"]
+        + [f"sublayer.{j}.hook_{p}" for j in (0, 1) for p in ("in", "resid")])  # no cross-attention points
     assert gpt_block(x).shape == (B, T, C)
 
 
@@ -144,19 +145,19 @@ def test_encoder_stack_shapes_and_maps(norm_first):
     enc = Encoder(EncoderDecoderConfig(**SHAPE, norm_first=norm_first, n_encoder_layer=3)).eval()
     assert len(enc.layers) == 3
     assert isinstance(enc.norm, nn.LayerNorm if norm_first else nn.Identity)
-    with attention_maps(enc, ("encoder",)) as maps:
+    with attention_maps(enc) as maps:
         out = enc(torch.randn(B, S, C))
     assert out.shape == (B, S, C)
     assert [(m.kind, m.layer) for m in maps] == [("encoder_self", 0), ("encoder_self", 1), ("encoder_self", 2)]
     assert all(m.weights.shape == (B, N_HEAD, S, S) for m in maps)
-    with attention_maps(enc, ("encoder",), wanted=False) as maps:
+    with attention_maps(enc, wanted=False) as maps:
         enc(torch.randn(B, S, C))
     assert maps == []
 
 
 def test_decoder_stack_shapes_and_maps():
     dec = Decoder(EncoderDecoderConfig(**SHAPE, norm_first=True, n_encoder_layer=5, n_decoder_layer=2)).eval()
-    with attention_maps(dec, ("decoder",)) as maps:
+    with attention_maps(dec) as maps:
         out = dec(torch.randn(B, T, C), memory=torch.randn(B, S, C))
     assert out.shape == (B, T, C)
     assert [(m.kind, m.layer) for m in maps] == [("decoder_self", 0), ("cross", 0), ("decoder_self", 1), ("cross", 1)]
@@ -164,7 +165,7 @@ def test_decoder_stack_shapes_and_maps():
 
     gpt = Decoder(DecoderOnlyConfig(**SHAPE, norm_first=True, n_layer=2)).eval()
     assert all(layer.cross_attn is None for layer in gpt.layers)  # a decoder-only config: GPT blocks
-    with attention_maps(gpt, ("decoder",)) as maps:
+    with attention_maps(gpt) as maps:
         out = gpt(torch.randn(B, T, C))
     assert out.shape == (B, T, C)
     assert [(m.kind, m.layer, m.weights.shape) for m in maps] == [
@@ -178,9 +179,11 @@ def test_layers_read_every_field_from_the_config():
     assert (layer.feed_forward.w_1.in_features, layer.feed_forward.w_1.out_features) == (C, D_FF)
     assert all(sub.norm_first and sub.dropout.p == 0.25 and sub.norm.normalized_shape == (C,)
                for sub in layer.sublayer)
-    assert layer.self_attn.dropout_p == layer.cross_attn.dropout_p == 0.25  # attention_dropout=None: `dropout`
+    p = [a.attention_weight_dropout for a in (layer.self_attn, layer.cross_attn)]
+    assert p == [0.25, 0.25]  # attention_dropout=None: `dropout`
     layer = DecoderLayer(replace(c, attention_dropout=0.0))
-    assert layer.self_attn.dropout_p == layer.cross_attn.dropout_p == 0.0 and layer.sublayer[0].dropout.p == 0.25
+    p = [a.attention_weight_dropout for a in (layer.self_attn, layer.cross_attn)]
+    assert p == [0.0, 0.0] and layer.sublayer[0].dropout.p == 0.25
 
 
 def test_a_norm_variant_is_chosen_in_one_place(monkeypatch):
@@ -240,11 +243,11 @@ def test_decoder_layer_matches_torch(norm_first):
     x, memory = torch.randn(B, T, C), torch.randn(B, S, C)
     tgt_mask = nn.Transformer.generate_square_subsequent_mask(T)  # float, -inf above the diagonal
     ref_out = ref(x, memory, tgt_mask=tgt_mask, memory_key_padding_mask=SRC_KEEP == 0)
-    out = ours(x, memory=memory, src_mask=padding_mask(SRC_KEEP))
+    out = ours(x, memory=memory, memory_mask=padding_mask(SRC_KEEP))
     torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
-    with attach(ours, read=["decoder.0.attn.weights", "decoder.0.cross.weights"]) as seen:
-        out = ours(x, tgt_mask=subsequent_mask(T), memory=memory, src_mask=padding_mask(SRC_KEEP))
-    self_w, cross_w = seen["decoder.0.attn.weights"], seen["decoder.0.cross.weights"]
+    with attach(ours, read=["self_attn.hook_weights", "cross_attn.hook_weights"]) as seen:
+        out = ours(x, tgt_mask=subsequent_mask(T), memory=memory, memory_mask=padding_mask(SRC_KEEP))
+    self_w, cross_w = seen["self_attn.hook_weights"], seen["cross_attn.hook_weights"]
     torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
     assert (self_w.triu(1) == 0).all() and (cross_w[1, :, :, S - 3 :] == 0).all()
 

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from model import DecoderOnlyConfig, DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, resolve_device
+from model.encoder_decoder import memory_mask
 from training.transfer import init_from, shape_from
 
 VOCAB, PAD = 50, 0
@@ -134,6 +135,21 @@ def test_encoder_ignores_masked_padding(norm_first):
     out = model(batch, tgt[:1].expand(2, -1), src_mask=batch_mask).logits
     torch.testing.assert_close(out[0], logits[0], atol=1e-5, rtol=0)
     torch.testing.assert_close(out[1], model(short, tgt[:1]).logits[0], atol=1e-5, rtol=0)
+
+
+def test_the_source_mask_is_made_the_attention_mask_once_and_both_attentions_read_it():
+    """`src_mask` (B, S) 1/0 at the model; (B, 1, 1, S) bool in the layers, the same for the encoder's
+    self-attention and the decoder's cross-attention."""
+    src_mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    made = memory_mask(src_mask)
+    assert made.shape == (2, 1, 1, 4) and made.dtype == torch.bool
+    assert made[:, 0, 0].tolist() == [[True, True, True, False], [True, True, False, False]]
+    assert memory_mask(None) is None
+    model = tiny_seq2seq()
+    points = ["encoder.layers.0.self_attn.hook_mask", "decoder.layers.1.cross_attn.hook_mask"]
+    with torch.no_grad(), model.hooks(read=points) as seen:
+        model(ids(2, 4), ids(2, 3, seed=1), src_mask=src_mask)
+    assert all(torch.equal(seen[name], made) for name in points)
 
 
 def test_lm_ignores_masked_padding():

@@ -137,7 +137,7 @@ def test_a_long_review_s_verdict_is_the_mean_of_its_windows_scores(reader):
     assert len(review.windows) == 3 and review.window_ids[0] == review.ids
     with torch.inference_mode():  # each window alone, through the model itself
         by_window = torch.cat([reader.model.candidate_scores(reader.model.encode(torch.tensor([ids]))[0],
-                                                             reader.candidates) for ids in review.window_ids])
+                                                             reader.candidates)[0] for ids in review.window_ids])
     expected = (by_window.mean(0) / reader.temperature).log_softmax(-1)
     torch.testing.assert_close(reader.read_windows(review.window_ids), expected, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(reader.score_texts([long, "fine"])[0], by_window.mean(0), rtol=1e-5, atol=1e-5)
@@ -147,7 +147,7 @@ def test_whole_false_reads_the_training_cut_alone(reader):
     long = " ".join(f"Scene {i} was fine." for i in range(300))
     review = read_review(long, reader.tokenizer, reader.reading)
     with torch.inference_mode():
-        cut = reader.model.candidate_scores(reader.model.encode(torch.tensor([review.ids]))[0], reader.candidates)
+        cut = reader.model.candidate_scores(reader.model.encode(torch.tensor([review.ids]))[0], reader.candidates)[0]
     torch.testing.assert_close(reader.score_texts([long], whole=False), cut, rtol=1e-5, atol=1e-5)
 
 

@@ -105,6 +105,21 @@ def test_invalid_config_json_is_named(saved):
         type(model).from_pretrained(path)
 
 
+def test_a_config_json_written_before_a_field_was_renamed_loads_under_todays_name(tmp_path):
+    """`reverse_source` (until 2026-12-04) is the encoder-decoder's `reverse`: the backward classifier's
+    config.json still says it, and it must still read backwards."""
+    torch.manual_seed(0)
+    backward = EncoderDecoder(EncoderDecoderConfig(**{**asdict(SEQ2SEQ_CONFIG), "reverse": True})).eval()
+    backward.save_pretrained(tmp_path)
+    raw = json.loads((tmp_path / "config.json").read_text())
+    raw["reverse_source"] = raw.pop("reverse")
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    assert lib.read_config(tmp_path)["reverse"] is True and "reverse_source" not in lib.read_config(tmp_path)
+    loaded = EncoderDecoder.from_pretrained(tmp_path)
+    assert loaded.config.reverse is True
+    torch.testing.assert_close(logits(loaded), logits(backward), atol=0, rtol=0)
+
+
 def test_wrong_model_class_is_refused(tmp_path):
     make(EncoderDecoder).save_pretrained(tmp_path / "s2s")
     with pytest.raises(ValueError, match="describes a 'encoder_decoder' model, not a 'decoder_only_lm'"):
@@ -176,7 +191,7 @@ def test_shipped_checkpoints_give_the_recorded_logits(name):
         logits = model(PROBE).logits
     else:
         logits = model(PROBE, torch.tensor([[1, 5, 9]])).logits
-        scores = model.candidate_scores(model.encode(PROBE)[0], [[300], [301, 302]])
+        scores = model.candidate_scores(model.encode(PROBE)[0], [[300], [301, 302]])[0]
         torch.testing.assert_close(scores[0], torch.tensor(expected["scores"]), atol=1e-4, rtol=0)
     assert logits[0].argmax(-1).tolist() == expected["argmax"]
     torch.testing.assert_close(logits[0, -1, :6], torch.tensor(expected["last"]), atol=1e-4, rtol=0)

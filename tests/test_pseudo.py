@@ -70,7 +70,7 @@ def calibrated_log_probs(teacher: Path, text: str) -> np.ndarray:
     ids = torch.tensor(source_ids([text], tokenizer, reading))
     with torch.no_grad():
         mask = torch.ones_like(ids)
-        scores = model.candidate_scores(model.encode(ids, mask)[0], label_candidates(tokenizer, reading), mask)[0]
+        scores = model.candidate_scores(model.encode(ids, mask)[0], label_candidates(tokenizer, reading), mask)[0][0]
     z = scores.double().numpy() / reading.classifier.temperature
     return z - np.logaddexp.reduce(z)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
+from model import read_config
 from publishing import report
 from storage import CARD_NAME, CLASSIFIER_NAME, CONFIG_NAME, METRICS_NAME
 
@@ -19,7 +20,7 @@ def generated_card(name: str) -> str:
     folder = ROOT / "checkpoints" / name
     classifier = folder / CLASSIFIER_NAME  # a classifier's labels, cut and temperatures
     return report.model_card(name, json.loads((folder / METRICS_NAME).read_text()),
-                             json.loads((folder / CONFIG_NAME).read_text()),
+                             read_config(folder),  # as `write_card` reads it: under today's field names
                              json.loads(classifier.read_text()) if classifier.is_file() else None)
 
 

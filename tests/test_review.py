@@ -9,10 +9,10 @@ import pytest
 
 from tokenization import (
     BPETokenizer,
+    clean_texts,
     label_candidates,
     prompt_ids,
     read_review,
-    read_texts,
     source_ids,
 )
 from training.evaluate import _texts
@@ -35,9 +35,9 @@ def config(max_src_len: int = 512, src_keep_tail: int = 0, labels=("negative", "
                            labels=None if labels is None else list(labels))
 
 
-def test_read_texts_cleans_every_text():
-    assert read_texts([RAW, "plain"]) == [CLEAN, "plain"]
-    assert read_texts(read_texts([RAW])) == [CLEAN]  # reading twice changes nothing
+def test_clean_texts_cleans_every_text():
+    assert clean_texts([RAW, "plain"]) == [CLEAN, "plain"]
+    assert clean_texts(clean_texts([RAW])) == [CLEAN]  # reading twice changes nothing
 
 
 def test_evaluate_reads_a_txt_file_and_a_table_alike(tmp_path):

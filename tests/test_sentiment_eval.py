@@ -91,7 +91,8 @@ def test_bucketed_classification_gives_each_review_its_own_score(checkpoint, dat
     pairs = PairSet.from_texts(texts, ["positive"] * 40, tokenizer, model.config)
     scores = classify(reader, pairs, max_tokens=64)  # a budget of one longest review: many batches
     candidates = [tokenizer.encode(w) for w in reader.labels]
-    alone = torch.cat([model.candidate_scores(model.encode(torch.tensor([s]))[0], candidates) for s in pairs.sources])
+    alone = torch.cat([model.candidate_scores(model.encode(torch.tensor([s]))[0], candidates)[0]
+                       for s in pairs.sources])
     torch.testing.assert_close(scores, alone, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(classify(reader, pairs, max_tokens=64, limit=7), alone[:7], atol=1e-5,
                                rtol=1e-5)

@@ -24,7 +24,7 @@ import torch
 from classifier import combine_readers
 from demo.serving import DemoService
 from demo.views.sentiment import classify
-from tokenization import read_texts, review_text
+from tokenization import clean_texts, review_text
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "tests" / "data" / "shipped_outputs.json"
@@ -59,7 +59,7 @@ def test_every_shipped_checkpoint_gives_the_outputs_it_gave_before() -> None:
     for text in TEXTS:
         assert got["lm"][text]["ids"] == expected["lm"][text]["ids"]
         assert got["lm"][text]["logits"] == pytest.approx(expected["lm"][text]["logits"], abs=1e-4)
-    as_typed = [t for t in TEXTS if review_text(t, service.sentiment.tokenizer) == read_texts([t])[0]]
+    as_typed = [t for t in TEXTS if review_text(t, service.sentiment.tokenizer) == clean_texts([t])[0]]
     assert len(as_typed) == 2
     for text in as_typed:
         was, now = expected["sentiment"][text], got["sentiment"][text]

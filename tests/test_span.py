@@ -113,7 +113,7 @@ def test_init_from_the_lm_fills_the_first_rows_of_a_larger_vocabulary():
     span_model = tiny_ed(50 + N_SENTINELS)
     sentinel_rows = span_model.embed.lut.weight[50:].clone()
     assert shape_from(EncoderDecoder, lm, 50) == dict(d_model=16, n_head=2, d_ff=32, norm_first=True, n_encoder_layer=2,
-                                                     reverse_source=False)
+                                                     reverse=False)
     assert shape_from(EncoderDecoder, lm, 51) is None  # another tokenizer's LM
     init_from(span_model, lm)
     assert torch.equal(span_model.embed.lut.weight[:50], lm.embed.lut.weight)

@@ -272,7 +272,7 @@ def test_each_toy_has_its_shipped_models_architecture(model: str, folder: str) -
                                  if k != "model_type"})
     assert structure(toy.config) == structure(config)
     assert set(structure(config)) >= {"norm_first", "pad_token_id", "bos_token_id", "eos_token_id"}
-    assert model == LM or {"causal_encoder", "reverse_source"} <= set(structure(config))
+    assert model == LM or {"causal_encoder", "reverse"} <= set(structure(config))
     with safe_open(shipped / "model.safetensors", "pt") as f:
         names = set(current_names(dict.fromkeys(f.keys())))  # the shipped file's names, as loading reads them
 
@@ -317,21 +317,26 @@ def test_numbers_are_written_for_people_and_each_sentence_is_true_of_its_model(s
 
 
 def test_every_heatmap_has_a_colour_scale_every_key_column_and_its_numbers_in_a_table(service: DemoService) -> None:
-    """Issue 50, finding 5: no value only on hover, no key column hidden (the diagonal of the last rows)."""
-    text = "word " * 40
+    """Issue 50, finding 5: no value only on hover, no key column hidden (the diagonal of the last rows); issue
+    61, item 4: the pass reads every token, a picture draws the last `MAX_TOUR_TOKENS` and its subtitle says so."""
+    text = "word " * 15  # more tokens than a picture draws, fewer than the tiny model's context
     t = tour.tour(service, text, "lm")
     attention = by_key(t)["softmax"].panels[0]
-    n = len(attention.rows)
-    assert n == tour.MAX_TOUR_TOKENS
+    n, window = len(attention.rows), tour.MAX_TOUR_TOKENS
+    assert n == len(lm_ids(service, t.text)) > window
     figure = tour_tab.plots.tour_panel_figure(attention)
-    assert figure.data[0].z.shape == (n, n)  # every key column by default
-    assert not np.isnan(figure.data[0].z[-1, -1])  # the last row's diagonal is drawn
+    assert figure.data[0].z.shape == (window, window)  # the last rows, and the same keys: their diagonal
+    np.testing.assert_allclose(figure.data[0].z[-1], attention.values[-1, -window:], atol=1e-6)
+    assert list(figure.layout.yaxis.ticktext) == attention.rows[-window:]
+    assert figure.layout.title.subtitle.text == f"tokens {n - window + 1} to {n} of {n} (rows and keys)"
+    assert tour_tab.plots.tour_panel_figure(attention, show_all=True).data[0].z.shape == (n, n)
     for s in t.steps:
         for panel in s.panels:
             if panel.kind in ("signed", "weights"):
                 assert tour_tab.plots.tour_panel_figure(panel).data[0].showscale, (s.key, panel.name)
     table = tour_tab.plots.tour_numbers_html([attention])
-    assert table.count("<tr>") == n + 1 and f"<td>{attention.values[-1, -1]:.3f}</td>" in table
+    assert table.count("<tr>") == window + 1 and f"<td>{attention.values[-1, -1]:.3f}</td>" in table
+    assert f"(tokens {n - window + 1} to {n} of {n} (rows and keys): tick" in table
     queries = by_key(t)["qkv"].panels[0]  # dimensions: the first 16 by default, every one on request
     assert tour_tab.plots.tour_panel_figure(queries).data[0].z.shape[1] == 16
     assert tour_tab.plots.tour_panel_figure(queries, show_all=True).data[0].z.shape[1] == queries.values.shape[1]
@@ -453,15 +458,17 @@ def test_bad_input_is_one_line(service: DemoService) -> None:
     with pytest.raises(DemoError, match="Unknown model"):
         tour.tour(service, "This movie was", "gpt-5")
     long = tour.tour(service, "word " * 200, "lm", layer=99, head=-3)
-    assert len(long.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS
-    assert any("pictures follow the last 31" in n for n in long.notices)
     assert any("no layer 100" in n for n in long.notices)
-    # issue 61, item 6: the experiments read the whole text up to the context, and say so
+    # issue 61, item 4: the pictures and the experiments read the same tokens, the whole text up to the context
     context = service.lm.model.config.block_size
-    n = len(service.lm.tokenizer.encode(long.text))
-    assert len(long.experiments.ids) == min(n + 1, context) and any("the experiments read the whole text" in notice
-                                                                    for notice in long.notices)
-    assert (n + 1 > context) == any(f"more than the model's context of {context}" in notice for notice in long.notices)
+    read = [service.lm.tokenizer.bos_id, *lm_ids(service, long.text)[-(context - 1):]]
+    assert long.experiments.ids == read and len(long.steps[0].panels[0].rows) == context
+    assert f"Your text is {len(lm_ids(service, long.text)) - 1:,} tokens, more than the model's context of " \
+        f"{context}: every step and experiment reads its last {context - 1} (from “word" in long.notices[-2]
+    assert long.notices[-1] == f"The pictures draw the last {tour.MAX_TOUR_TOKENS} of the {context} tokens; every " \
+        f"step and experiment reads all {context}."
+    short = tour.tour(service, "This movie was", "lm")
+    assert short.experiments.ids == lm_ids(service, "This movie was") and not short.notices
     assert (long.layer, long.head) == (1, 0)
     toy = tour.tour(service, "this " * 50, "lm", toy=True)
     assert len(toy.steps[0].panels[0].rows) == toy_checkpoint(LM).model.config.block_size
@@ -668,17 +675,55 @@ def test_a_causal_maps_sink_is_read_from_the_rows_that_have_a_choice() -> None:
     assert "an *attention sink*" in sink_sentence(keys, weights, causal=True)
 
 
-def test_the_default_text_is_a_passage_that_shows_each_lm_effect() -> None:
-    """Issue 61, item 6: the tour's default text is a real passage of 15 words or more, and on the shipped LM
-    at the default layer and head switching any part off makes the loss over it worse."""
+def test_the_default_text_is_a_passage_that_shows_each_effect() -> None:
+    """Issue 61, item 6: the tour's default text is a real passage of 15 words or more, and on the shipped models
+    at the default layer and head switching any part off makes the loss over it worse, in all three tracks; the
+    sentiment track's comparisons (the backward reader, the temperature) show a change, and the padding mask,
+    which in this causal encoder barely reaches the label, says what it guarantees instead."""
     from demo.text import TOUR_EXAMPLE
-    from inspection.experiments import LM_EXPERIMENTS
 
     assert len(TOUR_EXAMPLE.split()) >= 15
     shipped = DemoService(REPO_ROOT / "checkpoints", device="cpu")
-    t = tour.tour(shipped, TOUR_EXAMPLE, "lm", 0, 0)
-    effects = {key: t.experiment(key).effect for key in LM_EXPERIMENTS if key not in ("probabilities", "sampling")}
-    assert set(effects.values()) == {"worse"}, effects
+    compared = ("source_tokens", "label", "padding_mask", "probabilities", "sampling")  # nothing switched off
+    for model in (LM, SENTIMENT, tour.LEARN):
+        t = tour.tour(shipped, TOUR_EXAMPLE, model, 0, 0)
+        effects = {s.key: t.experiment(s.key).effect for s in t.steps}
+        assert {e for key, e in effects.items() if key not in compared} == {"worse"}, (model, effects)
+        assert all(effects[key] != "no change" for key in ("source_tokens", "label") if key in effects), effects
+    padding = tour.tour(shipped, TOUR_EXAMPLE, SENTIMENT, 0, 0).experiment("padding_mask")
+    assert "gets the label it gets alone" in padding.verdict and "try another" not in padding.verdict
+
+
+# texts of kinds no other test reads: a recipe, a dialogue with numbers, and a passage past the LM's context
+UNSEEN = ["Whisk two eggs with a pinch of salt, pour them into the hot pan and stir gently until just set.",
+          "\"Where were you on the night of 12 March?\" the inspector asked. \"At home,\" she said, \"reading.\"",
+          " ".join(["The river rose for three days and the village moved its cattle to the hills."] * 20)]
+
+
+@pytest.mark.parametrize("text", UNSEEN, ids=["recipe", "dialogue", "long"])
+def test_every_verdict_says_the_effect_its_own_losses_give_on_unseen_texts(text: str) -> None:
+    """Issue 61: on texts the other tests do not use, every experiment of the three tracks (the shipped models,
+    through `/tour`'s JSON) states one effect, the one its loss before and after give: a change of 0.01 nats
+    or less is "no change", a rise "worse", a fall "better"; and the verdict names the position its table is
+    about."""
+    shipped = DemoService(REPO_ROOT / "checkpoints", device="cpu")
+    said = {"worse": ": worse.", "better": ": better.", "no change": ": no change (within 0.01 nats)."}
+    sure = {"worse": "it is less sure of", "better": "it is more sure of", "no change": "it is about as sure of"}
+    for model in (LM, SENTIMENT, tour.LEARN):
+        for layer, head in ((0, 0), (3, 2)):
+            for s in tour.tour_json(tour.tour(shipped, text, model, layer, head))["steps"]:
+                e = s["experiment"]
+                if e["loss_after"] is None:  # the sampler cannot draw the text: said in words, no effect computed
+                    assert "the loss is infinite" in e["verdict"], s["title"]
+                    continue
+                change = e["loss_after"] - e["loss_before"]
+                expected = "no change" if abs(change) <= 0.01 else "worse" if change > 0 else "better"
+                assert e["effect"] == expected, (model, s["title"], e["loss_before"], e["loss_after"])
+                words = sure if model == SENTIMENT else said
+                assert [effect for effect, w in words.items() if w in e["verdict"]] == [expected], \
+                    (model, s["title"], e["verdict"])
+                assert e["position"].lower() in (e["verdict"] + e["change"]).lower() or model == SENTIMENT, \
+                    (model, s["title"])
 
 
 def test_the_glossary_is_on_the_page_and_each_step_links_its_first_use_of_a_word(service: DemoService) -> None:
@@ -737,7 +782,12 @@ def test_watch_it_learn_gives_the_validation_loss_in_the_tables_unit_too(service
     monkeypatch.setitem(entry, "val_bpb", 2.0)
     step, *_, heatmap, _, _ = learning(service, 1, "This movie was", "greedy", None)
     assert f"validation loss **{entry['val_loss']:.3f}** nats per token = **2.000** bits per byte" in step
-    assert heatmap.layout.xaxis.tickangle == -60
+    # issue 61, item 10: its key labels overlapped on a phone, tilted or not; one in k is labelled, and said
+    keys = heatmap.layout.xaxis.ticktext
+    n = len(heatmap.data[0].z[0])
+    step = -(-n // tour_tab.plots.KEY_LABELS)
+    assert len(keys) <= tour_tab.plots.KEY_LABELS and heatmap.layout.xaxis.tickvals[-1] == n - 1
+    assert step == 1 or f"one key in {step} labelled" in heatmap.layout.title.subtitle.text
 
 
 def test_a_step_whose_experiment_cannot_run_on_the_toy_says_why(service: DemoService) -> None:
@@ -760,3 +810,5 @@ def test_the_experiment_table_names_its_position(service: DemoService) -> None:
         last = ", the last" if at == len(ids) - 1 else ""
         assert o.position == f"after “{tok.decode_token(ids[at])}” (position {at + 1}{last})"
         assert f"| next token {o.position}: before | after |" in tour_tab.experiment_markdown(o)
+    newline = replace(o, before=[("\n", 0.5), *o.before[1:]])  # a newline token stays in its row, as "↵"
+    assert "| `↵` 50.0% |" in tour_tab.experiment_markdown(newline)

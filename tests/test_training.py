@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from classifier import ClassifierConfig
-from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, load_pretrained
+from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, MultiHeadAttention, load_pretrained
 from publishing import report
 from storage import SNAPSHOTS_DIR, STATE_NAME, chain, read_index
 from tokenization import BPETokenizer, clean_text
@@ -581,16 +581,16 @@ def test_a_run_without_max_steps_fits_its_schedule_to_the_time_budget(tmp_path, 
     assert sized.train() == "max_steps"
     # 60 s: 12 s of timing steps; the final evaluation 6 s (a tenth of the budget) + 5 s; 2 evaluations
     # of 3 rows x 0.5 s (the one stop_reason keeps in hand, the last step's); 1 s a step (+1.5 s / 1000)
-    assert sized.budget.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 33}
+    assert sized.plan.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 33}
     assert sized.cfg.max_steps == sized.step == 33 and clock.batches == 12 + 33
     assert 33 * (1 + 1.5 / 1000) <= 60 - 12 - 11 - 2 * 1.5 < 34 * (1 + 1.5 / 1000)  # one step more would not fit
     assert sized.history[-1]["lr"] == pytest.approx(lr_at(32, sized.cfg)) and lr_at(33, sized.cfg) == pytest.approx(
         sized.cfg.lr * sized.cfg.min_lr_ratio)  # the decay ends at the last step
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 33, "fixed")
-    assert fixed.train() == "max_steps" and fixed.budget.sized is None
+    assert fixed.train() == "max_steps" and fixed.plan.sized is None
     assert all(torch.equal(v, fixed.model.state_dict()[k]) for k, v in sized.model.state_dict().items())
     state = torch.load(tmp_path / "sized" / STATE_NAME, weights_only=True)
-    assert state["train_config"]["max_steps"] == 33 and state["sized"] == sized.budget.sized
+    assert state["train_config"]["max_steps"] == 33 and state["sized"] == sized.plan.sized
 
 
 def test_a_sized_run_warms_up_for_at_most_a_quarter_of_its_steps(tmp_path, tokenizer_path):
@@ -621,7 +621,7 @@ def test_a_sized_run_resumes_with_the_count_it_chose(tmp_path, tokenizer_path):
     again_clock = StepClock(per_batch=1.0)
     resumed = budgeted(tmp_path, tokenizer_path, again_clock, None, "run")
     resumed.load_state(Trainer.read_state(tmp_path / "run" / STATE_NAME))
-    assert resumed.cfg.max_steps == 33 and resumed.budget.sized == first.budget.sized
+    assert resumed.cfg.max_steps == 33 and resumed.plan.sized == first.plan.sized
     assert resumed.train() == "max_steps" and resumed.step == 33
     assert again_clock.batches == 33 - first.step  # no timing steps this time
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 33, "fixed")
@@ -644,16 +644,16 @@ def test_a_wsd_run_refits_its_count_to_its_warm_steps_before_the_decay_starts(tm
     # sized at 1 s a step: 33 (as the cosine run). At step 10 (clock 12 + 5 s, 8 warm steps timed):
     # 60 - 17 - 11 (final evaluation) - 2 x 1.5 = 29 s left: 57 steps of 0.5 s (+1.5 s / 1000), 67 in all;
     # later refits find the same; the decay starts at 67 - 13 = step 54, after the refit
-    assert sized.budget.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 67,
+    assert sized.plan.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 67,
                            "first_max_steps": 33, "refit_step": 10, "refit_step_seconds": 0.5}
-    assert sized.step == 67 and clock.batches == 12 + 67 and sized.budget.decay_start() == 54
+    assert sized.step == 67 and clock.batches == 12 + 67 and sized.budget.decay_start(sized.plan) == 54
     assert 57 * (0.5 + 1.5 / 1000) <= 60 - 17 - 11 - 2 * 1.5 < 58 * (0.5 + 1.5 / 1000)
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=0.5), 67, "fixed", "wsd")
-    assert fixed.train() == "max_steps" and fixed.budget.sized is None and same_weights(sized, fixed)
+    assert fixed.train() == "max_steps" and fixed.plan.sized is None and same_weights(sized, fixed)
     state = torch.load(tmp_path / "sized" / STATE_NAME, weights_only=True)
-    assert state["train_config"]["max_steps"] == 67 and state["sized"] == sized.budget.sized
+    assert state["train_config"]["max_steps"] == 67 and state["sized"] == sized.plan.sized
     cosine = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then=fast), None, "cosine")
-    assert cosine.train() == "max_steps" and cosine.step == 33 and "first_max_steps" not in cosine.budget.sized
+    assert cosine.train() == "max_steps" and cosine.step == 33 and "first_max_steps" not in cosine.plan.sized
 
 
 def test_a_wsd_refit_never_moves_the_decay_before_the_next_step(tmp_path, tokenizer_path):
@@ -661,11 +661,12 @@ def test_a_wsd_refit_never_moves_the_decay_before_the_next_step(tmp_path, tokeni
     14 s, 6 steps more: 16. At 3 s: 4 s, one step more: 11, but the decay of 11 would have started at
     step 9, already taken at the peak rate: the fewest steps whose decay starts at step 10, 12."""
     slower = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 2.0}), None, "slower", "wsd")
-    assert slower.train() == "max_steps" and slower.step == 16 and slower.budget.sized["refit_step"] == 10
-    assert slower.budget.decay_start() == 13
+    assert slower.train() == "max_steps" and slower.step == 16 and slower.plan.sized["refit_step"] == 10
+    assert slower.budget.decay_start(slower.plan) == 13
     slowest = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 3.0}), None, "slowest", "wsd")
     slowest.train()
-    assert slowest.cfg.max_steps == 12 and slowest.budget.decay_start() == 10 == slowest.budget.sized["refit_step"]
+    assert slowest.cfg.max_steps == 12
+    assert slowest.budget.decay_start(slowest.plan) == 10 == slowest.plan.sized["refit_step"]
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 12, "fixed", "wsd")
     assert fixed.train() == "max_steps" and slowest.step == 12 and same_weights(slowest, fixed)
 
@@ -678,8 +679,8 @@ def test_a_wsd_run_decays_from_where_the_held_out_loss_stops_improving(tmp_path,
     cooled = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 0.5}), None, "cooled", "wsd", 10)
     cooled.task.evaluate = lambda *args, **kwargs: {"loss": next(losses)}
     assert cooled.train() == "max_steps" and cooled.step == cooled.cfg.max_steps == 37
-    assert cooled.budget.sized["cooled_down_at"] == 30 == cooled.budget.decay_start()
-    assert "refit_step" in cooled.budget.sized
+    assert cooled.plan.sized["cooled_down_at"] == 30 == cooled.budget.decay_start(cooled.plan)
+    assert "refit_step" in cooled.plan.sized
     assert [p["val_loss"] for p in cooled.history] == [5.0, 4.0, 4.5, 4.2] and cooled.best["step"] == 20
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 37, "fixed", "wsd", 10)
     assert fixed.train() == "max_steps" and same_weights(cooled, fixed)
@@ -687,8 +688,8 @@ def test_a_wsd_run_decays_from_where_the_held_out_loss_stops_improving(tmp_path,
     # the sizing's count, 29 (evaluations every 10 steps planned at 1.5 s)
     cosine = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0, then={12: 0.5}), None, "cos", "cosine", 10)
     cosine.task.evaluate = lambda *args, **kwargs: {"loss": next(losses)}
-    assert cosine.train() == "max_steps" and cosine.step == cosine.budget.sized["max_steps"] == 29  # its first count
-    assert "cooled_down_at" not in cosine.budget.sized and "first_max_steps" not in cosine.budget.sized
+    assert cosine.train() == "max_steps" and cosine.step == cosine.plan.sized["max_steps"] == 29  # its first count
+    assert "cooled_down_at" not in cosine.plan.sized and "first_max_steps" not in cosine.plan.sized
 
 
 def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, tokenizer_path):
@@ -700,9 +701,9 @@ def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, toke
     again_clock = StepClock(per_batch=1.0)
     resumed = budgeted(tmp_path, tokenizer_path, again_clock, None, "run", "wsd")
     resumed.load_state(Trainer.read_state(tmp_path / "run" / STATE_NAME))
-    assert resumed.cfg.max_steps == 67 and resumed.budget.sized == first.budget.sized
+    assert resumed.cfg.max_steps == 67 and resumed.plan.sized == first.plan.sized
     assert resumed.train() == "max_steps" and resumed.step == 67 and again_clock.batches == 67 - first.step
-    assert resumed.budget.sized == first.budget.sized  # nothing re-fitted
+    assert resumed.plan.sized == first.plan.sized  # nothing re-fitted
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=0.5), 67, "fixed", "wsd")
     assert fixed.train() == "max_steps" and same_weights(resumed, fixed)
 
@@ -724,12 +725,13 @@ def test_a_sized_run_that_would_read_its_text_too_often_trains_with_dropout(tmp_
     assert sized.train() == "max_steps"
     # the first timing's 12 steps at 1 s and the second's at 2 s leave 60 - 36 - 11 (final evaluation) - 2 x 1.5
     # (evaluations) = 10 s: 4 steps of 2 s (+1.5 s / 1000)
-    assert sized.budget.sized == {"step_seconds": 2.0, "eval_seconds": 1.5, "budget_s": 24.0, "max_steps": 4,
+    assert sized.plan.sized == {"step_seconds": 2.0, "eval_seconds": 1.5, "budget_s": 24.0, "max_steps": 4,
                            "passes_without_dropout": round(passes, 1), "step_seconds_without_dropout": 1.0,
                            "dropout": 0.1}
     assert sized.step == 4 and clock.batches == 12 + 12 + 4
     assert {m.p for m in sized.model.modules() if isinstance(m, torch.nn.Dropout)} == {0.1}
-    assert all(m.dropout_p == 0.0 for m in sized.model.modules() if hasattr(m, "dropout_p"))  # attention weights
+    attentions = [m for m in sized.model.modules() if isinstance(m, MultiHeadAttention)]
+    assert attentions and all(m.attention_weight_dropout == 0.0 for m in attentions)  # attention weights
     saved = json.loads((tmp_path / "sized" / "config.json").read_text())
     assert saved["dropout"] == 0.1 and saved["attention_dropout"] == 0.0
     fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=2.0), 4, "fixed", warmup=1)  # a quarter of 4
@@ -743,7 +745,7 @@ def test_a_sized_run_that_would_read_its_text_too_often_trains_with_dropout(tmp_
                                                     if isinstance(m, torch.nn.Dropout)} == {0.1}
     monkeypatch.setattr(budget_module, "REPEAT_PASSES", passes + 0.01)  # just under: no dropout
     under = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), None, "under", repeat_dropout=0.1)
-    assert under.train() == "max_steps" and under.step == 33 and "dropout" not in under.budget.sized
+    assert under.train() == "max_steps" and under.step == 33 and "dropout" not in under.plan.sized
     assert under.model.config.dropout == 0.0
 
 
@@ -761,10 +763,10 @@ def test_the_laptop_preset_fits_its_steps_to_its_minutes_unless_max_steps_is_giv
         TrainConfig(max_steps=None)
     clock = StepClock(per_batch=1.0)
     fixed = budgeted(tmp_path, tokenizer_path, clock, 20, "fixed")  # a budget, and a count: the count
-    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.budget.sized is None
+    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.plan.sized is None
     clock = StepClock(per_batch=1.0, then={0: 0.1})  # wsd, and steps that would fit many more: still the count
     fixed = budgeted(tmp_path, tokenizer_path, clock, 20, "wsd", "wsd")
-    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.budget.sized is None
+    assert fixed.train() == "max_steps" and fixed.step == 20 and clock.batches == 20 and fixed.plan.sized is None
 
 
 # --- the token cache -----------------------------------------------------------------------------------

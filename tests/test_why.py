@@ -62,17 +62,18 @@ def test_without_positions_and_mask_the_model_cannot_tell_order():
 def test_without_the_scaling_the_scores_are_raw_dot_products():
     for switches, divisor in (({}, math.sqrt(8)), ({"scale_scores": False}, 1.0)):
         model = lm(**switches)
-        with torch.no_grad(), model.hooks(read=["decoder.0.attn.q", "decoder.0.attn.k", "decoder.0.attn.scores"]) as s:
+        q, k, scores = (f"decoder.layers.0.self_attn.hook_{p}" for p in ("q", "k", "scores"))
+        with torch.no_grad(), model.hooks(read=[q, k, scores]) as s:
             model(torch.tensor([[1, 4, 6, 8]]))
-        expected = s["decoder.0.attn.q"] @ s["decoder.0.attn.k"].transpose(-2, -1) / divisor  # d_k = 16 / 2
-        torch.testing.assert_close(s["decoder.0.attn.scores"], expected)
+        expected = s[q] @ s[k].transpose(-2, -1) / divisor  # d_k = 16 / 2
+        torch.testing.assert_close(s[scores], expected)
 
 
 def test_without_the_residual_the_sublayer_output_is_all_that_is_left():
     x = torch.randn(2, 3, 16)
     for residual, expected in ((True, x), (False, torch.zeros_like(x))):  # a sublayer that writes nothing
         config = DecoderOnlyConfig(**TINY, residual=residual)
-        torch.testing.assert_close(SublayerConnection(config, "s")(x, torch.zeros_like), expected)
+        torch.testing.assert_close(SublayerConnection(config)(x, torch.zeros_like), expected)
 
 
 def test_without_layer_norm_or_feed_forward_the_modules_are_gone():

@@ -20,7 +20,7 @@ way the training reviews write them:
   selection rows' first and last sentences: within one text of reading them as typed).
 
 `normalise` is applied by `tokenization.review`, the one reader of a review, for training and
-serving alike; the language model's reading (`read_texts`, `prompt_ids`) is left as typed.
+serving alike; the language model's reading (`clean_texts`, `prompt_ids`) is left as typed.
 """
 
 import html

@@ -3,7 +3,7 @@
 Training, evaluation, the benchmarks and the app all turn text into model input through here, so
 none of them can read a review differently from the others:
 
-- `read_texts`: raw texts (a data file's column, a .txt file's paragraphs) as every model reads
+- `clean_texts`: raw texts (a data file's column, a .txt file's paragraphs) as every model reads
   them, cleaned by `clean_text` (IMDB's `<br />` to newlines, the ends stripped): what the tokenizer
   and the LM train on, what evaluation scores and what the short-text check splits into sentences;
 - `prompt_ids`: one text as the language model reads it, the start token then its tokens, and
@@ -46,7 +46,7 @@ class SourceConfig(Protocol):
     labels: list[str] | None  # a classifier's label words (classifier.json)
 
 
-def read_texts(texts: Iterable[str]) -> list[str]:
+def clean_texts(texts: Iterable[str]) -> list[str]:
     """Raw texts as every model reads them: each cleaned (`clean_text`)."""
     return [clean_text(text) for text in texts]
 

@@ -2,6 +2,11 @@
 (the laptop preset's): every decision about time the training loop acts on is made here, so that the
 loop (`training.trainer`) only steps, evaluates and saves.
 
+Two objects, kept apart: `TimeBudget` is the clock (the deadline, the measured rates), and `Plan` is
+what the policy decided (the step count, the warmup, the dropout rule's choice, whether the count may
+still change, and `sized`, how it was chosen). A plan is frozen: each decision takes the current plan
+and returns a new one, which the trainer adopts (its settings and, for the dropout rule, its model).
+
 What it decides, and when the loop asks:
 - before the first step, a run without `max_steps` is sized (`size`): the steps that fit the time
   left, timed on real steps, with the dropout rule of a run that would read its text too often;
@@ -12,18 +17,18 @@ What it decides, and when the loop asks:
   steps the run takes (`refit_due`);
 - at the end, how many rows the final evaluation reads (`final_rows`).
 
-The plan is `cfg` (the run's settings, frozen: a sized count replaces `max_steps` in a new copy, in
-`fix_count` and nowhere else) and `sized`, the record of how the count was chosen, saved beside the
-settings in trainer_state.pt and metrics.json (`sized_to_budget`). Every duration it plans with is measured in this
-invocation (steps; periodic evaluations: seconds per validation row) or, until it evaluates, a resumed
-run's last rate on the same device and threads. `clock` (seconds) is read once at the start, around the
-sizing steps and once before each step (while re-fitting, after it too, and at each re-fit); tests
-inject one to make a rank run out of time, or a step take a known time.
+The run's settings stay as given (`TimeBudget.cfg`); the plan's count and warmup replace theirs in the
+copy the trainer trains with (`Plan.settings`), and `sized`, the record of how the count was chosen, is
+saved beside the settings in trainer_state.pt and metrics.json (`sized_to_budget`). Every duration it
+plans with is measured in this invocation (steps; periodic evaluations: seconds per validation row) or,
+until it evaluates, a resumed run's last rate on the same device and threads. `clock` (seconds) is read
+once at the start, around the sizing steps and once before each step (while re-fitting, after it too,
+and at each re-fit); tests inject one to make a rank run out of time, or a step take a known time.
 """
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -38,7 +43,7 @@ if TYPE_CHECKING:
     from .contract import Task, TaskData
 
 FINAL_SHARE = 0.1  # under --max-minutes, the final evaluation gets at most this share of the budget ...
-WARMUP_SHARE = 0.25  # a run sized to its minutes warms up for at most this share of its steps (`cap_warmup`)
+WARMUP_SHARE = 0.25  # a run sized to its minutes warms up for at most this share of its steps (`Plan.capped_warmup`)
 FINAL_OVERHEAD_S = 5.0  # ... plus this (at most that share) for loading the checkpoint, samples, curve and metrics
 SIZING_STEPS = 12  # a run sized to its time budget (`TimeBudget.size`) times this many steps ...
 SIZING_UNTIMED = 2  # ... but not its first ones, which allocate memory and pick kernels: slower than the rest
@@ -52,9 +57,43 @@ REFIT_EVERY = 10  # under wsd, a sized run re-fits its count every this many ste
 REPEAT_PASSES = 16
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What the sizing policy decided for one run; every decision returns a new plan (`replace`)."""
+
+    max_steps: int | None  # None: a run left to its time budget, before `TimeBudget.size`
+    warmup_steps: int
+    dropout: float | None = None  # the dropout rule's choice (`REPEAT_PASSES`); None: the model's own
+    refitting: bool = False  # sized in this invocation under wsd: the count may change until the decay starts
+    sized: dict | None = None  # how the count was chosen (metrics.json's `sized_to_budget`); never mutated
+
+    @classmethod
+    def given(cls, cfg: TrainConfig) -> "Plan":
+        """The plan of settings as given: their count (None: to be sized) and warmup."""
+        return cls(cfg.max_steps, cfg.warmup_steps)
+
+    def settings(self, cfg: TrainConfig) -> TrainConfig:
+        """`cfg` with this plan's count and warmup: what the run trains with (`cfg` itself stays as given)."""
+        return replace(cfg, max_steps=self.max_steps, warmup_steps=self.warmup_steps)
+
+    def counted(self, steps: int, **record) -> "Plan":
+        """This plan with `steps` steps, `record` added to `sized` (the first count kept as `first_max_steps`)."""
+        sized = dict(self.sized)
+        sized.setdefault("first_max_steps", sized["max_steps"])
+        sized.update(max_steps=steps, **record)
+        return replace(self, max_steps=steps, sized=sized)
+
+    def capped_warmup(self) -> "Plan":
+        """A sized run warms up for at most `WARMUP_SHARE` of the steps it was given: the laptop preset's 50
+        warmup steps were all 13 of a 1-minute run on a busy 2-core CPU, which then never trained at its
+        peak rate. Applied where the count is sized, and again from the recorded count on resume."""
+        return replace(self, warmup_steps=min(self.warmup_steps, max(1, int(self.max_steps * WARMUP_SHARE))))
+
+
 def set_dropout(model: PreTrainedModel, p: float) -> None:
     """Train `model` from here with dropout `p` on its embeddings, residual branches and feed-forward
-    hidden layer; the attention weights keep theirs (as in the runs that chose `REPEAT_PASSES`).
+    hidden layer (a plan's `dropout`, which the trainer applies); the attention weights keep theirs (as in
+    the runs that chose `REPEAT_PASSES`).
     Dropout holds no weights, so this changes nothing a trained model computes; it is written into the
     config, so that config.json says what the model was trained with and a resumed run trains the same."""
     config = model.config
@@ -67,7 +106,7 @@ def set_dropout(model: PreTrainedModel, p: float) -> None:
 
 def sizing_chose(state: dict) -> tuple[str, ...]:
     """The model config fields a saved run's sizing chose (its dropout rule): a resumed run takes them
-    from the state (`TimeBudget.load_state`), whatever its own settings say."""
+    from the state (`TimeBudget.resumed_plan`), whatever its own settings say."""
     return ("dropout", "attention_dropout") if "dropout" in (state.get("sized") or {}) else ()
 
 
@@ -79,7 +118,8 @@ def sizing_words(cfg: TrainConfig) -> str:
 
 
 class TimeBudget:
-    """The deadline of one invocation and the step count a run without one is given.
+    """The clock of one invocation: its deadline and the rates measured on it; the policy's decisions
+    take the run's current `Plan` and return the next.
 
     With --max-minutes, the loop stops when what is left would not cover the next step and what comes
     after training (a last evaluation, the final one at most `FINAL_SHARE` of the budget or the periodic
@@ -94,8 +134,6 @@ class TimeBudget:
         self.deadline: float | None = None  # `clock` reading by which the invocation must end (--max-minutes)
         self.eval_seconds = 0.0  # the last periodic evaluation, saving included
         self.row_seconds: float | None = None  # evaluation time per validation row, measured
-        self.sized: dict | None = None  # how `size` chose max_steps (metrics.json's `sized_to_budget`)
-        self.refitting = False  # sized in this invocation under wsd: re-fit max_steps until the decay starts
         self.warm_seconds, self.warm_steps = 0.0, 0  # `clock` time of this invocation's steps after its first
 
     def start(self, deadline: float | None) -> None:
@@ -107,47 +145,34 @@ class TimeBudget:
         self.warm_seconds, self.warm_steps = 0.0, 0
 
     # --- saved with the run -------------------------------------------------------------------------
-    def state_dict(self) -> dict:
-        return {"timing": {"where": self.where(), "row_seconds": self.row_seconds}, "sized": self.sized}
+    def state_dict(self, plan: Plan) -> dict:
+        return {"timing": {"where": self.where(), "row_seconds": self.row_seconds}, "sized": plan.sized}
 
-    def load_state(self, state: dict, model: PreTrainedModel) -> None:
+    def resumed_plan(self, state: dict, plan: Plan) -> Plan:
         """Continue a saved run's plan: its count, its dropout rule and, on the same device and threads,
         its evaluation rate."""
-        self.sized = state.get("sized")
-        if sizing_chose(state):  # chosen when the run was sized: its other steps take it too
-            set_dropout(model, self.sized["dropout"])
+        sized = state.get("sized")
+        plan = replace(plan, sized=sized, dropout=sized["dropout"] if sizing_chose(state) else None)
         if self.cfg.max_steps is None:  # sized to the first invocation's budget: a resumed one keeps that schedule
-            self.fix_count(state["train_config"]["max_steps"])
-            self.cap_warmup()
+            plan = replace(plan, max_steps=state["train_config"]["max_steps"]).capped_warmup()
         timing = state.get("timing") or {}
         if timing.get("row_seconds") and timing.get("where") == self.where():
             # until this invocation evaluates, plan with the last one's rate on the same device and threads
             # (a resumed stretch may end before its first evaluation); another machine's rate would mislead
             self.row_seconds = timing["row_seconds"]
             self.eval_seconds = self.row_seconds * self.sample_rows("val")
-
-    def fix_count(self, steps: int) -> None:
-        """The one place the run's step count is set: the settings are frozen, so `cfg` becomes a copy
-        with `max_steps=steps` (the settings as given stay in the run's spec; `sized` says why)."""
-        self.cfg = replace(self.cfg, max_steps=steps)
-
-    def cap_warmup(self) -> None:
-        """A sized run warms up for at most `WARMUP_SHARE` of the steps it was given: the laptop preset's 50
-        warmup steps were all 13 of a 1-minute run on a busy 2-core CPU, which then never trained at its
-        peak rate. Set where the count is sized, and again from the recorded count on resume."""
-        self.cfg = replace(self.cfg, warmup_steps=min(self.cfg.warmup_steps,
-                                                      max(1, int(self.cfg.max_steps * WARMUP_SHARE))))
+        return plan
 
     def where(self) -> str:
         """The device, ranks and threads timings are measured on (a saved rate is reused only there)."""
         return f"{self.device} x{self.info.world_size}, {torch.get_num_threads()} threads"
 
     # --- sizing -------------------------------------------------------------------------------------
-    def size(self, time_steps: Callable[[], tuple[float, float]], time_evaluation: Callable[[], object],
-             model: PreTrainedModel) -> None:
-        """Fix `max_steps` (None: left to the time budget, as the laptop preset leaves it) to the steps
-        that fit between now and the deadline, with the evaluations and snapshots they bring and the
-        final evaluation.
+    def size(self, plan: Plan, time_steps: Callable[[], tuple[float, float]],
+             time_evaluation: Callable[[], object], adopt: Callable[[Plan], None], model_dropout: float) -> Plan:
+        """The plan with `max_steps` (None: left to the time budget, as the laptop preset leaves it) fixed to
+        the steps that fit between now and the deadline, with the evaluations and snapshots they bring and
+        the final evaluation.
 
         Why a number of steps, fixed before the first one: the learning rate decays to its floor at
         `max_steps`, so the schedule needs its end from the start. A fixed count that is too small
@@ -158,10 +183,11 @@ class TimeBudget:
 
         `time_steps` times real steps (seconds and tokens of one) and `time_evaluation` one periodic
         evaluation, if no rate was measured yet; both leave no trace. With the recipe's
-        `repeat_dropout`, a count that would read the training tokens more than `REPEAT_PASSES` times
-        turns that dropout on in `model` (`set_dropout`) and times the steps again (dropout makes them
-        slower): a small text on a fast machine is otherwise memorised long before the time is up. Under
-        DDP the slowest rank's step time counts and rank 0's count and choice are everyone's."""
+        `repeat_dropout` above the model's `model_dropout`, a count that would read the training tokens
+        more than `REPEAT_PASSES` times takes that dropout (the plan given to `adopt`, which turns it on)
+        and times the steps again (dropout makes them slower): a small text on a fast machine is otherwise
+        memorised long before the time is up. Under DDP the slowest rank's step time counts and rank 0's
+        count and choice are everyone's."""
         if self.deadline is None:
             raise ValueError("max_steps=None sizes a run to its time budget: give max_minutes (or max_steps)")
         if self.row_seconds is None and self.info.is_main:  # rank 0 evaluates
@@ -171,29 +197,30 @@ class TimeBudget:
         chosen = {}  # what the passes chose, for metrics.json
         passes = self.passes(steps, step_tokens)
         dropout = self.cfg.recipe.repeat_dropout
-        if dropout > model.config.dropout and agreed(int(self.info.is_main and passes > REPEAT_PASSES),
-                                                     self.device, self.info):
+        if dropout > model_dropout and agreed(int(self.info.is_main and passes > REPEAT_PASSES),
+                                              self.device, self.info):
             # the time would read the text more than REPEAT_PASSES times: dropout, and its slower steps
-            set_dropout(model, dropout)
+            plan = replace(plan, dropout=dropout)
+            adopt(plan)
             chosen = {"passes_without_dropout": round(passes, 1),
                       "step_seconds_without_dropout": round(step_seconds, 4), "dropout": dropout}
             step_seconds, _ = time_steps()
             steps = self.steps_that_fit(step_seconds, self.clock())
-        self.fix_count(agreed(steps if self.info.is_main else 0, self.device, self.info))
-        self.cap_warmup()
-        self.sized = {"step_seconds": round(step_seconds, 4), "eval_seconds": round(self.planned_eval_seconds(), 3),
-                      "budget_s": round(self.deadline - self.clock(), 1), "max_steps": self.cfg.max_steps, **chosen}
-        self.refitting = self.cfg.recipe.schedule == "wsd"
+        steps = agreed(steps if self.info.is_main else 0, self.device, self.info)
+        sized = {"step_seconds": round(step_seconds, 4), "eval_seconds": round(self.planned_eval_seconds(), 3),
+                 "budget_s": round(self.deadline - self.clock(), 1), "max_steps": steps, **chosen}
+        plan = replace(plan, max_steps=steps, sized=sized, refitting=self.cfg.recipe.schedule == "wsd").capped_warmup()
         if self.info.is_main:
             later = (", re-fitted as it trains until the decay starts (sooner if the held-out loss stops "
-                     "improving)") if self.refitting else ""
-            if "dropout" in self.sized:
-                print(f"{self.sized['passes_without_dropout']:g} passes over the training tokens would fit the time "
-                      f"(steps of {self.sized['step_seconds_without_dropout']:.3f} s): more than {REPEAT_PASSES} "
+                     "improving)") if plan.refitting else ""
+            if "dropout" in sized:
+                print(f"{sized['passes_without_dropout']:g} passes over the training tokens would fit the time "
+                      f"(steps of {sized['step_seconds_without_dropout']:.3f} s): more than {REPEAT_PASSES} "
                       f"memorise them, so dropout {dropout:g} from the first step", flush=True)
-            print(f"sized to the time left ({self.sized['budget_s']:.0f} s): {self.cfg.max_steps:,} steps of "
+            print(f"sized to the time left ({sized['budget_s']:.0f} s): {steps:,} steps of "
                   f"{step_seconds:.3f} s (timed on {SIZING_STEPS - SIZING_UNTIMED}), evaluations of "
-                  f"{self.sized['eval_seconds']:.1f} s every {self.cfg.eval_every}{later}", flush=True)
+                  f"{sized['eval_seconds']:.1f} s every {self.cfg.eval_every}{later}", flush=True)
+        return plan
 
     def passes(self, steps: int, step_tokens: float) -> float:
         """How many times `steps` steps of `step_tokens` tokens read the training tokens (0 when the task
@@ -212,107 +239,100 @@ class TimeBudget:
         return max(1, int(left / (step_seconds + evaluation / self.cfg.eval_every)))
 
     # --- while it trains: the wsd count is re-fitted until its decay starts ---------------------------
-    def decay_start(self) -> int:
-        """The first step at which wsd's rate falls below its peak, for the current `max_steps`."""
-        return wsd_decay_start(self.cfg.warmup_steps, self.cfg.max_steps, self.cfg.recipe.decay_fraction)
+    def decay_start(self, plan: Plan) -> int:
+        """The first step at which wsd's rate falls below its peak, for the plan's count."""
+        return wsd_decay_start(plan.warmup_steps, plan.max_steps, self.cfg.recipe.decay_fraction)
 
-    def decay_begins(self, step: int) -> str | None:
-        """Before `step`: when the decay has started, the count is final (no more re-fits), and the line
-        that says so; else None."""
-        if not (self.refitting and step >= self.decay_start()):
-            return None
-        self.refitting = False
-        rate = f"{self.sized['refit_step_seconds']:.3f} s a step" if "refit_step" in self.sized \
+    def decay_begins(self, plan: Plan, step: int) -> tuple[Plan, str | None]:
+        """Before `step`: once the decay has started the count is final (no more re-fits), with the line
+        that says so; else the plan as it is and None."""
+        if not (plan.refitting and step >= self.decay_start(plan)):
+            return plan, None
+        rate = f"{plan.sized['refit_step_seconds']:.3f} s a step" if "refit_step" in plan.sized \
             else "the sizing steps' rate"
-        return f"step {step}: the learning rate decays from here to step {self.cfg.max_steps:,} (fitted at {rate})"
+        return replace(plan, refitting=False), (
+            f"step {step}: the learning rate decays from here to step {plan.max_steps:,} (fitted at {rate})")
 
-    def step_taken(self, before: float, steps_here: int) -> None:
+    def step_taken(self, plan: Plan, before: float, steps_here: int) -> None:
         """Count a step that began at the `clock` reading `before` (the `steps_here`-th of this
         invocation) in the rate re-fits use, unless it is one of the first, which allocate the
         optimizer's state."""
-        if self.refitting and steps_here >= SIZING_UNTIMED:
+        if plan.refitting and steps_here >= SIZING_UNTIMED:
             self.warm_seconds, self.warm_steps = self.warm_seconds + self.clock() - before, self.warm_steps + 1
 
-    def can_refit(self, step: int) -> bool:
+    def can_refit(self, plan: Plan, step: int) -> bool:
         """Whether the count may still change after `step`: sized here under wsd, the decay not begun."""
-        return self.refitting and step < min(self.decay_start(), self.cfg.max_steps)
+        return plan.refitting and step < min(self.decay_start(plan), plan.max_steps)
 
-    def after_evaluation(self, step: int, best_step: int | None) -> str | None:
+    def after_evaluation(self, plan: Plan, step: int, best_step: int | None) -> tuple[Plan, str | None]:
         """After the periodic evaluation at `step`: when the best held-out loss is still the one of an
         earlier step (`best_step`: rank 0's; None on the other ranks, which do not evaluate) while the
-        count can still change, `cool_down`, and on rank 0 the line that says so."""
-        if not (self.can_refit(step) and agreed(int(best_step not in (None, step)), self.device, self.info)):
-            return None
-        self.cool_down(step)
-        return None if best_step is None else (
+        count can still change, the plan that `cool_down`s, and on rank 0 the line that says so."""
+        if not (self.can_refit(plan, step) and agreed(int(best_step not in (None, step)), self.device, self.info)):
+            return plan, None
+        plan = self.cool_down(plan, step)
+        return plan, None if best_step is None else (
             f"step {step}: the held-out loss has not improved since step {best_step:,}: the learning rate "
-            f"decays from here to step {self.cfg.max_steps:,}")
+            f"decays from here to step {plan.max_steps:,}")
 
-    def refit_due(self, step: int, steps_here: int, snapshots_left: int) -> bool:
-        """Every `REFIT_EVERY` steps of this invocation, while the count can change: `refit` it to the warm
-        steps' rate. Returns whether the count changed."""
-        if not (self.warm_steps and steps_here % REFIT_EVERY == 0 and self.can_refit(step)):
-            return False
-        return self.refit(step, self.warm_seconds / self.warm_steps, self.clock(), snapshots_left)
+    def refit_due(self, plan: Plan, step: int, steps_here: int, snapshots_left: int) -> Plan:
+        """Every `REFIT_EVERY` steps of this invocation, while the count can change: the plan `refit` to the
+        warm steps' rate (else as it is)."""
+        if not (self.warm_steps and steps_here % REFIT_EVERY == 0 and self.can_refit(plan, step)):
+            return plan
+        return self.refit(plan, step, self.warm_seconds / self.warm_steps, self.clock(), snapshots_left)
 
-    def refit(self, step: int, step_seconds: float, now: float, snapshots_left: int) -> bool:
-        """Re-fit `max_steps` to the time left at `step_seconds` a step, as measured on the steps this
-        run has taken (warm, unlike the sizing steps, which ran ~10% slower on a 2-core CPU), with the
+    def refit(self, plan: Plan, step: int, step_seconds: float, now: float, snapshots_left: int) -> Plan:
+        """The plan's count re-fitted to the time left at `step_seconds` a step, as measured on the steps
+        this run has taken (warm, unlike the sizing steps, which ran ~10% slower on a 2-core CPU), with the
         evaluations and `snapshots_left` snapshots still to come. Only while the wsd rate holds its
         peak: every step taken so far had the same rate under the old count and the new one, so the run
         is, weight for weight, the fixed-step run of the count it ends with, and --resume goes on from
         the count the state recorded. The new count never moves the decay's start before the next step
-        (a slower machine starts decaying now, and the deadline guards the rest). Returns whether the
-        count changed; under DDP the slowest rank's step time counts and rank 0's count is everyone's."""
+        (a slower machine starts decaying now, and the deadline guards the rest). Under DDP the slowest
+        rank's step time counts and rank 0's count is everyone's."""
         step_seconds = agreed(math.ceil(step_seconds * 1e6), self.device, self.info) / 1e6
         fit = step + self.steps_that_fit(step_seconds, now, snapshots_left)
-        steps = agreed(max(fit, self.decaying_from(step)) if self.info.is_main else 0, self.device, self.info)
-        changed = steps != self.cfg.max_steps
-        if changed:
-            self.sized.setdefault("first_max_steps", self.sized["max_steps"])
-            self.fix_count(steps)
-            self.sized.update(max_steps=steps, refit_step=step, refit_step_seconds=round(step_seconds, 4))
-        return changed
+        steps = agreed(max(fit, self.decaying_from(plan, step)) if self.info.is_main else 0, self.device, self.info)
+        if steps == plan.max_steps:
+            return plan
+        return plan.counted(steps, refit_step=step, refit_step_seconds=round(step_seconds, 4))
 
-    def decaying_from(self, step: int) -> int:
+    def decaying_from(self, plan: Plan, step: int) -> int:
         """The fewest steps whose wsd decay starts at or after `step` (the next), so that every step taken
         so far was at the rate of the run that ends there."""
-        low, high = step + 1, max(step + 1, self.cfg.max_steps)
-        fraction, warmup = self.cfg.recipe.decay_fraction, self.cfg.warmup_steps
+        low, high = step + 1, max(step + 1, plan.max_steps)
+        fraction, warmup = self.cfg.recipe.decay_fraction, plan.warmup_steps
         while low < high:
             mid = (low + high) // 2
             low, high = (mid + 1, high) if wsd_decay_start(warmup, mid, fraction) < step else (low, mid)
         return low
 
-    def cool_down(self, step: int) -> None:
+    def cool_down(self, plan: Plan, step: int) -> Plan:
         """A sized wsd run whose held-out loss did not improve at a periodic evaluation while the rate
         held its peak: more steps at the peak would only memorise the text (a small corpus on a fast
         machine), so the decay starts at the next step and the run ends after it, before its time is
         up. The best checkpoint is still the one kept; `sized` records where the decay began."""
-        steps = self.decaying_from(step)
-        self.sized.setdefault("first_max_steps", self.sized["max_steps"])
-        self.sized.update(max_steps=steps, cooled_down_at=step)
-        self.fix_count(steps)
-        self.refitting = False
+        return replace(plan.counted(self.decaying_from(plan, step), cooled_down_at=step), refitting=False)
 
     # --- the deadline -------------------------------------------------------------------------------
-    def out_of_time(self, step: int, now: float, step_seconds: float) -> bool:
+    def out_of_time(self, plan: Plan, step: int, now: float, step_seconds: float) -> bool:
         """Whether --max-minutes ends training before `step`: the step, an evaluation it ends with, the
         evaluation of where training stops (and its snapshot, when the run keeps them) and the final
         evaluation would not fit."""
         if self.deadline is None:
             return False
-        next_eval = (step + 1) % self.cfg.eval_every == 0 or step + 1 == self.cfg.max_steps
+        next_eval = (step + 1) % self.cfg.eval_every == 0 or step + 1 == plan.max_steps
         needed = step_seconds + (self.eval_seconds if next_eval else 0.0) + self.eval_seconds
         if self.cfg.snapshots:  # a run stopped by the deadline also keeps a snapshot of where it stopped
             needed += self.eval_seconds
         return now + needed + self.final_seconds() >= self.deadline
 
-    def expected_steps(self, step: int, now: float, step_seconds: float) -> int:
+    def expected_steps(self, plan: Plan, step: int, now: float, step_seconds: float) -> int:
         """Where training is expected to stop, seen before `step` (the progress bar's total): the count,
         or the steps that fit the time left, whichever comes first."""
         fit = (self.deadline - now - self.final_seconds()) / step_seconds
-        return max(step + 1, min(self.cfg.max_steps, step + int(fit)))
+        return max(step + 1, min(plan.max_steps, step + int(fit)))
 
     def sample_rows(self, split: str) -> int:
         """The rows of `split` periodic evaluation reads, and the fewest the final one reads."""

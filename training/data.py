@@ -19,7 +19,7 @@ import torch
 
 from classifier import ClassifierConfig, Reading
 from model import IGNORE_INDEX
-from tokenization import read_texts, source_ids
+from tokenization import clean_texts, source_ids
 
 from .errors import DataError
 from .token_cache import cached_arrays, ragged, rows_of
@@ -174,7 +174,7 @@ def held_out_of(splits: dict, val_size: int, seed: int, max_examples: int | None
 def held_out_digest(rows) -> str:
     """A hash of held-out texts as the models read them, so that a file changed since a run is told apart."""
     digest = hashlib.sha256()
-    for text in read_texts(rows["text"]):
+    for text in clean_texts(rows["text"]):
         digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
     return digest.hexdigest()
 

@@ -34,7 +34,7 @@ from classifier import ClassifierConfig, Reader, calibrated
 from cli import Parser
 from model import DecoderOnlyLM
 from storage import METRICS_NAME, resolve_checkpoint
-from tokenization import read_texts
+from tokenization import clean_texts
 from tokenization.batches import length_batches
 
 from .calibration import expected_calibration_error
@@ -96,7 +96,7 @@ def classify(reader: Reader, pairs: PairSet, max_tokens: int, limit: int | None 
     for idx in length_batches([len(s) for s in pairs.sources[:n]], max_tokens):
         batch = pairs.batch(idx, **ids)
         src, mask = batch["src_ids"].to(device), batch["src_mask"].to(device)
-        scores[idx] = model.candidate_scores(model.encode(src, mask)[0], candidates, mask).float().cpu()
+        scores[idx] = model.candidate_scores(model.encode(src, mask)[0], candidates, mask)[0].float().cpu()
         if progress:
             progress(len(idx))
     return scores
@@ -131,13 +131,13 @@ def classifier_metrics(reader: Reader, scores: torch.Tensor, labels: list[int]) 
 
 def _texts(path: Path, column: str = "text") -> list[str]:
     """The texts of a .txt file (its paragraphs), a folder of them (their paragraphs, as `training.run
-    --data` reads them, none held out) or of a table's column, as the models read them (`read_texts`),
+    --data` reads them, none held out) or of a table's column, as the models read them (`clean_texts`),
     whatever the format."""
     if path.suffix == ".txt" or path.is_dir():
-        return read_texts(read_own_text(str(path), hold_out=False).splits["train"]["text"])
+        return clean_texts(read_own_text(str(path), hold_out=False).splits["train"]["text"])
     ds = load_table(path)
     require_columns(ds, [column], str(path))
-    return read_texts(ds[column])
+    return clean_texts(ds[column])
 
 
 def run_held_out(checkpoint: str, part: str):
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> dict:
             held_out, what = run_held_out(args.checkpoint, split)
             print(f"scoring {what}")
         if isinstance(model, DecoderOnlyLM):
-            texts = read_texts(held_out["text"]) if held_out is not None else _texts(Path(args.data))
+            texts = clean_texts(held_out["text"]) if held_out is not None else _texts(Path(args.data))
             stream = TokenStream.from_texts(texts, tokenizer)
             result = evaluate_lm(model, stream.reversed() if model.config.reverse else stream, args.limit)
         else:
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> dict:
             require_columns(ds, ["text", "label"], what)
             rows = ds.select(range(min(args.limit, len(ds)))) if args.limit else ds
             name = split if held_out is not None else args.data
-            texts = read_texts(text_column(rows, "text", name))
+            texts = clean_texts(text_column(rows, "text", name))
             labels = label_column(rows, "label", name, reader.labels)
             if args.short_text:
                 short = short_texts(texts, labels)

@@ -87,8 +87,8 @@ from storage import WEIGHTS_NAME
 from tokenization import (
     BPETokenizer,
     Piece,
+    clean_texts,
     cut_source,
-    read_texts,
     sentence_spans,
     source_ids,
     word_ids,
@@ -238,9 +238,9 @@ def held_out_free_rows(splits: dict, split: str, val_size: int, seed: int) -> li
         raise DataError(f"the data has no {split!r} split (it has {sorted(splits)})")
     train = splits["train"]
     train_rows, held_out = validation_split(len(train), val_size, seed)
-    held_texts = set(read_texts(text_column(train, "text", "train", held_out.tolist())))
+    held_texts = set(clean_texts(text_column(train, "text", "train", held_out.tolist())))
     rows = train_rows.tolist() if split == "train" else range(len(splits[split]))
-    texts = read_texts(text_column(splits[split], "text", split, rows))
+    texts = clean_texts(text_column(splits[split], "text", split, rows))
     return [r for r, t in zip(rows, texts, strict=True) if t not in held_texts]
 
 
@@ -371,7 +371,7 @@ def build(args: argparse.Namespace) -> Path:
     if not todo:
         return out
     ds = splits[args.split]
-    texts = read_texts(text_column(ds, "text", args.split, todo))
+    texts = clean_texts(text_column(ds, "text", args.split, todo))
     model = Reader.from_pretrained(args.teacher).eval()
     tokenizer, candidates = model.tokenizer, model.candidates
     gold = label_column(ds, "label", args.split, model.labels) if args.split == "train" else None

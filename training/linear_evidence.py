@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cli import Parser
-from tokenization import BPETokenizer, read_texts, review_text, sentences
+from tokenization import BPETokenizer, clean_texts, review_text, sentences
 
 from .data import label_column, load_splits, text_column
 from .errors import one_line_errors
@@ -147,7 +147,7 @@ def build(args: argparse.Namespace) -> Path:
     started = time.perf_counter()
     splits = load_splits(args.data_dir)
     rows = held_out_free_rows(splits, "train", args.val_size, args.seed)
-    texts = read_texts(text_column(splits["train"], "text", "train", rows))
+    texts = clean_texts(text_column(splits["train"], "text", "train", rows))
     gold = label_column(splits["train"], "label", "train", ["negative", "positive"])
     labels = [gold[r] for r in rows]
     scorer = Scorer(fit_linear(texts, labels))

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
-from tokenization import read_texts
+from tokenization import clean_texts
 
 from .data import DATA_SUFFIXES, HELD_OUT, SOURCE_ROW, head_rows, load_table, require_columns
 from .errors import DataError, UsageError
@@ -172,7 +172,7 @@ def _paragraphs(text: str) -> list[str]:
 
 def _own_text(path: str, texts: list[str], hold_out: bool, skipped: list[str]) -> OwnText:
     """A text's files as paragraphs, each file's tail held out (`cut_point`), without the paragraphs that
-    are empty once cleaned as the models read them (`read_texts`: a paragraph of only markup is none)."""
+    are empty once cleaned as the models read them (`clean_texts`: a paragraph of only markup is none)."""
     import datasets
 
     texts = [t.replace("\r\n", "\n") for t in texts]
@@ -201,13 +201,13 @@ def _own_text(path: str, texts: list[str], hold_out: bool, skipped: list[str]) -
 
 
 def _non_empty(texts: list[str]) -> list[str]:
-    return [t for t, cleaned in zip(texts, read_texts(texts), strict=True) if cleaned]
+    return [t for t, cleaned in zip(texts, clean_texts(texts), strict=True) if cleaned]
 
 
 def _own_rows(table, path: str, min_documents: int) -> OwnText:
     """A table without its empty documents, or one line saying why there is nothing to train on."""
     texts = pc.cast(table.with_format("arrow")["text"], "string").to_pylist()
-    keep = [bool(t) for t in read_texts(t or "" for t in texts)]
+    keep = [bool(t) for t in clean_texts(t or "" for t in texts)]
     kept = [i for i, k in enumerate(keep) if k]
     if not kept:
         raise DataError(f"{path}: every one of its {len(keep):,} rows is empty")

@@ -46,7 +46,7 @@ from classifier import Classifier, Reader
 from cli import Parser
 from model import PRECISIONS, autocast, resolve_device, resolve_precision
 from storage import WEIGHTS_NAME
-from tokenization import read_texts
+from tokenization import clean_texts
 
 from .data import DataError, load_splits, text_column
 from .errors import UsageError, one_line_errors
@@ -126,7 +126,7 @@ def build(args: argparse.Namespace) -> Path:
         bar = tqdm(total=len(todo), desc="pseudo-labels", unit="review", mininterval=30.0, file=sys.stderr)
         for at in range(0, len(todo), CHUNK):
             chunk = todo[at : at + CHUNK]
-            texts = read_texts(text_column(splits[SPLIT], "text", SPLIT, chunk))
+            texts = clean_texts(text_column(splits[SPLIT], "text", SPLIT, chunk))
             p, label = teacher.read_texts(texts, args.max_tokens).log_probs.exp().max(-1)
             f.writelines(json.dumps({"review": r, "label": int(y), "p": round(float(q), 5)}) + "\n"
                          for r, y, q in zip(chunk, label, p, strict=True))
@@ -164,7 +164,7 @@ def load_pseudo_labels(path: str, unlabeled, val_size: int, seed: int, confidenc
                   for _, order, row in sorted(found, key=lambda f: (-f[0], f[1]))[:n])
     if not kept:
         return [], []
-    texts = read_texts(text_column(unlabeled, "text", SPLIT, [row for _, row, _ in kept]))
+    texts = clean_texts(text_column(unlabeled, "text", SPLIT, [row for _, row, _ in kept]))
     return texts, [labels[label] for _, _, label in kept]
 
 

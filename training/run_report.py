@@ -70,7 +70,7 @@ def finish(spec: RunSpec, trainer: Trainer, origin: Provenance, reason: str, in_
         "parameters": best.num_parameters(), **final,
         "best_step": trainer.best["step"], "steps": trainer.step, "max_steps": trainer.cfg.max_steps,
         "stopped_by": reason,  # and how max_steps was fitted to the minutes:
-        **({"sized_to_budget": trainer.budget.sized} if trainer.budget.sized else {}),
+        **({"sized_to_budget": trainer.plan.sized} if trainer.plan.sized else {}),
         "tokens_seen": trainer.tokens_seen, "train_time_s": round(trainer.elapsed, 1),
         "wall_time_s": round(time.monotonic() - origin.started, 1), "device": device_name(trainer.device),
         "precision": trainer.precision, "world_size": trainer.info.world_size,

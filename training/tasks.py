@@ -27,7 +27,7 @@ from model import (
     EncoderDecoderConfig,
     GenerationConfig,
 )
-from tokenization import BPETokenizer, read_texts
+from tokenization import BPETokenizer, clean_texts
 
 from . import presets
 from .bucketing import BucketSampler
@@ -186,7 +186,7 @@ class Seq2SeqTask(Task):
         the file), then `max_examples` of it kept."""
         sources, targets = self._read(require_split(splits, split), split)
         keep = head_rows(len(sources), self.options.max_examples)
-        return read_texts(sources[i] for i in keep), [targets[i] for i in keep]
+        return clean_texts(sources[i] for i in keep), [targets[i] for i in keep]
 
     def _where(self, split: str) -> str:
         """The split as errors name it: `--data`'s file for its one split, else the split's name."""

@@ -4,7 +4,7 @@ token and `training.span.SpanTask`'s spans read the same ones, so a classifier m
 
 from dataclasses import dataclass
 
-from tokenization import read_texts
+from tokenization import clean_texts
 
 from .contract import Corpus, TaskOptions
 from .data import HELD_OUT, head_rows, require_columns, text_column, validation_split
@@ -42,7 +42,7 @@ class Texts:
 
 def read_column(ds, column: str, split: str, max_examples: int | None) -> list[str]:
     require_columns(ds, [column], f"the {split} split")
-    return read_texts(text_column(ds, column, split, head_rows(len(ds), max_examples)))
+    return clean_texts(text_column(ds, column, split, head_rows(len(ds), max_examples)))
 
 
 def require_split(splits: dict, name: str):

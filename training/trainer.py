@@ -24,10 +24,10 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from model import PreTrainedModel, autocast, current_names, resolve_precision
+from model import PreTrainedModel, autocast, current_fields, current_names, resolve_precision
 from storage import SNAPSHOTS_DIR, STATE_NAME, TOKENIZER_NAME, atomic_write, snapshot_name, write_index
 
-from .budget import SIZING_STEPS, SIZING_UNTIMED, TimeBudget, sizing_chose
+from .budget import SIZING_STEPS, SIZING_UNTIMED, Plan, TimeBudget, set_dropout, sizing_chose
 from .distributed import DistInfo, agreed
 from .recipe import apply_unfreezing, average_state_dicts, param_groups, training_loss
 from .schedules import lr_at
@@ -79,6 +79,7 @@ def resume_mismatches(state: dict, cfg: TrainConfig, model_config: dict, world_s
     if state.get("world_size", 1) != world_size:
         found.append(f"{state.get('world_size', 1)} processes (now {world_size})")
     saved_model = state.get("model_config")
+    saved_model = None if saved_model is None else current_fields(saved_model)  # saved before a field was renamed
     chosen = sizing_chose(state)  # the sizing's choice, not a setting of either run
     if saved_model is not None:
         found += [f"{k}={saved_model.get(k)!r} (now {v!r})" for k, v in model_config.items()
@@ -96,7 +97,9 @@ class Trainer:
     """Trains a model of a prepared task (`tasks.Task`): batches from `task.batch`, periodic
     `task.evaluate` on validation, and `task.better` picks the checkpoint to keep in `out_dir`; then
     `final_metrics` scores the kept checkpoint. `budget` (`training.budget.TimeBudget`) says when to
-    stop for time and how many steps a run given none takes; `clock` (seconds) is its clock."""
+    stop for time; `plan` is what its sizing policy decided (a run given no count: how many steps), and
+    `cfg` the settings it trains with (the given ones, the plan's count and warmup in them); `clock`
+    (seconds) is the budget's clock."""
 
     def __init__(self, model: PreTrainedModel, task: "Task", data: "TaskData", out_dir: Path, device: str,
                  dist_info: DistInfo, save_dtype: torch.dtype = torch.float32,
@@ -104,6 +107,8 @@ class Trainer:
         self.model, self.task, self.data = model.to(device), task, data
         self.out, self.device, self.info, self.save_dtype, self.clock = out_dir, device, dist_info, save_dtype, clock
         self.budget = TimeBudget(data.train_cfg, task, data, device, dist_info, clock)
+        self.plan = Plan.given(data.train_cfg)
+        self.cfg = self.plan.settings(data.train_cfg)
         self.optimizer = make_optimizer(self.model, self.cfg)
         self.step, self.tokens_seen, self.elapsed = 0, 0, 0.0  # elapsed: training time of all invocations
         self.history: list[dict] = []
@@ -112,7 +117,7 @@ class Trainer:
         self.init_from: dict | None = None  # what the model started from (`storage.lineage`), as the run began
         self.recent_weights: list[dict] = []  # --average-last: the weights at the last evaluation points (CPU)
         self.window_losses: list[float] = []  # training losses since the last evaluation (its train_loss)
-        self.snapshots: list[dict] = []  # the weight snapshots kept so far (`storage.snapshots`' index entries)
+        self.snapshot_index: list[dict] = []  # the weight snapshots kept so far (`storage.snapshots`' entries)
         self.ddp = self.model
         if dist_info.world_size > 1:
             device_ids = [torch.device(device).index] if device.startswith("cuda") else None
@@ -120,10 +125,12 @@ class Trainer:
         self.precision = resolve_precision(self.cfg.precision, device)  # "auto" -> what this device runs fastest
         self.autocast = autocast(device, self.precision)
 
-    @property
-    def cfg(self) -> TrainConfig:
-        """The run's settings, with the step count its budget fixed when none was given (`TimeBudget.cfg`)."""
-        return self.budget.cfg
+    def adopt(self, plan: Plan) -> None:
+        """Train by `plan` from here (`training.budget`): its count and warmup in `cfg`, and the dropout
+        its rule chose in the model."""
+        if plan.dropout is not None and plan.dropout != self.plan.dropout:
+            set_dropout(self.model, plan.dropout)
+        self.plan, self.cfg = plan, plan.settings(self.data.train_cfg)
 
     # --- resumable state ------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -133,8 +140,9 @@ class Trainer:
                  "rng_cpu": torch.get_rng_state(),
                  "train_config": asdict(self.cfg), "model_config": asdict(self.model.config),
                  "world_size": self.info.world_size, "train_rows": training_rows(self.task, self.data),
-                 "snapshots": self.recent_weights,  # its name in older states
-                 "window_losses": self.window_losses, "snapshot_index": self.snapshots, **self.budget.state_dict()}
+                 "snapshots": self.recent_weights,  # the --average-last weights, under trainer_state.pt's first key
+                 "window_losses": self.window_losses, "snapshot_index": self.snapshot_index,
+                 **self.budget.state_dict(self.plan)}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state()
         return state
@@ -158,8 +166,8 @@ class Trainer:
         self.init_from = state.get("init_from")  # a state saved before runs recorded it: None
         self.recent_weights = [current_names(weights) for weights in state.get("snapshots", [])]
         self.window_losses = state.get("window_losses", [])
-        self.snapshots = state.get("snapshot_index", [])
-        self.budget.load_state(state, self.model)
+        self.snapshot_index = state.get("snapshot_index", [])
+        self.adopt(self.budget.resumed_plan(state, self.plan))
         torch.set_rng_state(state["rng_cpu"])
         if "rng_cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["rng_cuda"])
@@ -214,16 +222,16 @@ class Trainer:
         metrics = self._periodic_metrics(self.model)
         self.save_model(self.model, folder / snapshot_name(self.step), torch.float16)
         self.data.tokenizer.save(folder / TOKENIZER_NAME)
-        self.snapshots = [s for s in self.snapshots if s["step"] != self.step] + [
+        self.snapshot_index = [s for s in self.snapshot_index if s["step"] != self.step] + [
             {"step": self.step, "tokens": self.tokens_seen, "path": snapshot_name(self.step),
              **{f"val_{k}": v for k, v in metrics.items()}}]
         self.write_snapshot_index()
 
     def write_snapshot_index(self) -> None:
-        if self.snapshots:
+        if self.snapshot_index:
             write_index(self.out / SNAPSHOTS_DIR, {
                 "model_type": self.model.model_type, "max_steps": self.cfg.max_steps, "commands": self.commands,
-                "snapshots": self.snapshots, "history": self.history})
+                "snapshots": self.snapshot_index, "history": self.history})
 
     # --- what the budget times ------------------------------------------------------------------------
     def time_evaluation(self) -> None:
@@ -275,7 +283,7 @@ class Trainer:
     def stop_reason(self, received: list[int], now: float, step_seconds: float) -> int:
         """The index in `STOPS` of why to stop before the next step (0: go on), agreed by all ranks:
         a signal, or the time budget (`TimeBudget.out_of_time`)."""
-        code = STOPS.index("max_minutes") if self.budget.out_of_time(self.step, now, step_seconds) else 0
+        code = STOPS.index("max_minutes") if self.budget.out_of_time(self.plan, self.step, now, step_seconds) else 0
         if received:
             code = STOPS.index("interrupted")
         return agreed(code, self.device, self.info)
@@ -305,15 +313,16 @@ class Trainer:
         info, budget = self.info, self.budget
         budget.start(deadline)
         if self.cfg.max_steps is None:
-            budget.size(self.time_steps, self.time_evaluation, self.model)
-        keep, planned = self.snapshot_plan(), self.cfg.max_steps
+            self.adopt(budget.size(self.plan, self.time_steps, self.time_evaluation, self.adopt,
+                                   self.model.config.dropout))
+        snapshot_at, planned = self.snapshot_steps_planned(), self.cfg.max_steps
         self.model.train()
         bar = tqdm(total=self.cfg.max_steps, initial=self.step, disable=not info.is_main, dynamic_ncols=True,
                    mininterval=1.0 if os.isatty(2) else 30.0, desc=self.task.name)
         window_start, window_tokens, reason, steps_here = time.perf_counter(), 0, "max_steps", 0
         loop_start = time.perf_counter()
         with stop_requests() as received:
-            if self.step == 0 and 0 in keep:
+            if self.step == 0 and 0 in snapshot_at:
                 self._at_rank_zero(self.take_snapshot)
             while self.step < self.cfg.max_steps:  # the budget may change the count as it goes
                 step_seconds = (time.perf_counter() - loop_start) / steps_here if steps_here else 0.0
@@ -323,12 +332,12 @@ class Trainer:
                     reason = STOPS[code]
                     break
                 if budget.deadline is not None and steps_here and info.is_main:  # the ETA: steps or time, first
-                    bar.total = budget.expected_steps(self.step, now, step_seconds)
-                self._write(bar, budget.decay_begins(self.step))
+                    bar.total = budget.expected_steps(self.plan, self.step, now, step_seconds)
+                self._take(bar, budget.decay_begins(self.plan, self.step))
                 t0 = time.perf_counter()
                 lr = lr_at(self.step, self.cfg)
                 loss, n_tok = self.optimizer_step(self.step, lr)
-                budget.step_taken(now, steps_here)
+                budget.step_taken(self.plan, now, steps_here)
                 self.step += 1
                 steps_here += 1
                 self.tokens_seen += n_tok
@@ -344,36 +353,40 @@ class Trainer:
                     self._at_rank_zero(self.evaluate, lambda: bar.write(f"step {self.step}: " + ", ".join(
                         f"{k} {v:.4f}" for k, v in self.history[-1].items() if isinstance(v, float))))
                     window_start, window_tokens = time.perf_counter(), 0
-                    self._write(bar, budget.after_evaluation(self.step, self.best["step"] if info.is_main else None))
-                if self.cfg.max_steps != planned:  # the decay starts early: the count, and the snapshots' steps, move
-                    keep, planned = self.snapshot_plan(), self.cfg.max_steps
-                if self.step in keep:
+                    self._take(bar, budget.after_evaluation(self.plan, self.step,
+                                                            self.best["step"] if info.is_main else None))
+                if self.cfg.max_steps != planned:  # cooled down or re-fitted: the snapshots' steps move with the count
+                    snapshot_at, planned = self.snapshot_steps_planned(), self.cfg.max_steps
+                if self.step in snapshot_at:
                     self._at_rank_zero(self.take_snapshot)
-                if budget.refit_due(self.step, steps_here, sum(step > self.step for step in keep)):
-                    keep, planned = self.snapshot_plan(), self.cfg.max_steps
+                self.adopt(budget.refit_due(self.plan, self.step, steps_here, sum(s > self.step for s in snapshot_at)))
             bar.close()
             if reason == "interrupted":
                 self._at_rank_zero(self.save_state)
                 return reason
             if info.is_main:
                 # a time limit ends the view with the weights training stopped at (kept in the saved state)
-                last_frame = keep and reason == "max_minutes" and self.step not in {s["step"] for s in self.snapshots}
+                taken = {s["step"] for s in self.snapshot_index}
+                last_frame = snapshot_at and reason == "max_minutes" and self.step not in taken
                 if last_frame:
                     self.take_snapshot()
                 if not self.history or self.history[-1]["step"] != self.step:
                     self.evaluate()  # saves the state
                 elif last_frame:
                     self.save_state()
-                if keep:
+                if snapshot_at:
                     self.write_snapshot_index()  # with the whole loss curve
         return reason
 
-    def snapshot_plan(self) -> set[int]:
+    def snapshot_steps_planned(self) -> set[int]:
         """The steps whose weights the run keeps, spaced over its count (`snapshot_steps`): again when the
-        budget moves the count; those taken stay in the view (`self.snapshots`)."""
+        budget moves the count; those taken stay in the view (`snapshot_index`)."""
         return set(snapshot_steps(self.cfg.max_steps, self.cfg.snapshots))
 
-    def _write(self, bar: tqdm, line: str | None) -> None:
+    def _take(self, bar: tqdm, decided: tuple[Plan, str | None]) -> None:
+        """Adopt a budget decision's plan, and write its line (rank 0)."""
+        plan, line = decided
+        self.adopt(plan)
         if line and self.info.is_main:
             bar.write(line)
 

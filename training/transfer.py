@@ -45,9 +45,9 @@ def shape_from(model_class: type, pretrained: PreTrainedModel, vocab_size: int) 
             return {k: getattr(c, k) for k in LM_SHAPE}
         return None
     if isinstance(pretrained, DecoderOnlyLM) and c.vocab_size == vocab_size:
-        return {k: getattr(c, k) for k in ENCODER_SHAPE} | {"n_encoder_layer": c.n_layer, "reverse_source": c.reverse}
+        return {k: getattr(c, k) for k in (*ENCODER_SHAPE, "reverse")} | {"n_encoder_layer": c.n_layer}
     if isinstance(pretrained, EncoderDecoder) and c.vocab_size >= vocab_size:
-        return {k: getattr(c, k) for k in (*ENCODER_SHAPE, "n_encoder_layer", "n_decoder_layer", "reverse_source")}
+        return {k: getattr(c, k) for k in (*ENCODER_SHAPE, "n_encoder_layer", "n_decoder_layer", "reverse")}
     return None
 
 
@@ -64,9 +64,9 @@ def planned_shape(model_class: type, checkpoint: str | None) -> dict:
         if model_class is DecoderOnlyLM:
             return {k: c[k] for k in LM_SHAPE if k in c}
         return {k: c[k] for k in ENCODER_SHAPE if k in c} | {"n_encoder_layer": c.get("n_layer"),
-                                                              "reverse_source": c.get("reverse", False)}
+                                                              "reverse": c.get("reverse", False)}
     if c.get("model_type") == EncoderDecoder.model_type and model_class is not DecoderOnlyLM:
-        return {k: c[k] for k in (*ENCODER_SHAPE, "n_encoder_layer", "n_decoder_layer", "reverse_source") if k in c}
+        return {k: c[k] for k in (*ENCODER_SHAPE, "n_encoder_layer", "n_decoder_layer", "reverse") if k in c}
     return {}
 
 
@@ -83,7 +83,7 @@ def init_from(model: PreTrainedModel, pretrained: PreTrainedModel) -> None:
         init_encoder_from(model, pretrained)
     elif isinstance(pretrained, EncoderDecoder):
         mine, theirs = model.config, pretrained.config
-        require_same(mine, theirs, (*ENCODER_SHAPE, "n_encoder_layer", "n_decoder_layer", "reverse_source"),
+        require_same(mine, theirs, (*ENCODER_SHAPE, "n_encoder_layer", "n_decoder_layer", "reverse"),
                      "the encoder-decoder")
         if mine.vocab_size > theirs.vocab_size:
             raise ValueError(f"the checkpoint has {theirs.vocab_size} embedding rows, this model needs "
@@ -108,9 +108,9 @@ def init_encoder_from(model: EncoderDecoder, lm: DecoderOnlyLM) -> None:
         raise ValueError(f"cannot initialise from the LM: vocab_size is {lc.vocab_size} there, {c.vocab_size} here")
     if c.n_encoder_layer > lc.n_layer:
         raise ValueError(f"the LM has {lc.n_layer} layers, the encoder wants {c.n_encoder_layer}")
-    if c.reverse_source != lc.reverse:  # its weights learned one reading order: the encoder must keep it
+    if c.reverse != lc.reverse:  # its weights learned one reading order: the encoder must keep it
         raise ValueError(f"cannot initialise from the LM: it reads text {_direction(lc.reverse)}, the encoder "
-                         f"{_direction(c.reverse_source)}")
+                         f"{_direction(c.reverse)}")
     model.embed.lut.weight[: lc.vocab_size] = lm.embed.lut.weight
     for mine, theirs in zip(model.encoder.layers, lm.decoder.layers, strict=False):
         mine.load_state_dict(theirs.state_dict())

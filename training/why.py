@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from cli import Parser
 from inspection.trained_without import WITHIN, verdict
-from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig
+from model import DecoderOnlyConfig, DecoderOnlyLM, GenerationConfig, attention_point, residual_point
 from model.embeddings import sinusoidal_table
 from tokenization import BPETokenizer, prompt_ids
 from training import induction
@@ -106,8 +106,7 @@ def read_points(model: DecoderOnlyLM, ids: torch.Tensor, names: list[str]) -> di
 
 def layer_outputs(model: DecoderOnlyLM) -> list[str]:
     """The named point of each layer's output: the residual stream after its last sublayer."""
-    last = "ffn" if model.config.feed_forward else "attn"
-    return [f"decoder.{i}.{last}.resid" for i in range(model.config.n_layer)]
+    return [residual_point(model, "decoder", i) for i in range(model.config.n_layer)]
 
 
 def stream_scale(arm: Arm) -> list[float]:
@@ -120,7 +119,7 @@ def stream_scale(arm: Arm) -> list[float]:
 def attention_entropy(arm: Arm) -> float:
     """Mean entropy (nats) of the attention rows of every head, on held-out text: low is peaked
     (a saturated softmax: nearly all weight on one key, almost no gradient to the others)."""
-    names = [f"decoder.{i}.attn.weights" for i in range(arm.model.config.n_layer)]
+    names = [attention_point("decoder_self", i, "weights") for i in range(arm.model.config.n_layer)]
     seen = read_points(arm.model, arm.data.val[0]["input_ids"], names)
     w = torch.stack([seen[n].float() for n in names])[..., 1:, :]  # (L, B, H, T-1, T): rows with 2+ keys
     return round(float(-(w * w.clamp_min(1e-12).log()).sum(-1).mean()), 3)

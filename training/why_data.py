@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from tokenization import BPETokenizer, read_texts
+from tokenization import BPETokenizer, clean_texts
 from training.data import TokenStream, load_table, step_generator
 
 DATA = Path("../shared/data/imdb/unsupervised.parquet")
@@ -60,7 +60,7 @@ def load_why_data(block_size: int, copying: bool = False, path: Path = DATA, n_t
     """The first `n_train` reviews of `path` for training, its last `n_val` held out; a `VOCAB`-token
     tokenizer trained on the training reviews (deterministic: the same file every run), each part
     tokenized once (the token cache); held-out windows cut evenly from the held-out stream."""
-    texts = read_texts(list(load_table(path)["text"]))
+    texts = clean_texts(list(load_table(path)["text"]))
     tokenizer = BPETokenizer.train(texts[:n_train], VOCAB)
     train = TokenStream.from_texts(texts[:n_train], tokenizer)
     val_stream = TokenStream.from_texts(texts[-n_val:], tokenizer)

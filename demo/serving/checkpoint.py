@@ -201,8 +201,8 @@ def pair_readers(forward: Checkpoint, backward: Checkpoint) -> Checkpoint:
     if not (forward.ready and backward.ready):
         return backward
     f, b = forward.reading, backward.reading
-    why = ("it does not read backwards (reverse_source is false)"
-           if not b.model.reverse_source or f.model.reverse_source
+    why = ("it does not read backwards (reverse is false)"
+           if not b.model.reverse or f.model.reverse
            else f"its labels are {b.labels}, the sentiment model's {f.labels}" if b.labels != f.labels
            else "it cuts reviews differently (max_src_len, src_keep_tail)"
            if (b.max_src_len, b.src_keep_tail) != (f.max_src_len, f.src_keep_tail)

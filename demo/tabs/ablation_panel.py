@@ -12,10 +12,11 @@ from demo.serving import SENTIMENT, DemoService, failure
 from demo.tabs import export_panel
 from demo.tabs.common import bind, lenient, notice_markdown
 from demo.text import code_span
-from demo.views.ablation import HeadRanking, ablate_heads, head_names, rank_heads
+from demo.views.ablation import HeadRanking, ablate_heads, head_names, lm_head_name, rank_heads
 from demo.views.heads import head_table
 from demo.views.meanings import EXAMPLE as MEANINGS_EXAMPLE
 from demo.views.meanings import meanings
+from inspection.head_kinds import KINDS
 
 ABLATION_INTRO = ("### Knock out a head\n"
                   "Attention shows where a head looks, not whether it matters. Knock heads out (**zero**: the head "
@@ -106,7 +107,10 @@ HEADS_INTRO = ("### Heads with names\n"
                "random sequence (**induction**, Olsson et al. 2022), and on a negation from the word after it, beyond "
                "what it gives any previous token (**negation**). A head is *named* when its score reaches the kind's "
                "threshold.")
-HEADS_HEADERS = ["layer", "head", "kind", "score", "named"]
+# four short columns, the head in one ("L1 H2"): on a phone (390 px) "named" stays in view (issue 61)
+HEADS_HEADERS = ["head", "kind", "score", "named"]
+HEADS_WIDTHS = ["22%", "30%", "23%", "25%"]  # shares of the table's width: no column pushed out of its box
+HEADS_ORDER = "in the order the kinds are named above, best first within each"
 
 
 def named_heads(service: DemoService) -> list[dict]:
@@ -119,13 +123,14 @@ def named_heads(service: DemoService) -> list[dict]:
 
 
 def name_heads(service: DemoService):
-    """The page's table (layers and heads counted from 1, as the page names them) and its summary."""
+    """The page's table (heads named as the page names them, "L1 H2": counted from 1), `HEADS_ORDER`, and
+    its summary."""
     try:
         table = head_table(service)
     except Exception as e:
         return [], failure(e)
-    rows = [[s.layer + 1, s.head + 1, s.kind, round(s.score, 3), "yes" if s.named else ""]
-            for s in sorted(table.scores, key=lambda s: (s.kind, -s.score))]
+    rows = [[lm_head_name(s.layer, s.head), s.kind, round(s.score, 3), "yes" if s.named else ""]
+            for s in sorted(table.scores, key=lambda s: (KINDS.index(s.kind), -s.score))]
     return rows, table.summary()
 
 
@@ -172,9 +177,10 @@ def build(service: DemoService, compute: dict, text: gr.Textbox, model: gr.Radio
     if model is not None:  # the language model's heads, once on the page
         with gr.Accordion("Heads with names", open=False):
             gr.Markdown(HEADS_INTRO)
-            name_btn = gr.Button("Score every head of the language model")
+            name_btn = gr.Button("Score every head of the language model", elem_id="heads-score")
             head_rows = gr.Dataframe(headers=HEADS_HEADERS, interactive=False, max_height=320,
-                                     label="Every head and kind (by kind, best first within each)")
+                                     column_widths=HEADS_WIDTHS, label=f"Every head and kind ({HEADS_ORDER})",
+                                     elem_id="heads-table")
             head_summary = gr.Markdown()
         name_btn.click(bind(name_heads, service), None, [head_rows, head_summary], api_name="name_heads",
                        api_visibility="private", **compute)

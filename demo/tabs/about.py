@@ -98,7 +98,7 @@ def _sentiment_architecture(c: dict) -> str:
     tail = c.get("src_keep_tail") or 0
     cut = f"its start and its last {tail} first, then the middle" if tail else "its start, then the rest"
     tail_note = f" at once (a longer review: {cut} in windows of its own, the scores averaged)"
-    order = " from its last token to its first" if c.get("reverse_source") else ""
+    order = " from its last token to its first" if c.get("reverse") else ""
     return (f"an encoder of {c.get('n_encoder_layer')} layers reads the review{order}, a decoder of "
             f"{c.get('n_decoder_layer')} layer writes the label; {c.get('n_head')} attention heads a layer; each "
             f"token is a vector of {c.get('d_model')} numbers (d_model); reads up to {c.get('max_src_len')} "

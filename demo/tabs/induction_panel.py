@@ -77,6 +77,7 @@ def draw():
     score = plots.curves_figure([*[(f"{NAMES[m]}: best head", curves[m]["induction"], {"color": COLOURS[m]})
                                    for m in MODELS], tuple(named)],
                                 "The best head's induction score", "induction score (0 to 1)")
-    maps = [plots.heatmap(m, 0, where=f"2 layers: {view.head}") for m in view.maps[:MOMENTS]]
+    maps = [plots.heatmap(m, 0, where=f"2 layers: {view.head}", key_labels=plots.KEY_LABELS)
+            for m in view.maps[:MOMENTS]]
     maps += [None] * (MOMENTS - len(maps))
     return about_markdown(view), loss, score, *maps, view.summary, code_markdown(view)

@@ -8,10 +8,10 @@ from pathlib import Path
 import gradio as gr
 
 from demo import plots
-from demo.serving import LM, DemoService, SnapshotSet, failure
+from demo.serving import DemoService, SnapshotSet, failure
 from demo.tabs.common import bind, notice_markdown
 from demo.text import held_out_words, lm_openings, own_text
-from demo.views.ablation import head_name as ablation_head_name
+from demo.views.ablation import lm_head_name
 from demo.views.learning import (
     MAX_NEW_TOKENS,
     NO_SNAPSHOTS,
@@ -22,7 +22,6 @@ from demo.views.learning import (
     head_across_run,
     learning_view,
 )
-from inspection.ablation import Head
 from inspection.head_kinds import THRESHOLDS
 
 LEARNING_INTRO = (
@@ -88,8 +87,7 @@ def learning(service: DemoService, index, prompt, decoding, layer):
     curve and notices, for snapshot `index`."""
     try:
         view = learning_view(service, index, prompt, decoding == "sampled", layer)
-        heatmap = plots.heatmap(view.attention, plots.MEAN)
-        heatmap.update_xaxes(tickangle=-60)  # the key tokens tilted: upright they overlap on a phone (issue 61)
+        heatmap = plots.heatmap(view.attention, plots.MEAN, key_labels=plots.KEY_LABELS)  # apart on a phone
         curve = loss_curve(service.snapshots, view.index)
     except Exception as e:
         return failure(e), "", None, None, None, ""
@@ -137,8 +135,8 @@ def whole_run(service: DemoService, prompt):
     except Exception as e:
         return [], failure(e)
     table = [[r.step, r.tokens, None if r.val_bpb is None else round(r.val_bpb, 3), round(r.prompt_loss, 3),
-              head_name(r.previous.layer, r.previous.head), round(r.previous.score, 3),
-              head_name(r.induction.layer, r.induction.head), round(r.induction.score, 3), round(r.copy_gain, 3)]
+              lm_head_name(r.previous.layer, r.previous.head), round(r.previous.score, 3),
+              lm_head_name(r.induction.layer, r.induction.head), round(r.induction.score, 3), round(r.copy_gain, 3)]
              for r in rows]
     return table, run_summary(rows, snapshot_held_out(service, service.snapshots))
 
@@ -162,14 +160,9 @@ def snapshot_held_out(service: DemoService, snapshots: SnapshotSet | None) -> st
     return held_out_words(service.lm.metrics) if _theirs(service, snapshots) else "held-out reviews"
 
 
-def head_name(layer: int, head: int) -> str:
-    """A language-model head as the head panel names it: "L1 H2" (counted from 1, `ablation.head_name`)."""
-    return ablation_head_name(LM, Head("decoder_self", layer, head))
-
-
 def head_summary(view: HeadAcrossRun) -> str:
     """What the three maps show, in one sentence computed from their weights."""
-    which = head_name(view.layer, view.head)
+    which = lm_head_name(view.layer, view.head)
     if view.named:
         which += (f", the last snapshot's strongest previous-token head (score {view.named.score:.2f} on the page's "
                   "example texts)")
@@ -185,7 +178,7 @@ def head_maps(service: DemoService, prompt, head):
         view = head_across_run(service, prompt, head)
     except Exception as e:
         return *(None,) * HEAD_MAPS, failure(e)
-    figures = [plots.heatmap(m, view.head) for m in view.maps]
+    figures = [plots.heatmap(m, view.head, key_labels=plots.KEY_LABELS) for m in view.maps]
     figures += [None] * (HEAD_MAPS - len(figures))  # fewer snapshots than maps: the rest stay empty
     return *figures, head_summary(view) + ("\n\n" + notice_markdown(view.notices) if view.notices else "")
 
@@ -236,7 +229,7 @@ def build(service: DemoService, compute: dict):
                     "head does) and the start token, at each snapshot.")
         c = snapshots.checkpoint(0).model.config
         heads = [("strongest previous-token head (last snapshot)", NAMED_HEAD),
-                 *[(head_name(i, h), i * c.n_head + h) for i in range(c.n_layer) for h in range(c.n_head)]]
+                 *[(lm_head_name(i, h), i * c.n_head + h) for i in range(c.n_layer) for h in range(c.n_head)]]
         with gr.Row():
             head = gr.Dropdown(heads, value=NAMED_HEAD, label="Head", elem_id="learn-head", scale=2)
             head_show = gr.Button("Show the head at three snapshots", elem_id="learn-head-show", scale=1)

@@ -20,6 +20,7 @@ from demo.views.tour import LEARN, SAMPLING, Step, Tour, tour, tour_checkpoint, 
 from demo.views.tour.code import listing
 from demo.views.tour.glossary import glossary_html, link_first_uses
 from inspection.experiments import Outcome
+from tokenization import visible
 
 PARTS = 5  # boxes of the overview figure (a track's `overview`, `demo.views.tour.registry.Track`)
 PLOTS = 3  # the most pictures a step has (Q, K and V)
@@ -132,7 +133,7 @@ def experiment_markdown(o: Outcome | None, notices: list[str] = (), why_not: str
         rows = [f"| {label} | {o.before[label]:.3f} | {o.after[label]:.3f} |" for label in o.before]
         head = "| label | P before | P after |"
     else:  # the LM: its five likeliest next tokens at one position, each side its own
-        rows = [f"| {code_span(b)} {pb:.1%} | {code_span(a)} {pa:.1%} |"
+        rows = [f"| {code_span(visible(b))} {pb:.1%} | {code_span(visible(a))} {pa:.1%} |"  # "↵", not a broken row
                 for (b, pb), (a, pa) in zip(o.before, o.after, strict=True)]
         at = f" {o.position}".replace("|", "\\|") if o.position else ""
         head = f"| next token{at}: before | after |"
@@ -286,7 +287,7 @@ def build(service: DemoService, compute: dict):
                 experiment = gr.Markdown(elem_id="tour-experiment")
             pictures = [gr.Plot(show_label=False, visible=False, elem_id=f"tour-plot-{n}") for n in range(PLOTS)]
             show_all = gr.Checkbox(False, label="Show every number (the pictures start with the first 16 "
-                                   "dimensions, every token up to 32, the 15 largest bars)", elem_id="tour-all")
+                                   "dimensions, the last 32 tokens, the 15 largest bars)", elem_id="tour-all")
             with gr.Accordion("Every number in a table (for a phone: no hover needed)", open=False,
                               elem_id="tour-numbers-box"):
                 numbers = gr.HTML(elem_id="tour-numbers")

@@ -32,6 +32,11 @@ def head_name(ckpt_name: str, head: Head) -> str:
     return f"{prefix}L{head.layer + 1} H{head.head + 1}"
 
 
+def lm_head_name(layer: int, head: int) -> str:
+    """A language-model head by its layer and head (from 0) as the pages name it: "L1 H2" (counted from 1)."""
+    return head_name(LM, Head("decoder_self", layer, head))
+
+
 def head_names(service: DemoService, model_name: object) -> list[str]:
     """Every head of the served model `model_name`, as the panel lists them."""
     ckpt = service.checkpoint(model_name)

@@ -10,7 +10,7 @@ from demo.serving import LM, SENTIMENT, Checkpoint, DemoError, DemoService, read
 from demo.views.sentiment import NOTHING_LEFT, labels_and_candidates, read_source
 from demo.views.tokens import EMPTY_TEXT
 from model import AttentionMap
-from tokenization import in_word, prompt_ids, read_texts, token_label, visible
+from tokenization import clean_texts, in_word, prompt_ids, token_label, visible
 
 MAX_ATTENTION_TOKENS = 64  # beyond this a heatmap's labels are unreadable
 
@@ -97,11 +97,11 @@ def _sentiment_maps(ckpt: Checkpoint, text: str, notices: list[str]) -> tuple[li
     limit = min(model.config.max_src_len, MAX_ATTENTION_TOKENS)
     source = read_source(text, tok, ckpt.reading, "text", ckpt.device, limit)
     if not source.text:
-        raise DemoError(NOTHING_LEFT if read_texts([text])[0] else EMPTY_TEXT)
+        raise DemoError(NOTHING_LEFT if clean_texts([text])[0] else EMPTY_TEXT)
     notices += source.notices  # each says what the heatmap draws and what the model reads
     labels, candidates = labels_and_candidates(ckpt)
     memory, enc_maps = model.encode(source.ids, output_attentions=True)
-    best = int(model.candidate_scores(memory, candidates).argmax(-1)[0])
+    best = int(model.candidate_scores(memory, candidates)[0].argmax(-1)[0])
     tgt_ids = model.config.decoder_input_ids(candidates[best])
     _, dec_maps = model.decode(torch.tensor([tgt_ids], device=source.ids.device), memory, output_attentions=True)
     return enc_maps + dec_maps, source.ids[0].tolist(), tgt_ids, labels[best]

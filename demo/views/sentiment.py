@@ -9,7 +9,7 @@ from classifier import Classifier, Reader, Verdict
 from demo.serving import SENTIMENT, SENTIMENT_BACKWARD, Checkpoint, DemoError, DemoService, visitor_text
 from inspection import METHODS, attribute, attribute_methods, erase, rank_correlation, top_count
 from model import EncoderDecoder
-from tokenization import BPETokenizer, Piece, label_candidates, read_review, read_texts
+from tokenization import BPETokenizer, Piece, clean_texts, label_candidates, read_review
 from tokenization.review import SourceConfig
 
 EMPTY_REVIEW = "Paste or type a movie review to classify first."
@@ -89,8 +89,8 @@ def review_source(ckpt: Checkpoint, text: object) -> Source:
     text, notices = visitor_text(text)
     source = read_source(text, tok, ckpt.reading, "review", ckpt.device)
     if not source.text:
-        raise DemoError(NOTHING_LEFT if read_texts([text])[0] else EMPTY_REVIEW)
-    source.notices[:0] = notices + ([NORMALISED] if source.text != read_texts([text])[0] else [])
+        raise DemoError(NOTHING_LEFT if clean_texts([text])[0] else EMPTY_REVIEW)
+    source.notices[:0] = notices + ([NORMALISED] if source.text != clean_texts([text])[0] else [])
     return source
 
 
@@ -145,7 +145,7 @@ def read_by_all(service: DemoService, source: Source, forward: torch.Tensor) -> 
     """The verdict of the served readers (`service.readers`) on the review, as a `classifier.Classifier`
     gives it: `forward`, the sentiment model's P(label) (K,), is already computed (the attribution pass
     gave it); the backward reader, if one is served, reads the same ids (it reverses them itself:
-    `EncoderDecoderConfig.reverse_source`)."""
+    `EncoderDecoderConfig.reverse`)."""
     served = Classifier([reader_of(c) for c in service.readers])
     if len(source.windows) > 1:  # a long review: every reader reads every window (the attribution saw the first)
         return served.combine({r.name: r.read_windows(source.windows)[None] for r in served.readers})

@@ -30,7 +30,7 @@ WORDS = ["this", "movie", "film", "was", "is", "great", "good", "bad", "boring",
 SHAPE = {"d_model": 8, "n_head": 2, "d_ff": 16, "dropout": 0.0, "norm_first": True}  # both toys, pre-norm as shipped
 # the shipped classifier's structure (its config's fields other than sizes, `tests/test_tour.py` compares them):
 # an encoder that keeps the language model's causal mask (it was started from the LM), reading forwards
-SENTIMENT_STRUCTURE = {"causal_encoder": True, "reverse_source": False}
+SENTIMENT_STRUCTURE = {"causal_encoder": True, "reverse": False}
 TOY_CLASSIFIER = ClassifierConfig(labels=["negative", "positive"])  # the shipped labels; nothing fitted: T = 1
 MAX_TOKENS = 8  # the toy LM's context, start token included
 SEED = 0

@@ -37,10 +37,11 @@ def _labels(r: Run, patch=None, reader: Reader | None = None) -> dict[str, float
 
 
 def outcome_of(r: Run, change: str, before: torch.Tensor, after: torch.Tensor, said: str, worse: str,
-               measures: dict | None = None, judged: bool = True) -> Outcome:
+               measures: dict | None = None, judged: bool = True, always: bool = False) -> Outcome:
     """The outcome from P(label) before and after (K,): the verdict says how the predicted label's
     probability moved, its effect, what was measured (`said`) and what the step is for (`worse`) when
-    the effect shows it (`judged`: False where nothing is switched off, a comparison: no why at all)."""
+    the effect shows it (`judged`: False where nothing is switched off, a comparison: no why at all;
+    `always`: `worse` is true whatever the effect, as a guarantee the step gives every review)."""
     labels = r.reader.labels
     top = int(before.argmax())
     name = labels[top]
@@ -52,7 +53,7 @@ def outcome_of(r: Run, change: str, before: torch.Tensor, after: torch.Tensor, s
                          f"{abs(loss[1] - loss[0]):.3f} nats, within 0.01)"}[effect(*loss)]
     verdict = (f"P({name}), the label the classifier gives your review, {moved_p}"
                f"{f' and the label flips to {labels[int(after.argmax())]}' if flipped else ''}: {sure}.")
-    why = "" if not judged else worse if effect(*loss) == "worse" else NOT_SHOWN[effect(*loss)]
+    why = "" if not judged else worse if always or effect(*loss) == "worse" else NOT_SHOWN[effect(*loss)]
     verdict = " ".join(part for part in (verdict, said, why) if part)
     return Outcome(change, _by_label(r.reader, before), _by_label(r.reader, after), verdict,
                    {f"p_{name}": (float(before[top]), float(after[top])), **(measures or {})}, loss[0], loss[1],
@@ -78,7 +79,7 @@ def cls_positions(r: Run) -> Outcome:
     said = ("Without positions this causal encoder still sees the order through its mask (each token reads only the "
             "ones before it), but not where each word is." if causal else
             "Without positions this encoder reads the review as a bag of words.")
-    return _label_outcome(r, "the encoder gets no positional encoding", {"encoder.pos": torch.zeros_like}, said,
+    return _label_outcome(r, "the encoder gets no positional encoding", {"src_pos.hook_pos": torch.zeros_like}, said,
                           "Where each word is carries part of the verdict (\"not good\" is not \"good, not\").")
 
 
@@ -145,7 +146,10 @@ def cls_softmax(r: Run) -> Outcome:
 def cls_padding(r: Run) -> Outcome:
     """The review with pad tokens after it, as a batch holds it: read with its padding mask, then with
     the pads marked as real tokens (no padding mask; a causal encoder keeps its causal mask, which is
-    not the padding's)."""
+    not the padding's). In the shipped causal encoder no review token can see the pads anyway, and the
+    decoder's reading of them moved the label by more than 0.01 nats on 2% of 200 training reviews: the
+    verdict says what the mask guarantees (a padded review's label is its label alone) whatever the
+    effect, and how much of the decoder's attention the pads took, rather than "try another review"."""
     pad, n = r.model.config.pad_token_id, 2
     review, cut = r.ids, ""
     room = r.model.config.max_src_len - n
@@ -156,21 +160,29 @@ def cls_padding(r: Run) -> Outcome:
     mask = torch.ones_like(ids)
     mask[0, -n:] = 0
     before = _probabilities(r.reader, ids, mask=mask)
-    after = _probabilities(r.reader, ids, mask=torch.ones_like(ids))
     alone = _probabilities(r.reader, review)
     top = int(before.argmax())
     name = r.reader.labels[top]
+    cross = [attention_point("cross", i, "weights") for i in range(r.model.config.n_decoder_layer)]
+    with torch.inference_mode(), r.model.hooks(read=cross) as seen:
+        after = r.reader.read(ids, torch.ones_like(ids))[0].double().exp()
+    steps = len(r.model.config.decoder_input_ids(r.reader.candidates[top]))  # the rows writing `name`
+    on_pads = float(torch.stack([seen[p][top, :, :steps, -n:].sum(-1).mean() for p in cross]).mean())
+    read = (f"Without it the decoder's cross-attention gives the pads {on_pads:.1%} of its weight (on average over "
+            f"its heads and the steps writing {name}).")
     if r.model.config.causal_encoder:
         said = (f"With the padding mask P({name}) is {float(before[top]):.3f}, as for the review{cut} alone "
                 f"({float(alone[top]):.3f}). This encoder is causal: no token of the review can see the pads after "
-                "it, with or without the padding mask; what the mask keeps from the pads is the decoder's "
-                "cross-attention, which would otherwise read the pads' memory.")
+                f"it, with or without the padding mask; what the mask keeps from the pads is the decoder's "
+                f"cross-attention. {read}")
     else:
         said = (f"With the padding mask P({name}) is {float(before[top]):.3f}, as for the review{cut} alone "
-                f"({float(alone[top]):.3f}); without it every token of the review and the decoder may read the pads.")
+                f"({float(alone[top]):.3f}); without it every token of the review and the decoder may read the pads. "
+                f"{read}")
     return outcome_of(r, f"the padding mask is removed: the {n} pad tokens a batch adds after the review are read as "
                          "if they were words (the causal mask, if any, stays)", before, after, said,
-                      "The mask is what keeps the pad tokens a batch adds from changing a review's verdict.")
+                      "What the mask guarantees is that a padded review gets the label it gets alone, however many "
+                      "pads its batch adds.", {"on_pads": (0.0, on_pads)}, always=True)
 
 
 def cls_cross(r: Run) -> Outcome:
@@ -195,19 +207,33 @@ def cls_cross(r: Run) -> Outcome:
 
 
 def cls_end_token(r: Run) -> Outcome:
+    """The decoder reads the memory at the end token `</s>` only (every other review position blocked
+    from its cross-attention); `</s>` blocked alone is measured beside it. Blocking `</s>` alone was the
+    experiment until it moved no label by 0.01 nats on 200 training reviews (the shipped causal encoder's
+    positions before `</s>` have read nearly all of the review too), while reading `</s>` alone moved nearly 90%
+    of them: the memory is read through every position, not through the one that saw everything."""
     last = r.ids.size(1) - 1
-    blocked = torch.zeros(r.ids.size(1), dtype=torch.bool)
-    blocked[last] = True
+    end = torch.zeros(r.ids.size(1), dtype=torch.bool)
+    end[last] = True
+    before = _probabilities(r.reader, r.ids)
+    top = int(before.argmax())
+    name = r.reader.labels[top]
+    without_end = _probabilities(r.reader, r.ids, _cross_blocked(r, end))
     causal = bool(r.model.config.causal_encoder)
     where = ("In this causal encoder `</s>` is the one position that has read the whole review."
              if causal else "Every position of this encoder has read the whole review, `</s>` included.")
-    return _label_outcome(r, "the decoder may not look at the end token `</s>`", _cross_blocked(r, blocked), where,
-                          "The decoder leans on it for its summary of the review.")
+    alone = f"With only `</s>` blocked instead, P({name}) {moves(float(before[top]), float(without_end[top]), '', 3)}."
+    return outcome_of(r, f"the decoder may read only the memory at the end token `</s>` (the other {last} review "
+                         "positions blocked)", before, _probabilities(r.reader, r.ids, _cross_blocked(r, ~end)),
+                      f"{where} {alone}",
+                      "The decoder reads the review through every position of the memory: the one vector that has "
+                      "seen the whole review does not carry all that the label rests on.",
+                      {f"p_{name}_without_end": (float(before[top]), float(without_end[top]))})
 
 
 def cls_decoder_input(r: Run) -> Outcome:
     return _label_outcome(r, "the decoder's input gets no positional encoding: `<s>` and the label's words without "
-                             "their places", {"decoder.pos": torch.zeros_like}, "",
+                             "their places", {"tgt_pos.hook_pos": torch.zeros_like}, "",
                           "The decoder reads its own input in order, as the encoder reads the review: without "
                           "positions it scores the label's words less well.")
 
@@ -234,7 +260,7 @@ def cls_reading_order(r: Run) -> Outcome:
 def cls_label(r: Run) -> Outcome:
     t = r.reader.temperature
     with torch.inference_mode():
-        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0].double()
+        scores = r.model.candidate_scores(r.reader.encode(r.ids)[0], r.reader.candidates)[0][0].double()
     raw = scores.softmax(-1)
     fitted = _probabilities(r.reader, r.ids)
     top = int(fitted.argmax())

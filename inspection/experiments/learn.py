@@ -56,9 +56,9 @@ def embedding_sides(model: DecoderOnlyLM, context: torch.Tensor, target: int) ->
     looked up for the context) and the output side (the table, transposed, scoring the vocabulary:
     (p − onehot(target)) ⊗ the final vector, written out)."""
     learner, log_p = gradient(model, context, target)
-    with torch.inference_mode(), model.hooks(read=["decoder.norm"]) as seen:
+    with torch.inference_mode(), model.hooks(read=["decoder.hook_norm"]) as seen:
         model(context)
-    h = seen["decoder.norm"][0, -1].double()
+    h = seen["decoder.hook_norm"][0, -1].double()
     error = log_p.double().exp()
     error[target] -= 1
     output = torch.outer(error, h)  # d(−log p)/dW for logits = W h
@@ -84,8 +84,9 @@ def _compare(r: Run, change: str, changed: Stepped, said: str, worse: str) -> Ou
     word = r.label(target)
     at = f"after “{r.label(int(context[0, -1]))}” (position {context.size(1)}), learning “{word}”"
     verdict = " ".join(part for part in (
-        f"After the chapter's step P(“{word}”) is {float(ours.after[target]):.3f}; after this one it is "
-        f"{float(changed.after[target]):.3f}.", effect_sentence(*loss, f"−log p(“{word}”) after the step"), said,
+        f"{at[0].upper()}{at[1:]}: after the chapter's step P(“{word}”) is {float(ours.after[target]):.3f}; after "
+        f"this one it is {float(changed.after[target]):.3f}.",
+        effect_sentence(*loss, f"−log p(“{word}”) after the step"), said,
         worse if effect(*loss) == "worse" else "") if part)
     return Outcome(f"{change} (the table: after the chapter's step, and after this one)", _top(r, ours.after),
                    _top(r, changed.after), verdict, {"p_target": (float(ours.after[target]),

@@ -23,7 +23,7 @@ from inspection.experiments.common import (
     moves,
     nats,
 )
-from model import DecoderOnlyLM, GenerationConfig, attention_point, sampling_distribution
+from model import DecoderOnlyLM, GenerationConfig, attention_point, residual_point, sampling_distribution
 from tokenization import BPETokenizer
 
 BYTES = 256  # a byte-level vocabulary holds one token per byte (the toy's word-level one does not)
@@ -164,23 +164,23 @@ def lm_embedding(r: Run) -> Outcome:
     d = r.model.config.d_model
 
     def sizes(seen_before, seen_after):
-        ratio = [float(s["decoder.embed"].norm(dim=-1).mean() / s["decoder.pos"].norm(dim=-1).mean())
+        ratio = [float(s["pos.hook_embed"].norm(dim=-1).mean() / s["pos.hook_pos"].norm(dim=-1).mean())
                  for s in (seen_before, seen_after)]
         return {"token_to_position_size": (ratio[0], ratio[1])}
 
     return _lm_outcome(
         r, f"the token vectors are not multiplied by √d_model = {math.sqrt(d):.1f}",
-        {"decoder.embed": lambda x: x / math.sqrt(d)},
+        {"pos.hook_embed": lambda x: x / math.sqrt(d)},
         lambda m: (f"Unscaled, a token vector is {m['token_to_position_size'][1]:.2f}× the size of the position row "
                    f"added to it instead of {m['token_to_position_size'][0]:.1f}×."),
         "The scale keeps the words from drowning in their positions.",
-        read=("decoder.embed", "decoder.pos"), measure=sizes)
+        read=("pos.hook_embed", "pos.hook_pos"), measure=sizes)
 
 
 def lm_position(r: Run) -> Outcome:
     return _lm_outcome(
         r, "no positional encoding is added: the model gets the tokens without their places",
-        {"decoder.pos": torch.zeros_like},
+        {"pos.hook_pos": torch.zeros_like},
         "Without positions the model can tell the order only through the causal mask (what each token may see).",
         "Where each word is helps it predict: attention alone treats its inputs as a set.")
 
@@ -189,22 +189,23 @@ def lm_norm(r: Run) -> Outcome:
     """Layer `r.layer`'s attention reads its input without the LayerNorm (pre-norm), or writes its
     sum without it (post-norm)."""
     i, store = r.layer, {}
-    below = "decoder.input" if i == 0 else f"decoder.{i - 1}.ffn.resid"
+    below = "pos.hook_input" if i == 0 else residual_point(r.model, "decoder", i - 1)
+    attn_in, attn_resid = f"decoder.layers.{i}.sublayer.0.hook_in", f"decoder.layers.{i}.sublayer.0.hook_resid"
     if r.model.config.norm_first:
-        patch = {below: _recorder(store, "x"), f"decoder.{i}.attn.in": lambda _: store["x"]}
+        patch = {below: _recorder(store, "x"), attn_in: lambda _: store["x"]}
     else:
-        patch = {f"decoder.{i}.attn.in": _recorder(store, "x"), f"decoder.{i}.attn.out": _recorder(store, "out"),
-                 f"decoder.{i}.attn.resid": lambda _: store["x"] + store["out"]}
+        patch = {attn_in: _recorder(store, "x"), attention_point("decoder_self", i, "out"): _recorder(store, "out"),
+                 attn_resid: lambda _: store["x"] + store["out"]}
 
     def spread(seen_before, seen_after):
-        return {"input_std": tuple(float(s[f"decoder.{i}.attn.in"].std()) for s in (seen_before, seen_after))}
+        return {"input_std": tuple(float(s[attn_in].std()) for s in (seen_before, seen_after))}
 
     return _lm_outcome(
         r, f"layer {i + 1}'s attention reads the residual stream without its LayerNorm",
         patch,
         lambda m: f"The numbers it reads spread {m['input_std'][1]:.2f} instead of {m['input_std'][0]:.2f}.",
         "LayerNorm keeps every layer's input at the scale its weights learned: fed the raw stream, the layer misreads "
-        "it.", read=(f"decoder.{i}.attn.in",), measure=spread)
+        "it.", read=(f"decoder.layers.{i}.sublayer.0.hook_in",), measure=spread)
 
 
 def _head_entropy(point: str, head: int | None):
@@ -349,21 +350,22 @@ def lm_heads(r: Run) -> Outcome:
                 "prediction leans on this one head.")
 
     def p_best(seen_before, seen_after):
-        return {"p_best": (float(seen_before["logits"][0, -1].float().softmax(-1)[best]),
-                           float(seen_after["logits"][0, -1].float().softmax(-1)[best]))}
+        return {"p_best": (float(seen_before["embed.hook_logits"][0, -1].float().softmax(-1)[best]),
+                           float(seen_after["embed.hook_logits"][0, -1].float().softmax(-1)[best]))}
 
     return _lm_outcome(r, f"head {r.head + 1} of layer {r.layer + 1} is knocked out (its output set to 0)",
                        {attention_point("decoder_self", r.layer, "heads"): HeadMask(keep, "zero", True)}, said,
                        "The other heads do not make up for it: each head reads something of its own.",
-                       read=("logits",), measure=p_best)
+                       read=("embed.hook_logits",), measure=p_best)
 
 
 def lm_residual(r: Run) -> Outcome:
     i, store = r.layer, {}
-    patch = {f"decoder.{i}.attn.out": _recorder(store, "out"), f"decoder.{i}.attn.resid": lambda _: store["out"]}
+    attn_resid = f"decoder.layers.{i}.sublayer.0.hook_resid"
+    patch = {attention_point("decoder_self", i, "out"): _recorder(store, "out"), attn_resid: lambda _: store["out"]}
     if not r.model.config.norm_first:  # post-norm: the norm of the sublayer's output alone
-        sub = r.model.point_owner(f"decoder.{i}.attn.resid")
-        patch[f"decoder.{i}.attn.resid"] = lambda _: sub.norm(store["out"])
+        sub = r.model.decoder.layers[i].sublayer[0]
+        patch[attn_resid] = lambda _: sub.norm(store["out"])
     return _lm_outcome(
         r, f"layer {i + 1}'s attention output replaces the residual stream instead of being added to it",
         patch, "Without the skip connection, everything the layers below wrote (the token itself included) is lost "
@@ -377,7 +379,7 @@ def lm_ffn(r: Run) -> Outcome:
     share = _ffn_share(r.model.config)
 
     def guesses(seen_before, seen_after):  # the two passes' logits, read at their named point
-        changed = (seen_before["logits"].argmax(-1) != seen_after["logits"].argmax(-1)).sum()
+        changed = (seen_before["embed.hook_logits"].argmax(-1) != seen_after["embed.hook_logits"].argmax(-1)).sum()
         return {"guesses_changed": (0.0, float(changed))}
 
     def said(m):
@@ -385,9 +387,10 @@ def lm_ffn(r: Run) -> Outcome:
                 f"feed-forward network is {share:.0%} of a layer's weights and works on each position alone.")
 
     return _lm_outcome(r, f"layer {i + 1}'s feed-forward network is skipped (it writes 0)",
-                       {f"decoder.{i}.ffn.out": torch.zeros_like}, said,
+                       {f"decoder.layers.{i}.feed_forward.hook_out": torch.zeros_like}, said,
                        "Attention moves information between tokens; the FFN turns what each token gathered into "
-                       "the features the layers above and the output read.", read=("logits",), measure=guesses)
+                       "the features the layers above and the output read.", read=("embed.hook_logits",),
+                       measure=guesses)
 
 
 def lm_stack(r: Run) -> Outcome:
@@ -395,7 +398,8 @@ def lm_stack(r: Run) -> Outcome:
     if n == 1:
         raise Unavailable("a one-layer model has no layer above the first to remove")
     k = min(r.layer, n - 2)  # the chosen layer, or the one below the last: something to remove
-    patch = {f"decoder.{i}.{part}.out": torch.zeros_like for i in range(k + 1, n) for part in ("attn", "ffn")}
+    patch = {f"decoder.layers.{i}.{part}.hook_out": torch.zeros_like for i in range(k + 1, n)
+             for part in ("self_attn", "feed_forward")}
     return _lm_outcome(
         r, f"the model stops after layer {k + 1} of {n}: the layers above add nothing (the logit lens's view)",
         patch, f"What the stream holds after layer {k + 1} is read out by the final norm and the output matrix.",
@@ -405,17 +409,17 @@ def lm_stack(r: Run) -> Outcome:
 def lm_logits(r: Run) -> Outcome:
     """The final LayerNorm skipped: the tied output matrix scores the raw residual stream."""
     store = {}
-    last = f"decoder.{r.model.config.n_layer - 1}.ffn.resid"
+    last = residual_point(r.model, "decoder", r.model.config.n_layer - 1)
 
     def spread(seen_before, seen_after):
-        return {"final_std": (float(seen_before["decoder.norm"].std()), float(seen_after["decoder.norm"].std()))}
+        return {"final_std": tuple(float(s["decoder.hook_norm"].std()) for s in (seen_before, seen_after))}
 
     return _lm_outcome(
         r, "the final LayerNorm is skipped: the output matrix scores the raw residual stream",
-        {last: _recorder(store, "x"), "decoder.norm": lambda _: store["x"]},
+        {last: _recorder(store, "x"), "decoder.hook_norm": lambda _: store["x"]},
         lambda m: f"The vectors it scores spread {m['final_std'][1]:.2f} instead of {m['final_std'][0]:.2f}.",
         "The output matrix (the embedding table, transposed) was trained on normalised vectors: each logit is a dot "
-        "product that grows with the vector's size.", read=("decoder.norm",), measure=spread)
+        "product that grows with the vector's size.", read=("decoder.hook_norm",), measure=spread)
 
 
 def _sampler_effect(z: torch.Tensor, s: GenerationConfig) -> str:

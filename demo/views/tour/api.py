@@ -13,7 +13,7 @@ from demo.views.tour.learn import LEARN
 from demo.views.tour.registry import REGISTRY, TRACKS, State, Step, Tour
 from demo.views.toy import toy_checkpoint
 from demo.views.why import trained_without  # issue 60: a step's training.why run
-from tokenization import read_texts
+from tokenization import clean_texts
 
 
 def make_step(id: str, state: State) -> Step:
@@ -75,14 +75,14 @@ def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0,
     (`LEARN`)."""
     n_layers, n_heads = track_shape(ckpt)
     text, notices = visitor_text(text)
-    (text,) = read_texts([text])  # as the models read it (both tracks and the result show it)
+    (text,) = clean_texts([text])  # as the models read it (both tracks and the result show it)
     if not text:
         raise DemoError(EMPTY_TEXT)
     track = TRACKS[track or ckpt.name]
     layer_i, head_i = _index(layer, n_layers, "layer", notices), _index(head, n_heads, "head", notices)
     p, more = track.run(ckpt, text, layer_i)
     shown = steps(p, head_i)
-    read = experiment_ids(ckpt, track.name, text, more)  # the whole text, up to the context
+    read = experiment_ids(ckpt, text)  # the whole text, up to the context
     ids = [s.key for s in shown]
     overview = [(label.format(n=n_layers), ids.index(id)) for label, id in track.overview]
     if toy:

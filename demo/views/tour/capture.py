@@ -15,7 +15,9 @@ import torch
 from tokenization import token_label, visible
 
 T = TypeVar("T")
-MAX_TOUR_TOKENS = 32  # a longer text keeps its last tokens (LM) or its head and tail (review): heatmaps stay legible
+# a heatmap draws the last this many tokens of the LM's context until asked for every one, and the review's
+# pass keeps its head and tail to this many: the pictures stay legible
+MAX_TOUR_TOKENS = 32
 
 
 @dataclass
@@ -54,7 +56,7 @@ def heads_to_rows(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(0, 1).flatten(1)
 
 
-def parameter_counts(model: torch.nn.Module, owners: list[torch.nn.Module]) -> tuple[int, int]:
-    """(the parameters of `owners`, of the whole model), each parameter counted once (tied weights too)."""
-    return sum(p.numel() for m in owners for p in m.parameters()), sum(p.numel() for p in model.parameters())
+def parameter_counts(model: torch.nn.Module, parts: list[torch.nn.Module]) -> tuple[int, int]:
+    """(the parameters of `parts`, of the whole model), each parameter counted once (tied weights too)."""
+    return sum(p.numel() for m in parts for p in m.parameters()), sum(p.numel() for p in model.parameters())
 

@@ -20,7 +20,7 @@ from demo.serving import LM, SENTIMENT_BACKWARD, Checkpoint
 from demo.views.chat import generation_config
 from inspection.experiments import CLASSIFIER_EXPERIMENTS, LEARN_EXPERIMENTS, LM_EXPERIMENTS, Outcome, Run, Unavailable
 from model import GenerationConfig
-from tokenization import read_review
+from tokenization import fit_context, prompt_ids, read_review
 
 SAMPLING = GenerationConfig(temperature=0.8, top_k=40, top_p=0.95, seed=0)  # the chat's defaults: the sampling step's
 
@@ -80,20 +80,16 @@ class Experiments:
                 return None
 
 
-def experiment_ids(ckpt: Checkpoint, track: str, text: str, notices: list[str]) -> list[int]:
-    """What the experiments read: the whole text up to the model's context, not only the tokens the
-    pictures follow. The LM (and the learning chapter): the start token and the text's last `block_size`
-    − 1 tokens, with a notice when the text is longer; the classifier: the review as it reads it
-    (`tokenization.read_review`: its first window, cut as training cut it), unpadded."""
+def experiment_ids(ckpt: Checkpoint, text: str) -> list[int]:
+    """What the experiments read: the whole text up to the model's context, the tokens the track's pass
+    reads. The LM (and the learning chapter): the start token and the text's last `block_size` − 1
+    tokens (`tokenization.fit_context`, as `lm_pass` and `learn_pass` cut it, and say so); the classifier:
+    the review as it reads it (`tokenization.read_review`: its first window, cut as training cut it),
+    unpadded, where its pictures follow a shorter cut."""
     model, tokenizer = ckpt.require()
     if ckpt.name != LM:
         return read_review(text, tokenizer, ckpt.reading).ids
-    ids, keep = tokenizer.encode(text), model.config.block_size - 1
-    if len(ids) > keep:
-        if track == LM:  # the learning chapter says it itself: it reads what its experiments read
-            notices.append(f"Your text is {len(ids):,} tokens, more than the model's context of {keep + 1}: the "
-                           f"experiments read its last {keep}, after the start token.")
-    return [tokenizer.bos_id, *ids[-keep:]]
+    return fit_context(prompt_ids(text, tokenizer), model.config.block_size, keep="end")
 
 
 def experiment_json(o: Outcome) -> dict:

@@ -36,24 +36,31 @@ TOP_TOKENS = 10  # the JSON's top_tokens
 
 
 def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
-    """The LM's forward pass over `[bos] + encode(text)` (`prompt_ids`, the chat's reading), its last
-    `MAX_TOUR_TOKENS` at most, read at `layer`'s named points and along the residual stream."""
+    """The LM's forward pass over `[bos] + encode(text)` (`prompt_ids`, the chat's reading) up to its
+    context (the last `block_size` tokens: the ones the experiments read too), read at `layer`'s named
+    points and along the residual stream. A notice says what a cut kept, and that a picture of more than
+    `MAX_TOUR_TOKENS` tokens draws its last ones (`demo.plots.tour_window`)."""
     model, tokenizer = ckpt.require()
     c = model.config
     if not c.norm_first:
         raise DemoError("The tour follows pre-norm models (LayerNorm before each sublayer), as the shipped ones are.")
     notices = []
     whole = prompt_ids(text, tokenizer)
-    ids = fit_context(whole, min(MAX_TOUR_TOKENS, c.block_size), keep="end")
+    ids = fit_context(whole, c.block_size, keep="end")
     if len(ids) < len(whole):
-        notices.append(f"Your text is {len(whole) - 1} tokens: the pictures follow the last {len(ids) - 1}; the "
-                       f"experiments read the whole text (up to {c.block_size} tokens).")
-    at = f"decoder.{layer}"
-    points = {"embedded": "decoder.embed", "positioned": "decoder.input", "norm_1": f"{at}.attn.in",
-              "q": f"{at}.attn.q", "k": f"{at}.attn.k", "v": f"{at}.attn.v", "weights": f"{at}.attn.weights",
-              "heads": f"{at}.attn.heads", "attention": f"{at}.attn.out", "norm_2_in": f"{at}.attn.resid",
-              "norm_2": f"{at}.ffn.in", "ffn_hidden": f"{at}.ffn.hidden", "ffn": f"{at}.ffn.out",
-              "final": "decoder.norm", "logits": "logits"}
+        start = tokenizer.decode(ids[1:6]).strip()
+        notices.append(f"Your text is {len(whole) - 1:,} tokens, more than the model's context of {c.block_size}: "
+                       f"every step and experiment reads its last {len(ids) - 1} (from “{start} …”).")
+    if len(ids) > MAX_TOUR_TOKENS:  # short: step 1 stays on a phone's first screen
+        notices.append(f"The pictures draw the last {MAX_TOUR_TOKENS} of the {len(ids)} tokens; every step and "
+                       f"experiment reads all {len(ids)}.")
+    at = f"decoder.layers.{layer}"  # the layer's modules, whose paths are its points' names
+    attn, ffn, attn_sub, ffn_sub = f"{at}.self_attn", f"{at}.feed_forward", f"{at}.sublayer.0", f"{at}.sublayer.1"
+    points = {"embedded": "pos.hook_embed", "positioned": "pos.hook_input", "norm_1": f"{attn_sub}.hook_in",
+              "q": f"{attn}.hook_q", "k": f"{attn}.hook_k", "v": f"{attn}.hook_v", "weights": f"{attn}.hook_weights",
+              "heads": f"{attn}.hook_heads", "attention": f"{attn}.hook_out", "norm_2_in": f"{attn_sub}.hook_resid",
+              "norm_2": f"{ffn_sub}.hook_in", "ffn_hidden": f"{ffn}.hook_hidden", "ffn": f"{ffn}.hook_out",
+              "final": "decoder.hook_norm", "logits": "embed.hook_logits"}
     streams = residual_stream_points(model)
     x = torch.tensor([ids], device=ckpt.device)
     seen, _ = capture(model, {**points, **{name: name for name in streams}}, lambda: model(x))
@@ -66,13 +73,11 @@ def lm_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
     values["stream"] = torch.stack([f64(seen[name][0]) for name in streams])  # (L+1, T, C)
     values["norm_1_in"] = values["stream"][layer]
     values["final_in"] = values["stream"][-1]
-    owner = model.point_owner
-    ffn = owner(f"{at}.ffn.out")
-    modules = {"lookup": owner("logits").lut, "norm_1": owner(f"{at}.attn.in").norm,
-               "qkv": owner(f"{at}.attn.q").in_proj, "heads": owner(f"{at}.attn.out").out_proj,
-               "norm_2": owner(f"{at}.ffn.in").norm, "ffn_1": ffn.w_1, "ffn_2": ffn.w_2,
-               "final_norm": owner("decoder.norm").norm}
-    counts = parameter_counts(model, [owner(f"decoder.{i}.ffn.out") for i in range(c.n_layer)])
+    module = model.get_submodule  # the module a point's name leads to computed its value
+    modules = {"lookup": module("embed").lut, "norm_1": module(attn_sub).norm, "qkv": module(attn).in_proj,
+               "heads": module(attn).out_proj, "norm_2": module(ffn_sub).norm, "ffn_1": module(ffn).w_1,
+               "ffn_2": module(ffn).w_2, "final_norm": module("decoder").norm}
+    counts = parameter_counts(model, [block.feed_forward for block in model.decoder.layers])
     p = Pass(LM, c, ids, [label(tokenizer, i) for i in ids], layer, values, modules,
              {"tokenizer": tokenizer, "ffn_parameters": counts[0], "parameters": counts[1]})
     return p, notices
@@ -177,7 +182,7 @@ def weighted_sum(s: LMState) -> Built:
                  out=num(float(out[s.last, 0])))
 
 
-@step("heads", CodeRef("model.attention.MultiHeadAttention.forward", r"out = self\.at\(\"heads\", out\)",
+@step("heads", CodeRef("model.attention.MultiHeadAttention.forward", r"out = self\.hook_heads\(out\)",
                        r"self\.out_proj\(out\)"))
 def heads(s: LMState) -> Built:
     n_head = s.c.n_head

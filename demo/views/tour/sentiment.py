@@ -18,6 +18,7 @@ from demo.views.tour.lesson_text import Part
 from demo.views.tour.recompute import allowed, check, embed, f64, head_attention, layer_norm, linear, masked, softmax
 from demo.views.tour.registry import Built, Panel, State, Track, add_track, step
 from demo.views.tour.show import heat, ids_worked, num, pieces, tok
+from model import residual_point
 
 PADDING = 2  # pad tokens added after a review, to show what the padding mask does
 
@@ -57,12 +58,12 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
     ids = source.ids[0].tolist() + [c.pad_token_id] * PADDING
     real = torch.tensor([[1] * source.ids.size(1) + [0] * PADDING], device=ckpt.device)
     cross_layer = min(layer, c.n_decoder_layer - 1)
-    at, cross = f"encoder.{layer}.attn", f"decoder.{cross_layer}.cross"
-    points = {"source_positioned": "encoder.input", "qkv_in": f"{at}.in", "q": f"{at}.q", "k": f"{at}.k",
-              "v": f"{at}.v", "weights": f"{at}.weights", "mask": f"{at}.mask",
-              "memory_in": f"encoder.{c.n_encoder_layer - 1}.ffn.resid",
-              "decoder_positioned": "decoder.input", "cross_query_in": f"{cross}.in",
-              "cross_weights": f"{cross}.weights", "decoder_out": "decoder.norm"}
+    at, cross = f"encoder.layers.{layer}", f"decoder.layers.{cross_layer}"  # paths: the points' names
+    points = {"source_positioned": "src_pos.hook_input", "qkv_in": f"{at}.sublayer.0.hook_in",
+              **{part: f"{at}.self_attn.hook_{part}" for part in ("q", "k", "v", "weights", "mask")},
+              "memory_in": residual_point(model, "encoder", c.n_encoder_layer - 1),
+              "decoder_positioned": "tgt_pos.hook_input", "cross_query_in": f"{cross}.sublayer.1.hook_in",
+              "cross_weights": f"{cross}.cross_attn.hook_weights", "decoder_out": "decoder.hook_norm"}
 
     def run():
         memory, _ = model.encode(torch.tensor([ids], device=ckpt.device), real)
@@ -86,9 +87,9 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
     }
     n = len(ids)
     mask = seen["mask"].expand(1, 1, n, n)  # (1, 1, T, T) True where a query may look (padding: one row)
-    owner = model.point_owner
-    modules = {"lookup": owner("logits").lut, "qkv": owner(f"{at}.q").in_proj,
-               "encoder_norm": owner("encoder.norm").norm, "cross": owner(f"{cross}.q")}
+    module = model.get_submodule  # the module a point's name leads to computed its value
+    modules = {"lookup": module("embed").lut, "qkv": module(f"{at}.self_attn").in_proj,
+               "encoder_norm": module("encoder").norm, "cross": module(f"{cross}.cross_attn")}
     p = Pass(SENTIMENT, c, ids, [label(tokenizer, i) for i in ids], layer, values, modules, {
         "is_causal": c.causal_encoder, "mask": mask[0, 0].cpu(), "real": real[0].cpu().bool(), "labels": labels,
         "candidates": candidates, "best": best, "temperature": reader.temperature, "cross_layer": cross_layer,
@@ -178,7 +179,7 @@ def cross(s: SentimentState) -> Built:
                  weight=num(float(weights[0, top])))
 
 
-@step("label", CodeRef("model.encoder_decoder.EncoderDecoder.scored_candidates", r"logits, maps = self\.decode",
+@step("label", CodeRef("model.encoder_decoder.EncoderDecoder.candidate_scores", r"logits, maps = self\.decode",
                        r"return \(log_probs"))
 def label_step(s: SentimentState) -> Built:
     x, c = s.p.extra, s.c
