@@ -16,7 +16,7 @@ from training.linear_evidence import Scorer, phrases, review_snippets
 
 pytest.importorskip("sklearn")
 
-VAL_SIZE, SEED = 10, 3
+ROWS, VAL_SIZE, SEED = 120, 10, 3
 TOKENIZER = "checkpoints/tokenizer.json"
 
 
@@ -74,13 +74,14 @@ def test_a_phrase_that_is_one_strong_word_with_filler_is_not_kept():
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
-    """40 training reviews, 10 of them held out (seed 3), each of its label's words."""
+    """120 training reviews, 10 of them held out (seed 3), each of its label's words: enough rows that the
+    linear model gives a word alone the confidence a kept word needs (at 40 it gives "terrific" 0.78)."""
     folder = tmp_path_factory.mktemp("imdb")
     good = "A terrific film. The acting was superb and moving. I loved it."
     bad = "A dreadful film. The acting was awful and dull. I hated it."
-    labels = [i % 2 for i in range(40)]
+    labels = [i % 2 for i in range(ROWS)]
     texts = [f"Review {i}. " + (good if y else bad) for i, y in enumerate(labels)]
-    _, held_out = validation_split(40, VAL_SIZE, SEED)
+    _, held_out = validation_split(ROWS, VAL_SIZE, SEED)
     for i in held_out:
         texts[i] = f"HELDOUT {i}. A forgettable film."
     pd.DataFrame({"text": texts, "label": labels}).to_parquet(folder / "train.parquet")
@@ -93,7 +94,7 @@ def test_the_cache_reads_no_held_out_review_and_trains_as_evidence_does(data_dir
                           "--tokenizer", TOKENIZER, "--out", str(out)])
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     header, reviews = lines[0], lines[1:]
-    train_rows, held_out = validation_split(40, VAL_SIZE, SEED)
+    train_rows, held_out = validation_split(ROWS, VAL_SIZE, SEED)
     assert (header["format"], header["method"], header["val_size"], header["seed"]) == (1, "tfidf_lr", 10, 3)
     assert sorted(r["review"] for r in reviews) == sorted(train_rows.tolist())
     assert not any("HELDOUT" in s["text"] or "forgettable" in s["text"].casefold()
@@ -101,7 +102,7 @@ def test_the_cache_reads_no_held_out_review_and_trains_as_evidence_does(data_dir
     texts, labels, counts = load_evidence([str(out)], VAL_SIZE, SEED)
     assert counts["word"] > 0 and counts["sentence"] > 0
     by_text = dict(zip(texts, labels, strict=True))
-    assert by_text.get("Terrific.") == 1 and by_text.get("Dreadful.") == 0  # written as the app reads a word
+    assert by_text.get("Superb.") == 1 and by_text.get("Awful.") == 0  # written as the app reads a word
     assert not out.with_suffix(".partial").exists()
     with pytest.raises(UsageError):  # a run that holds out other rows cannot read it
         load_evidence([str(out)], VAL_SIZE + 1, SEED)
