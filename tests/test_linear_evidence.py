@@ -12,7 +12,7 @@ from training import linear_evidence
 from training.data import validation_split
 from training.errors import UsageError
 from training.evidence import load_evidence
-from training.linear_evidence import Scorer, phrases, review_snippets
+from training.linear_evidence import Leanings, Scorer, negations, phrases, review_snippets
 
 pytest.importorskip("sklearn")
 
@@ -40,6 +40,12 @@ class Lexicon:
         return np.array(out)
 
 
+# how far each word leans toward positive in the training sentences (`Leanings.count`); "the", "was", "it",
+# "not" are function words, never kept alone
+LEANINGS = Leanings({"terrific": 0.82, "cast": 0.52, "plot": 0.4, "bad": 0.17, "dull": 0.15, "really": 0.6,
+                     "acting": 0.45, "it": 0.51}, frozenset({"the", "was", "it", "not", "and"}))
+
+
 def test_phrases_are_two_or_three_words_and_shorter_than_the_sentence():
     assert phrases(["a", "b"]) == []  # the sentence itself is kept as a sentence, not as a phrase
     assert phrases(["a", "b", "c"]) == [(0, 1), (1, 2)]
@@ -50,26 +56,60 @@ def test_a_review_gives_its_agreeing_sentences_their_strong_words_and_the_phrase
     lexicon = Lexicon({"terrific": 0.97, "cast": 0.55, "plot": 0.5, "bad": 0.05, "dull": 0.04, "not": 0.3},
                       {"the cast was terrific": 0.95, "not bad": 0.9, "was not bad": 0.85})
     text = "The cast was terrific. The plot was dull. It was not bad."
-    found = review_snippets(text, 1, Scorer(lexicon))
+    found = review_snippets(text, 1, Scorer(lexicon, LEANINGS))
     assert ("The cast was terrific.", "sentence") in [(t, k) for t, k, _ in found]
     assert not any("dull" in t for t, _, _ in found)  # a sentence against the label is never kept
     assert ("terrific", "word") in [(t, k) for t, k, _ in found]
     assert ("cast", "word") not in [(t, k) for t, k, _ in found]  # 0.55: carries too little
-    # "It was not bad." as a whole scores mean(not, bad) = 0.175 for positive: not kept, so neither is "not bad"
-    assert not any("bad" in t for t, _, _ in found)
+    # "It was not bad." as a whole scores mean(not, bad) = 0.175 for positive: not kept as a sentence; its
+    # negation ("bad" leans 0.17, the review is positive) is kept as a phrase
+    assert [(t, k) for t, k, _ in found if "bad" in t] == [("not bad", "phrase")]
     kept = review_snippets("Not bad, not bad.", 1, Scorer(Lexicon({"not": 0.3, "bad": 0.05}, {"not bad, not bad": 0.95,
-                                                                                            "not bad": 0.9})))
-    assert ("not bad", "phrase") in [(t.casefold(), k) for t, k, _ in kept]  # outweighs both its words
+                                                                                            "not bad": 0.9}), LEANINGS))
+    assert ("not bad", "phrase") in [(t.casefold(), k) for t, k, _ in kept]  # outweighs both its words, negates "bad"
     assert all(p >= linear_evidence.WORD_P for _, k, p in kept if k != "sentence")
 
 
 def test_a_phrase_that_is_one_strong_word_with_filler_is_not_kept():
     scorer = Scorer(Lexicon({"terrific": 0.97, "really": 0.75, "acting": 0.5},
-                            {"the acting was really terrific": 0.95}))
+                            {"the acting was really terrific": 0.95}), LEANINGS)
     found = review_snippets("The acting was really terrific.", 1, scorer)
     assert ("The acting was really terrific.", "sentence") in [(t, k) for t, k, _ in found]
     assert [k for _, k, _ in found].count("phrase") == 0  # "really terrific" 0.86: above PHRASE_P, below "terrific"
     assert ("terrific", "word") in [(t, k) for t, k, _ in found]
+
+
+def test_a_word_the_linear_model_is_sure_of_alone_is_kept_only_where_it_leans_the_labels_way():
+    # alone, any word with a sizeable weight comes out near 0 or 1 (a unit-length row of one feature):
+    # "it" and "plot" as sure as "terrific"
+    lexicon = Lexicon({"it": 0.97, "plot": 0.03, "terrific": 0.96, "cast": 0.9},
+                      {"it has a terrific cast and plot": 0.95})
+    found = review_snippets("It has a terrific cast and plot.", 1, Scorer(lexicon, LEANINGS))
+    assert [t for t, k, _ in found if k == "word"] == ["terrific"]  # "it": a function word; "cast" leans 0.52
+
+
+def test_leanings_count_short_sentences_without_negation_each_label_by_its_total():
+    texts = ["Terrific fun. Plot holes.", "Dull plot. Not terrific at all.", "Terrific. Fun."]
+    found = Leanings.count(texts * 10, [1, 0, 1] * 10)  # 20 sentences each label hold a word at least ...
+    # positive sentences: {terrific, fun}, {plot, holes}, {terrific}, {fun}: 6 words; negative: {dull, plot}: 2
+    assert found.positive["plot"] == pytest.approx((10 / 60) / (10 / 60 + 10 / 20))
+    assert found.positive["terrific"] == 1.0  # "Not terrific at all." holds a negation: not counted
+    assert "holes" not in found.positive and "dull" not in found.positive  # in 10 sentences: fewer than 20
+    assert found.toward("plot", 0) == pytest.approx(0.75) and found.toward("unseen", 1) == 0.5
+    assert "the" in found.stop_words and not found.carries("the", 1) and found.carries("Terrific", 1)
+
+
+def test_a_negated_word_gives_a_phrase_only_where_the_reviews_label_is_its_flip():
+    leanings = Leanings({"bad": 0.17, "boring": 0.13, "funny": 0.7, "great": 0.74, "film": 0.5}, frozenset({"the"}))
+    assert negations("It was not bad at all.", 1, leanings) == [("not bad at all", "phrase", 0.83)]
+    assert negations("It wasn't that funny.", 0, leanings) == [("wasn't that funny", "phrase", 0.7)]
+    assert negations("Not bad.", 0, leanings) == []  # a negative review: the flip and its label disagree
+    assert negations("Not the great film.", 0, leanings) == []  # "the" is no word of degree
+    assert negations("Not a film.", 1, leanings) == []  # "film" leans neither way
+    # found in any short sentence, also one the linear model is unsure of
+    lexicon = Lexicon({"not": 0.3, "bad": 0.05, "acting": 0.5})
+    found = review_snippets("The acting was not bad at all.", 1, Scorer(lexicon, LEANINGS))
+    assert found == [("not bad at all", "phrase", pytest.approx(0.83))]
 
 
 @pytest.fixture(scope="module")
