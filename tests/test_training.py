@@ -20,7 +20,7 @@ from model import DecoderOnlyLM, EncoderDecoder, EncoderDecoderConfig, MultiHead
 from publishing import report
 from storage import SNAPSHOTS_DIR, STATE_NAME, chain, read_index
 from tokenization import BPETokenizer, clean_text
-from training import evaluate, run, run_spec
+from training import budget, evaluate, run, run_spec
 from training.budget import FINAL_OVERHEAD_S, FINAL_SHARE
 from training.distributed import DistInfo
 from training.recipe import Recipe
@@ -572,28 +572,42 @@ def budgeted(tmp_path: Path, tokenizer_path: Path, clock: StepClock, max_steps: 
     return trainer
 
 
+@pytest.fixture
+def one_evaluation(monkeypatch):
+    """No evaluation floor for a sized run (one evaluation, its last step's): the budget tests below count
+    their steps with the evaluations their `eval_every` asks for, as sized runs did before `MIN_EVALUATIONS`."""
+    monkeypatch.setattr(budget, "MIN_EVALUATIONS", 0)
+
+
 def test_a_run_without_max_steps_fits_its_schedule_to_the_time_budget(tmp_path, tokenizer_path):
-    """The schedule's end is fixed from 10 timed steps (after 2 untimed) so that training and what
-    follows it end by the deadline; the timing steps leave no trace: the run is the fixed-step run of
-    the count it chose, weight for weight."""
+    """The schedule's end is fixed from 10 timed steps (after 2 untimed) so that training, its evaluations
+    and what follows end by the deadline; the timing steps leave no trace: the run is the fixed-step run
+    of the count it chose, weight for weight. It evaluates at least `MIN_EVALUATIONS` times (a curve, not
+    a dot), though eval_every asks for 1,000 steps."""
     clock = StepClock(per_batch=1.0)
     sized = budgeted(tmp_path, tokenizer_path, clock, None, "sized")
     assert sized.train() == "max_steps"
     # 60 s: 12 s of timing steps; the final evaluation 6 s (a tenth of the budget) + 5 s; 2 evaluations
-    # of 3 rows x 0.5 s (the one stop_reason keeps in hand, the last step's); 1 s a step (+1.5 s / 1000)
-    assert sized.plan.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 33}
-    assert sized.cfg.max_steps == sized.step == 33 and clock.batches == 12 + 33
-    assert 33 * (1 + 1.5 / 1000) <= 60 - 12 - 11 - 2 * 1.5 < 34 * (1 + 1.5 / 1000)  # one step more would not fit
-    assert sized.history[-1]["lr"] == pytest.approx(lr_at(32, sized.cfg)) and lr_at(33, sized.cfg) == pytest.approx(
+    # of 3 rows x 0.5 s (the one stop_reason keeps in hand, the last step's); 5 periodic ones; 1 s a step
+    assert budget.MIN_EVALUATIONS == 5
+    assert sized.plan.sized == {"step_seconds": 1.0, "eval_seconds": 1.5, "budget_s": 48.0, "max_steps": 26}
+    assert sized.cfg.max_steps == sized.step == 26 and clock.batches == 12 + 26
+    assert 26 <= 60 - 12 - 11 - 2 * 1.5 - 5 * 1.5 < 27  # one step more would not fit
+    evaluated = [h["step"] for h in sized.history if "val_loss" in h]
+    assert sized.cfg.eval_every == 5 and evaluated == [5, 10, 15, 20, 25, 26]
+    assert sized.history[-1]["lr"] == pytest.approx(lr_at(25, sized.cfg)) and lr_at(26, sized.cfg) == pytest.approx(
         sized.cfg.lr * sized.cfg.min_lr_ratio)  # the decay ends at the last step
-    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 33, "fixed")
+    fixed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), 26, "fixed")
     assert fixed.train() == "max_steps" and fixed.plan.sized is None
     assert all(torch.equal(v, fixed.model.state_dict()[k]) for k, v in sized.model.state_dict().items())
     state = torch.load(tmp_path / "sized" / STATE_NAME, weights_only=True)
-    assert state["train_config"]["max_steps"] == 33 and state["sized"] == sized.plan.sized
+    assert state["train_config"]["max_steps"] == 26 and state["sized"] == sized.plan.sized
+    resumed = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), None, "sized")
+    resumed.load_state(Trainer.read_state(tmp_path / "sized" / STATE_NAME))
+    assert (resumed.cfg.max_steps, resumed.cfg.eval_every) == (26, 5)  # the interval chosen, kept on resume
 
 
-def test_a_sized_run_warms_up_for_at_most_a_quarter_of_its_steps(tmp_path, tokenizer_path):
+def test_a_sized_run_warms_up_for_at_most_a_quarter_of_its_steps(tmp_path, tokenizer_path, one_evaluation):
     """50 warmup steps asked, 33 steps fit the minute: 8 warm up (a quarter), the run is the fixed run of
     33 steps with 8, weight for weight, and a resumed run keeps the 8."""
     sized = budgeted(tmp_path, tokenizer_path, StepClock(per_batch=1.0), None, "sized", warmup=50)
@@ -605,7 +619,7 @@ def test_a_sized_run_warms_up_for_at_most_a_quarter_of_its_steps(tmp_path, token
     assert resumed.cfg.warmup_steps == 8 and resumed.cfg.max_steps == 33
 
 
-def test_a_sized_run_resumes_with_the_count_it_chose(tmp_path, tokenizer_path):
+def test_a_sized_run_resumes_with_the_count_it_chose(tmp_path, tokenizer_path, one_evaluation):
     """Steps slower than the timed ones: the deadline stops it mid-schedule; --resume (another minute)
     keeps the count its state recorded, times nothing, and ends where the uninterrupted run ends."""
     clock = StepClock(per_batch=1.0)
@@ -633,7 +647,7 @@ def same_weights(a: Trainer, b: Trainer) -> bool:
     return all(torch.equal(v, b.model.state_dict()[k]) for k, v in a.model.state_dict().items())
 
 
-def test_a_wsd_run_refits_its_count_to_its_warm_steps_before_the_decay_starts(tmp_path, tokenizer_path):
+def test_a_wsd_run_refits_its_count_to_its_warm_steps_before_the_decay_starts(tmp_path, tokenizer_path, one_evaluation):
     """The sizing steps take 1 s, the run's own 0.5 s (a CPU's first steps are slower): every 10 steps
     while the rate holds its peak the count is re-fitted to the steps taken, and the run is the
     fixed-step wsd run of the count it ends with, weight for weight. A cosine run keeps its first count."""
@@ -656,7 +670,7 @@ def test_a_wsd_run_refits_its_count_to_its_warm_steps_before_the_decay_starts(tm
     assert cosine.train() == "max_steps" and cosine.step == 33 and "first_max_steps" not in cosine.plan.sized
 
 
-def test_a_wsd_refit_never_moves_the_decay_before_the_next_step(tmp_path, tokenizer_path):
+def test_a_wsd_refit_never_moves_the_decay_before_the_next_step(tmp_path, tokenizer_path, one_evaluation):
     """Warm steps slower than the sizing ones: fewer steps. At 2 s a step, at step 10: 60 - 32 - 11 - 3 =
     14 s, 6 steps more: 16. At 3 s: 4 s, one step more: 11, but the decay of 11 would have started at
     step 9, already taken at the peak rate: the fewest steps whose decay starts at step 10, 12."""
@@ -671,7 +685,7 @@ def test_a_wsd_refit_never_moves_the_decay_before_the_next_step(tmp_path, tokeni
     assert fixed.train() == "max_steps" and slowest.step == 12 and same_weights(slowest, fixed)
 
 
-def test_a_wsd_run_decays_from_where_the_held_out_loss_stops_improving(tmp_path, tokenizer_path):
+def test_a_wsd_run_decays_from_where_the_held_out_loss_stops_improving(tmp_path, tokenizer_path, one_evaluation):
     """Evaluated every 10 steps, the held-out loss falls, then rises at step 30 while the rate holds its
     peak: the decay starts at step 30 (the fewest steps whose decay starts there: 37, 37 - 7 = 30) and
     the run ends at 37, before its minute is up, as the fixed 37-step wsd run, keeping step 20's weights."""
@@ -692,7 +706,7 @@ def test_a_wsd_run_decays_from_where_the_held_out_loss_stops_improving(tmp_path,
     assert "cooled_down_at" not in cosine.plan.sized and "first_max_steps" not in cosine.plan.sized
 
 
-def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, tokenizer_path):
+def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, tokenizer_path, one_evaluation):
     """Re-fitted to 67 at step 10, the steps then slow down during the decay (3 s from step 40): the
     deadline stops it; --resume times nothing, re-fits nothing, and ends as the fixed 67-step run."""
     clock = StepClock(per_batch=1.0, then={12: 0.5, 12 + 40: 3.0})
@@ -708,7 +722,8 @@ def test_a_refitted_run_resumes_with_the_count_its_state_recorded(tmp_path, toke
     assert fixed.train() == "max_steps" and same_weights(resumed, fixed)
 
 
-def test_a_sized_run_that_would_read_its_text_too_often_trains_with_dropout(tmp_path, tokenizer_path, monkeypatch):
+def test_a_sized_run_that_would_read_its_text_too_often_trains_with_dropout(tmp_path, tokenizer_path, monkeypatch,
+                                                                            one_evaluation):
     """With `repeat_dropout`, a count that would read the training tokens more than `REPEAT_PASSES`
     times turns that dropout on before the first step (the attention weights keeping none) and times
     the steps again: here 2 s instead of 1, so 4 steps fit instead of 33. The run is the fixed 4-step

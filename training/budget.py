@@ -9,7 +9,8 @@ and returns a new one, which the trainer adopts (its settings and, for the dropo
 
 What it decides, and when the loop asks:
 - before the first step, a run without `max_steps` is sized (`size`): the steps that fit the time
-  left, timed on real steps, with the dropout rule of a run that would read its text too often;
+  left, timed on real steps, with the dropout rule of a run that would read its text too often, and
+  an evaluation interval that draws its curve in at least `MIN_EVALUATIONS` points;
 - before each step, whether the next step still fits (`out_of_time`), and from which step the count
   is final (`decay_begins`);
 - after a periodic evaluation under wsd, whether the decay starts early because the held-out loss
@@ -17,13 +18,14 @@ What it decides, and when the loop asks:
   steps the run takes (`refit_due`);
 - at the end, how many rows the final evaluation reads (`final_rows`).
 
-The run's settings stay as given (`TimeBudget.cfg`); the plan's count and warmup replace theirs in the
-copy the trainer trains with (`Plan.settings`), and `sized`, the record of how the count was chosen, is
-saved beside the settings in trainer_state.pt and metrics.json (`sized_to_budget`). Every duration it
-plans with is measured in this invocation (steps; periodic evaluations: seconds per validation row) or,
-until it evaluates, a resumed run's last rate on the same device and threads. `clock` (seconds) is read
-once at the start, around the sizing steps and once before each step (while re-fitting, after it too,
-and at each re-fit); tests inject one to make a rank run out of time, or a step take a known time.
+The run's settings stay as given (`TimeBudget.cfg`); the plan's count, warmup and evaluation interval
+replace theirs in the copy the trainer trains with (`Plan.settings`), and `sized`, the record of how the
+count was chosen, is saved beside the settings in trainer_state.pt and metrics.json (`sized_to_budget`).
+Every duration it plans with is measured in this invocation (steps; periodic evaluations: seconds per
+validation row) or, until it evaluates, a resumed run's last rate on the same device and threads.
+`clock` (seconds) is read once at the start, around the sizing steps and once before each step (while
+re-fitting, after it too, and at each re-fit); tests inject one to make a rank run out of time, or a
+step take a known time.
 """
 
 import math
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 
 FINAL_SHARE = 0.1  # under --max-minutes, the final evaluation gets at most this share of the budget ...
 WARMUP_SHARE = 0.25  # a run sized to its minutes warms up for at most this share of its steps (`Plan.capped_warmup`)
+MIN_EVALUATIONS = 5  # ... and evaluates at least this many times (`Plan.evaluated_often`)
 FINAL_OVERHEAD_S = 5.0  # ... plus this (at most that share) for loading the checkpoint, samples, curve and metrics
 SIZING_STEPS = 12  # a run sized to its time budget (`TimeBudget.size`) times this many steps ...
 SIZING_UNTIMED = 2  # ... but not its first ones, which allocate memory and pick kernels: slower than the rest
@@ -63,18 +66,20 @@ class Plan:
 
     max_steps: int | None  # None: a run left to its time budget, before `TimeBudget.size`
     warmup_steps: int
+    eval_every: int
     dropout: float | None = None  # the dropout rule's choice (`REPEAT_PASSES`); None: the model's own
     refitting: bool = False  # sized in this invocation under wsd: the count may change until the decay starts
     sized: dict | None = None  # how the count was chosen (metrics.json's `sized_to_budget`); never mutated
 
     @classmethod
     def given(cls, cfg: TrainConfig) -> "Plan":
-        """The plan of settings as given: their count (None: to be sized) and warmup."""
-        return cls(cfg.max_steps, cfg.warmup_steps)
+        """The plan of settings as given: their count (None: to be sized), warmup and evaluation interval."""
+        return cls(cfg.max_steps, cfg.warmup_steps, cfg.eval_every)
 
     def settings(self, cfg: TrainConfig) -> TrainConfig:
-        """`cfg` with this plan's count and warmup: what the run trains with (`cfg` itself stays as given)."""
-        return replace(cfg, max_steps=self.max_steps, warmup_steps=self.warmup_steps)
+        """`cfg` with this plan's count, warmup and evaluation interval: what the run trains with (`cfg`
+        itself stays as given)."""
+        return replace(cfg, max_steps=self.max_steps, warmup_steps=self.warmup_steps, eval_every=self.eval_every)
 
     def counted(self, steps: int, **record) -> "Plan":
         """This plan with `steps` steps, `record` added to `sized` (the first count kept as `first_max_steps`)."""
@@ -88,6 +93,16 @@ class Plan:
         warmup steps were all 13 of a 1-minute run on a busy 2-core CPU, which then never trained at its
         peak rate. Applied where the count is sized, and again from the recorded count on resume."""
         return replace(self, warmup_steps=min(self.warmup_steps, max(1, int(self.max_steps * WARMUP_SHARE))))
+
+    def evaluated_often(self) -> "Plan":
+        """A sized run evaluates at least `MIN_EVALUATIONS` times: the laptop preset's interval of 200 steps
+        suits its ~1,300 steps in 9 minutes, but gave a 2-minute run one evaluation, its training curve a
+        single dot. A periodic evaluation of the LM is a quarter of a second, so a shorter interval costs
+        next to nothing (`TimeBudget.steps_that_fit` counts it). Applied where the count is sized; a
+        resumed run keeps the recorded interval."""
+        if not MIN_EVALUATIONS:  # no floor
+            return self
+        return replace(self, eval_every=min(self.eval_every, max(1, self.max_steps // MIN_EVALUATIONS)))
 
 
 def set_dropout(model: PreTrainedModel, p: float) -> None:
@@ -154,7 +169,8 @@ class TimeBudget:
         sized = state.get("sized")
         plan = replace(plan, sized=sized, dropout=sized["dropout"] if sizing_chose(state) else None)
         if self.cfg.max_steps is None:  # sized to the first invocation's budget: a resumed one keeps that schedule
-            plan = replace(plan, max_steps=state["train_config"]["max_steps"]).capped_warmup()
+            saved = state["train_config"]
+            plan = replace(plan, max_steps=saved["max_steps"], eval_every=saved["eval_every"]).capped_warmup()
         timing = state.get("timing") or {}
         if timing.get("row_seconds") and timing.get("where") == self.where():
             # until this invocation evaluates, plan with the last one's rate on the same device and threads
@@ -193,7 +209,7 @@ class TimeBudget:
         if self.row_seconds is None and self.info.is_main:  # rank 0 evaluates
             time_evaluation()
         step_seconds, step_tokens = time_steps()
-        steps = self.steps_that_fit(step_seconds, self.clock())
+        steps = self.steps_that_fit(step_seconds, self.clock(), None)
         chosen = {}  # what the passes chose, for metrics.json
         passes = self.passes(steps, step_tokens)
         dropout = self.cfg.recipe.repeat_dropout
@@ -205,11 +221,12 @@ class TimeBudget:
             chosen = {"passes_without_dropout": round(passes, 1),
                       "step_seconds_without_dropout": round(step_seconds, 4), "dropout": dropout}
             step_seconds, _ = time_steps()
-            steps = self.steps_that_fit(step_seconds, self.clock())
+            steps = self.steps_that_fit(step_seconds, self.clock(), None)
         steps = agreed(steps if self.info.is_main else 0, self.device, self.info)
         sized = {"step_seconds": round(step_seconds, 4), "eval_seconds": round(self.planned_eval_seconds(), 3),
                  "budget_s": round(self.deadline - self.clock(), 1), "max_steps": steps, **chosen}
-        plan = replace(plan, max_steps=steps, sized=sized, refitting=self.cfg.recipe.schedule == "wsd").capped_warmup()
+        plan = replace(plan, max_steps=steps, sized=sized, refitting=self.cfg.recipe.schedule == "wsd")
+        plan = plan.capped_warmup().evaluated_often()
         if self.info.is_main:
             later = (", re-fitted as it trains until the decay starts (sooner if the held-out loss stops "
                      "improving)") if plan.refitting else ""
@@ -219,7 +236,7 @@ class TimeBudget:
                       f"memorise them, so dropout {dropout:g} from the first step", flush=True)
             print(f"sized to the time left ({sized['budget_s']:.0f} s): {steps:,} steps of "
                   f"{step_seconds:.3f} s (timed on {SIZING_STEPS - SIZING_UNTIMED}), evaluations of "
-                  f"{sized['eval_seconds']:.1f} s every {self.cfg.eval_every}{later}", flush=True)
+                  f"{sized['eval_seconds']:.1f} s every {plan.eval_every}{later}", flush=True)
         return plan
 
     def passes(self, steps: int, step_tokens: float) -> float:
@@ -228,15 +245,20 @@ class TimeBudget:
         train_tokens = self.data.description.get("train_tokens")
         return steps * step_tokens / train_tokens if train_tokens else 0.0
 
-    def steps_that_fit(self, step_seconds: float, now: float, snapshots: int | None = None) -> int:
+    def steps_that_fit(self, step_seconds: float, now: float, eval_every: int | None,
+                       snapshots: int | None = None) -> int:
         """How many steps of `step_seconds` fit between `now` and the deadline, leaving time for an
-        evaluation every `eval_every` steps, one for each snapshot still to take (`snapshots`; by
-        default all of them), the one `out_of_time` keeps in hand and the final evaluation
-        (`final_seconds`). At least one."""
+        evaluation every `eval_every` steps (None: the interval is still to be chosen, so every
+        `--eval-every` steps but at least `MIN_EVALUATIONS` of them, as `Plan.evaluated_often` will make
+        it), one for each snapshot still to take (`snapshots`; by default all of them), the one
+        `out_of_time` keeps in hand and the final evaluation (`final_seconds`). At least one."""
         evaluation = self.planned_eval_seconds()
         snapshots = self.cfg.snapshots if snapshots is None else snapshots
         left = self.deadline - now - self.final_seconds() - (snapshots + 2) * evaluation
-        return max(1, int(left / (step_seconds + evaluation / self.cfg.eval_every)))
+        fit = left / (step_seconds + evaluation / (eval_every or self.cfg.eval_every))
+        if eval_every is None:
+            fit = min(fit, (left - MIN_EVALUATIONS * evaluation) / step_seconds)
+        return max(1, int(fit))
 
     # --- while it trains: the wsd count is re-fitted until its decay starts ---------------------------
     def decay_start(self, plan: Plan) -> int:
@@ -292,7 +314,7 @@ class TimeBudget:
         (a slower machine starts decaying now, and the deadline guards the rest). Under DDP the slowest
         rank's step time counts and rank 0's count is everyone's."""
         step_seconds = agreed(math.ceil(step_seconds * 1e6), self.device, self.info) / 1e6
-        fit = step + self.steps_that_fit(step_seconds, now, snapshots_left)
+        fit = step + self.steps_that_fit(step_seconds, now, plan.eval_every, snapshots_left)
         steps = agreed(max(fit, self.decaying_from(plan, step)) if self.info.is_main else 0, self.device, self.info)
         if steps == plan.max_steps:
             return plan
@@ -322,7 +344,7 @@ class TimeBudget:
         evaluation would not fit."""
         if self.deadline is None:
             return False
-        next_eval = (step + 1) % self.cfg.eval_every == 0 or step + 1 == plan.max_steps
+        next_eval = (step + 1) % plan.eval_every == 0 or step + 1 == plan.max_steps
         needed = step_seconds + (self.eval_seconds if next_eval else 0.0) + self.eval_seconds
         if self.cfg.snapshots:  # a run stopped by the deadline also keeps a snapshot of where it stopped
             needed += self.eval_seconds
