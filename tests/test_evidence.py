@@ -15,7 +15,11 @@ from inspection import attribute
 from storage import STATE_NAME
 from tokenization import BPETokenizer, sentence_spans, sentences, source_ids
 from training import evidence, run
-from training.data import validation_split
+from training.contract import TaskOptions
+from training.data import load_splits, validation_split
+from training.errors import UsageError
+from training.recipe import Recipe
+from training.tasks import SENTIMENT_LABELS, TASKS
 from training.trainer import STOPS, Trainer
 
 VAL_SIZE, SEED = 10, 3
@@ -191,6 +195,24 @@ def test_training_with_evidence_resumes_exactly_and_records_it(teacher, data_dir
     run.main([*args, "--out", str(tmp_path / "resumed"), "--resume"])
     a, b = (torch.load(tmp_path / d / STATE_NAME, weights_only=True) for d in ("straight", "resumed"))
     assert a["step"] == b["step"] == 6 and all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+
+
+def test_evidence_copies_add_each_distinct_snippet_as_a_row_of_its_own_with_its_label(teacher, data_dir, tmp_path):
+    """--evidence-copies N: every distinct (snippet, label) of the caches joins the training rows N times,
+    however many reviews gave it; the reviews and the validation rows stay as they were."""
+    cache = tmp_path / "train.jsonl"
+    build(teacher, data_dir, cache, "train", "--limit", "4")
+    texts, labels, _ = evidence.load_evidence([str(cache)], VAL_SIZE, SEED)
+    distinct = list(dict.fromkeys(zip(texts, labels, strict=True)))
+    assert distinct and len(distinct) <= len(texts)
+    task = TASKS["sentiment"](load_splits(str(data_dir)), TaskOptions(VAL_SIZE, SEED, None))
+    (rows, targets), added = task.with_added_rows(Recipe(evidence=(str(cache),), evidence_copies=2))
+    reviews = len(task.train_rows[0])
+    assert rows[:reviews] == task.train_rows[0] and added == {"evidence_rows": 2 * len(distinct)}
+    assert list(zip(rows[reviews:], targets[reviews:], strict=True)) == [
+        (t, SENTIMENT_LABELS[y]) for t, y in distinct] * 2
+    with pytest.raises(UsageError, match="--evidence-copies"):
+        Recipe(evidence_copies=2)  # without a cache
 
 
 def test_evidence_needs_the_sentiment_run_s_own_held_out_rows(teacher, data_dir, tmp_path, capsys):

@@ -165,6 +165,9 @@ def build_parser() -> Parser:
                         help="sentiment: evidence caches (python -m training.evidence) to draw snippets from")
     recipe.add_argument("--evidence-prob", type=float,
                         help="sentiment: fraction of training reviews replaced by an evidence snippet, with its label")
+    recipe.add_argument("--evidence-copies", type=int,
+                        help="sentiment: each distinct evidence snippet joins the training rows, with its label, "
+                             "N copies each")
     p.add_argument("--seed", type=int, default=1337,
                    help="initialisation, data order and dropout; also which rows are held out, unless --split-seed")
     p.add_argument("--split-seed", type=int,

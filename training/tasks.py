@@ -322,13 +322,23 @@ class SentimentTask(Seq2SeqTask):
         return replace(data, short=short, description=description)
 
     def with_added_rows(self, recipe: Recipe) -> tuple[tuple[list[str], list[str]], dict]:
-        """The training rows, then (with --sentence-copies N) each review's first and last sentence
+        """The training rows, then (with --evidence-copies N) each distinct evidence snippet N times with its
+        label, then (with --sentence-copies N) each review's first and last sentence
         with the review's label, N times over: the short-text check's kind of text
         (`training.heldout.short_texts`), made of training reviews only; then (with --pseudo-labels)
         the unlabeled reviews the teacher was confident of, with its verdict (`training.pseudo`).
         Also how many rows of each kind were added, for metrics.json."""
         texts, targets = self.train_rows
         added = {}
+        if recipe.evidence_copies:
+            if self.options.max_examples is not None:
+                raise UsageError("--evidence does not combine with --max-examples: the held-out rows are then "
+                                 "other reviews, which the evidence may come from")
+            found = load_evidence(recipe.evidence, self.options.val_size, self.options.seed)
+            distinct = list(dict.fromkeys(zip(found[0], found[1], strict=True)))  # once, however many reviews gave it
+            texts = texts + [t for t, _ in distinct] * recipe.evidence_copies
+            targets = targets + [SENTIMENT_LABELS[y] for _, y in distinct] * recipe.evidence_copies
+            added["evidence_rows"] = len(distinct) * recipe.evidence_copies
         if recipe.sentence_copies:
             short = short_texts(texts, targets) * recipe.sentence_copies
             texts, targets = texts + [r.text for r in short], targets + [r.label for r in short]
