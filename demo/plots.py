@@ -367,9 +367,10 @@ COLOUR_BAR = 54  # pixels under a heatmap for its horizontal colour scale
 
 def tour_window(panel, show_all: bool = False) -> tuple[slice, slice]:
     """The rows and columns of a heatmap the tour draws: every one with `show_all`; else the last
-    `MAX_TOUR_TOKENS` rows (the tokens nearest the prediction: a model reads a whole context, a picture
-    of it stays legible), the same last keys of a map of tokens against tokens (attention, scores: the
-    diagonal of the rows drawn in view) and the first `TOUR_COLUMNS` dimensions of a vector map."""
+    `MAX_TOUR_TOKENS` rows (the tokens nearest the prediction, a review's end and its pads: a model reads a
+    whole context, a picture of it stays legible), the same last keys of a map of tokens against tokens
+    (attention, scores: the diagonal of the rows drawn in view) and the first `TOUR_COLUMNS` dimensions of
+    a vector map."""
     rows, cols = panel.values.shape
     if show_all:
         return slice(0, rows), slice(0, cols)

@@ -14,14 +14,15 @@ from classifier import ClassifierConfig
 from demo.serving import LM, SENTIMENT, Checkpoint, DemoError, DemoService
 from demo.tabs import tour as tour_tab
 from demo.text import TOY_NOTE
-from demo.tiny import REPO_ROOT, shared_tiny_checkpoints
+from demo.tiny import REPO_ROOT, make_tiny_checkpoints, shared_tiny_checkpoints
 from demo.views import tour
-from demo.views.sentiment import labels_and_candidates, reader_of
+from demo.views.sentiment import labels_and_candidates, read_source, reader_of
 from demo.views.tokens import EMPTY_TEXT
 from demo.views.tour import lesson_text
 from demo.views.toy import SHAPE, toy_checkpoint, toy_tokenizer
+from inspection.experiments import classifier_experiment
 from model import EncoderDecoder, EncoderDecoderConfig, current_names
-from tokenization import source_ids
+from tokenization import read_review, source_ids
 
 LM_KEYS = ["tokens", "embedding", "position", "norm", "qkv", "scores", "scaling", "mask", "softmax", "weighted_sum",
            "heads", "residual", "ffn", "stack", "logits", "probabilities", "sampling"]
@@ -472,8 +473,9 @@ def test_bad_input_is_one_line(service: DemoService) -> None:
     assert (long.layer, long.head) == (1, 0)
     toy = tour.tour(service, "this " * 50, "lm", toy=True)
     assert len(toy.steps[0].panels[0].rows) == toy_checkpoint(LM).model.config.block_size
-    review = tour.tour(service, "fine " * 400, "sentiment")
-    assert len(review.steps[0].panels[0].rows) == tour.MAX_TOUR_TOKENS and review.notices
+    review = tour.tour(service, "fine " * 400, "sentiment")  # the encoder's window, the pads in it
+    assert len(review.steps[0].panels[0].rows) == service.sentiment.model.config.max_src_len
+    assert review.notices[-1].startswith(f"The pictures draw the last {tour.MAX_TOUR_TOKENS} of the ")
 
 
 def test_tour_json_holds_the_steps_and_the_outcome(service: DemoService) -> None:
@@ -753,14 +755,56 @@ def test_the_glossary_is_on_the_page_and_each_step_links_its_first_use_of_a_word
 
 
 def test_a_review_that_fills_the_encoder_still_gets_every_experiment(service: DemoService) -> None:
-    """The padding experiment adds pads to a review that already fills the encoder: it cuts the review's head
-    to make room, says so, and no experiment of the track fails."""
+    """The encoder has no position for pads after a review that fills it: the track cuts the review (as
+    training cuts it, `PADDING` shorter), says so, and its steps and every experiment read that review; the
+    padding experiment, given a review that fills the encoder, cuts its head to make room and says so."""
     t = tour.tour(service, "fine " * 400, "sentiment")
-    assert len(t.experiments.ids) == service.sentiment.model.config.max_src_len
+    n = service.sentiment.model.config.max_src_len
+    assert len(t.experiments.ids) == n - tour.PADDING and t.experiments.ids == t.steps[0].panels[0].values.tolist()[
+        :-tour.PADDING]
+    assert f"The review and {tour.PADDING} pads do not fit the encoder's {n} positions: every step and experiment " \
+        f"reads the first {n - tour.PADDING - 1} of its tokens and its end token." in t.notices
+    assert "What this view shows is computed on the first window alone." in " ".join(t.notices)  # the model's cut
+    assert all(c.ok for s in t.steps for c in s.checks)
     for step in t.steps:
         words = tour_tab.step_experiment(t, step.key)
         assert words.startswith("**What if this step were not there?"), (step.key, words)
-    assert "the whole review and the pads do not fit" in t.experiment("padding_mask").verdict
+    window = torch.tensor([read_review(t.text, service.sentiment.tokenizer, service.sentiment.reading).ids])
+    padding = classifier_experiment("padding_mask", reader_of(service.sentiment), window)
+    assert window.size(1) == n and "the whole review and the pads do not fit" in padding.verdict
+
+
+def test_a_long_review_is_read_whole_and_drawn_in_a_window(tmp_path) -> None:
+    """Issue 61: the sentiment track reads a 200-token review whole, as the classifier reads it (`read_source`
+    with the model's own window, then the pads); its experiments' probabilities are the classifier's own on
+    the text; its pictures draw the last `MAX_TOUR_TOKENS` tokens (the review's end and the pads), and a
+    notice says so."""
+    service = DemoService(make_tiny_checkpoints(tmp_path, max_src_len=256), device="cpu")
+    ckpt = service.sentiment
+    model, tok = ckpt.require()
+    text = " ".join(["The acting was fine, but the story dragged on and on until the very end."] * 6)
+    t = tour.tour(service, text, "sentiment", 1, 1)
+    read = read_source(t.text, tok, ckpt.reading, "review", "cpu").ids[0].tolist()  # no tighter limit
+    n = len(read)
+    assert 180 <= n <= model.config.max_src_len - tour.PADDING  # whole: nothing cut (the notices below)
+    assert t.steps[0].panels[0].values.tolist() == read + [model.config.pad_token_id] * tour.PADDING
+    assert t.experiments.ids == read and all(c.ok for s in t.steps for c in s.checks)
+    expected = reader_of(ckpt).read_texts([text])[0].exp().tolist()  # the classifier on the raw text
+    labels = ckpt.reading.labels
+    assert t.label_probabilities == pytest.approx(dict(zip(labels, expected, strict=True)), abs=1e-5)
+    for key in SENTIMENT_KEYS:
+        assert list(t.experiment(key).before.values()) == pytest.approx(expected, abs=1e-4), key
+    drawn, total = tour.MAX_TOUR_TOKENS, n + tour.PADDING
+    assert t.notices == [f"The pictures draw the last {drawn} of the {total} tokens (the review's end and the pads); "
+                         f"every step and experiment reads all {n} tokens of the review."]
+    for s in t.steps:
+        for panel in s.panels:
+            if panel.kind in ("signed", "weights"):
+                z = tour_tab.plots.tour_panel_figure(panel).data[0].z
+                assert z.shape[0] <= drawn and (not panel.columns or z.shape[1] <= drawn), (s.key, panel.name)
+    mask = tour_tab.plots.tour_panel_figure(by_key(t)["padding_mask"].panels[0])
+    assert list(mask.layout.xaxis.ticktext)[-tour.PADDING - 1:] == ["&lt;/s&gt;"] + ["&lt;pad&gt;"] * tour.PADDING
+    assert mask.layout.title.subtitle.text == f"tokens {total - drawn + 1} to {total} of {total} (rows and keys)"
 
 
 @pytest.mark.parametrize("layer, head", [(0, 0), (1, 1)])

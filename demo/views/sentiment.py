@@ -56,7 +56,7 @@ def read_source(text: str, tok: BPETokenizer, config: SourceConfig, what: str, d
     notices = []
     if len(review.pieces) < review.n_tokens:
         size, shown = config.max_src_len - 1, len(review.pieces)
-        view = _cut_words(shown, min(config.src_keep_tail, shown))
+        view = cut_words(shown, min(config.src_keep_tail, shown))
         if len(review.windows) == 1:
             notices.append(f"The {what} is {review.n_tokens:,} tokens; this view shows {view} (it draws at most "
                            f"{shown + 1} tokens, the end token included); the model reads them all.")
@@ -67,7 +67,7 @@ def read_source(text: str, tok: BPETokenizer, config: SourceConfig, what: str, d
     return Source(review.text, review.pieces, ids, review.word_ids, notices, review.window_ids)
 
 
-def _cut_words(read: int, tail: int) -> str:
+def cut_words(read: int, tail: int) -> str:
     """How a cut of `read` tokens keeping the last `tail` reads: "the first 639 and the last 384"."""
     parts = [f"the first {read - tail:,}" if read > tail else "", f"the last {tail:,}" if tail else ""]
     return " and ".join(p for p in parts if p)
@@ -77,7 +77,7 @@ def _windows_notice(review, what: str, size: int, tail: int) -> str:
     """What a review longer than the encoder's window gets read as: every window, and how they combine."""
     middle = " and ".join(f"{w[0].start:,}–{w[-1].end:,}" for w in review.windows[1:])
     return (f"The {what} is {review.n_tokens:,} tokens, more than the {size:,} the model reads at once. It reads "
-            f"all of it, in {len(review.windows)} windows: {_cut_words(size, min(tail, size))} tokens, then "
+            f"all of it, in {len(review.windows)} windows: {cut_words(size, min(tail, size))} tokens, then "
             f"characters {middle} (the middle those leave out); the verdict is the mean of the windows' scores. "
             "What this view shows is computed on the first window alone.")
 

@@ -82,11 +82,11 @@ def tour_of(ckpt: Checkpoint, text: object, layer: object = 0, head: object = 0,
     layer_i, head_i = _index(layer, n_layers, "layer", notices), _index(head, n_heads, "head", notices)
     p, more = track.run(ckpt, text, layer_i)
     shown = steps(p, head_i)
-    read = experiment_ids(ckpt, text)  # the whole text, up to the context
     ids = [s.key for s in shown]
     overview = [(label.format(n=n_layers), ids.index(id)) for label, id in track.overview]
     if toy:
         more.append(TOY_NOTE)
+    read = experiment_ids(p)  # what the steps read: the whole text, up to the context
     return Tour(track.name, toy, text, layer_i, head_i, n_layers, n_heads, shown, overview, notices + more,
                 **track.outcome(p), experiments=Experiments(ckpt, read, layer_i, head_i, backward, track=track.name))
 

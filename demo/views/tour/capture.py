@@ -15,8 +15,8 @@ import torch
 from tokenization import token_label, visible
 
 T = TypeVar("T")
-# a heatmap draws the last this many tokens of the LM's context until asked for every one, and the review's
-# pass keeps its head and tail to this many: the pictures stay legible
+# a heatmap draws the last this many tokens of a pass (the LM's context; the review's end and its pads) until
+# asked for every one, which the pass reads: the pictures stay legible
 MAX_TOUR_TOKENS = 32
 
 

@@ -18,9 +18,9 @@ import torch
 from classifier import Reader
 from demo.serving import LM, SENTIMENT_BACKWARD, Checkpoint
 from demo.views.chat import generation_config
+from demo.views.tour.capture import Pass
 from inspection.experiments import CLASSIFIER_EXPERIMENTS, LEARN_EXPERIMENTS, LM_EXPERIMENTS, Outcome, Run, Unavailable
 from model import GenerationConfig
-from tokenization import fit_context, prompt_ids, read_review
 
 SAMPLING = GenerationConfig(temperature=0.8, top_k=40, top_p=0.95, seed=0)  # the chat's defaults: the sampling step's
 
@@ -80,16 +80,13 @@ class Experiments:
                 return None
 
 
-def experiment_ids(ckpt: Checkpoint, text: str) -> list[int]:
-    """What the experiments read: the whole text up to the model's context, the tokens the track's pass
-    reads. The LM (and the learning chapter): the start token and the text's last `block_size` − 1
-    tokens (`tokenization.fit_context`, as `lm_pass` and `learn_pass` cut it, and say so); the classifier:
-    the review as it reads it (`tokenization.read_review`: its first window, cut as training cut it),
-    unpadded, where its pictures follow a shorter cut."""
-    model, tokenizer = ckpt.require()
-    if ckpt.name != LM:
-        return read_review(text, tokenizer, ckpt.reading).ids
-    return fit_context(prompt_ids(text, tokenizer), model.config.block_size, keep="end")
+def experiment_ids(p: Pass) -> list[int]:
+    """What the experiments read: the tokens the track's pass read, so that a step and its experiment are
+    about the same text: the LM's (and the learning chapter's) start token and the text up to the context
+    (`lm_pass`, `learn_pass`: its last `block_size` − 1 tokens); the review as `sentiment_pass` reads it,
+    without the pads it adds (`real`: the padding step's experiment adds its own)."""
+    real = p.extra.get("real")
+    return p.ids if real is None else [i for i, r in zip(p.ids, real.tolist(), strict=True) if r]
 
 
 def experiment_json(o: Outcome) -> dict:

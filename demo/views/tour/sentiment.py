@@ -11,7 +11,7 @@ import torch
 
 from classifier import Reader
 from demo.serving import SENTIMENT, Checkpoint
-from demo.views.sentiment import labels_and_candidates, read_source, reader_of
+from demo.views.sentiment import cut_words, labels_and_candidates, read_source, reader_of
 from demo.views.tour.capture import MAX_TOUR_TOKENS, Pass, capture, heads_to_rows, label
 from demo.views.tour.code import CodeRef
 from demo.views.tour.lesson_text import Part
@@ -19,6 +19,7 @@ from demo.views.tour.recompute import allowed, check, embed, f64, head_attention
 from demo.views.tour.registry import Built, Panel, State, Track, add_track, step
 from demo.views.tour.show import heat, ids_worked, num, pieces, tok
 from model import residual_point
+from tokenization import cut_source
 
 PADDING = 2  # pad tokens added after a review, to show what the padding mask does
 
@@ -47,16 +48,28 @@ def temperature(extra: dict) -> float:
 
 
 def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[str]]:
-    """The classifier's pass over the review (cut as training cut it, at most `MAX_TOUR_TOKENS`),
-    with `PADDING` pad tokens after it as a batch would add them, and the label words scored by the
-    decoder; also the same review classified without the padding (the padding must change nothing)."""
+    """The classifier's pass over the review as it reads it (`read_source` at the model's own window, with
+    its notice when the model cuts it), with `PADDING` pad tokens after it as a batch would add them, and
+    the label words scored by the decoder; also the same review classified without the padding (the
+    padding must change nothing). The encoder has no position past `max_src_len`: a review that fills it
+    makes room for the pads by the cut training makes (`cut_source`), since the padding mask is what the
+    track teaches. Every step and experiment reads all of it; a picture of more than `MAX_TOUR_TOKENS`
+    tokens draws the last ones (`demo.plots.tour_window`): the review's end and the pads."""
     model, tokenizer = ckpt.require()
     c, reader = model.config, reader_of(ckpt)
-    source = read_source(text, tokenizer, ckpt.reading, "review", ckpt.device,
-                         min(MAX_TOUR_TOKENS, c.max_src_len) - PADDING)
+    source = read_source(text, tokenizer, ckpt.reading, "review", ckpt.device)
+    review, notices, room = source.ids[0].tolist(), source.notices, c.max_src_len - PADDING
+    if len(review) > room:
+        review = [*cut_source(review[:-1], ckpt.reading, room), review[-1]]
+        notices.append(f"The review and {PADDING} pads do not fit the encoder's {c.max_src_len:,} positions: every "
+                       f"step and experiment reads {cut_words(room - 1, min(ckpt.reading.src_keep_tail, room - 1))} "
+                       "of its tokens and its end token.")
+    ids = review + [c.pad_token_id] * PADDING
+    if len(ids) > MAX_TOUR_TOKENS:  # short, as the LM track's: step 1 stays on a phone's first screen
+        notices.append(f"The pictures draw the last {MAX_TOUR_TOKENS} of the {len(ids):,} tokens (the review's end "
+                       f"and the pads); every step and experiment reads all {len(review):,} tokens of the review.")
     labels, candidates = label_words(ckpt)
-    ids = source.ids[0].tolist() + [c.pad_token_id] * PADDING
-    real = torch.tensor([[1] * source.ids.size(1) + [0] * PADDING], device=ckpt.device)
+    real = torch.tensor([[1] * len(review) + [0] * PADDING], device=ckpt.device)
     cross_layer = min(layer, c.n_decoder_layer - 1)
     at, cross = f"encoder.layers.{layer}", f"decoder.layers.{cross_layer}"  # paths: the points' names
     points = {"source_positioned": "src_pos.hook_input", "qkv_in": f"{at}.sublayer.0.hook_in",
@@ -71,7 +84,7 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
 
     seen, (memory, log_probs) = capture(model, points, run)
     with torch.inference_mode():
-        unpadded = classified(reader, model.encode(source.ids)[0], candidates)
+        unpadded = classified(reader, model.encode(torch.tensor([review], device=ckpt.device))[0], candidates)
     best = int(log_probs[0].argmax())
     decoder_ids = c.decoder_input_ids(candidates[best])
     t = len(decoder_ids)  # the decoder pass padded every candidate to the longest: the winner's own rows
@@ -95,7 +108,7 @@ def sentiment_pass(ckpt: Checkpoint, text: str, layer: int) -> tuple[Pass, list[
         "candidates": candidates, "best": best, "temperature": reader.temperature, "cross_layer": cross_layer,
         "decoder_ids": decoder_ids,
         "decoder_tokens": [label(tokenizer, i) for i in decoder_ids]})
-    return p, source.notices
+    return p, notices
 
 
 class SentimentState(State):
