@@ -1,0 +1,8 @@
+#!/bin/bash
+# issue 64, round 3: each distinct evidence snippet a row of its own (8 copies), every layer trainable
+# (layer-wise rates), peak lr 1e-3. usage: run3.sh INIT OUT
+cd /work/wip-64
+export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+echo "# $(date -u +%FT%TZ) start; $(uptime)"
+/usr/bin/time -f "wall %e s, max RSS %M KB" nice python -m training.run --task sentiment --preset base --data-dir ../shared/data/imdb --precision auto --set causal_encoder=1 --init-from "$1" --evidence runs/short/linear.jsonl --evidence-copies 8 --crop-prob 0.2 --lr 1e-3 --schedule stlr --warmup-steps 30 --unfreeze-every 0 --layer-decay 0.385 --max-tokens 4096 --max-steps 600 --eval-every 150 --eval-batches 8 --label-smoothing 0.1 --average-last 2 --save-dtype float16 --seed 1337 --max-minutes 40 --out "$2"
+echo "# $(date -u +%FT%TZ) end"
