@@ -230,6 +230,14 @@ def teacher_label(model: Reader, tokenizer: BPETokenizer, candidates: list[list[
     return int(probs.argmax()), float(probs.max())
 
 
+def cache_line(review: int, label: int | None, p: float | None, snippets: list[tuple[str, str, float]]) -> str:
+    """One review's line of a cache (FORMAT, module doc): its row, label, the teacher's probability and its
+    snippets as (text, kind, score)."""
+    line = {"review": review, "label": label, "p": p,
+            "snippets": [{"text": text, "kind": kind, "score": round(score, 4)} for text, kind, score in snippets]}
+    return json.dumps(line, ensure_ascii=False) + "\n"
+
+
 def held_out_free_rows(splits: dict, split: str, val_size: int, seed: int) -> list[int]:
     """The rows of `split` the evidence may come from, in file order: for "train" the training rows
     (`validation_split`'s first part), for "unsupervised" all; in both, none whose cleaned text is
@@ -390,9 +398,7 @@ def build(args: argparse.Namespace) -> Path:
                 label = label if p >= CONFIDENCE else None
             snippets = [] if label is None else review_evidence(text, *read_scores(model, tokenizer, candidates,
                                                                                      text, label))
-            line = {"review": row, "label": label, "p": p,
-                    "snippets": [{"text": s.text, "kind": s.kind, "score": round(s.score, 4)} for s in snippets]}
-            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            f.write(cache_line(row, label, p, [(s.text, s.kind, s.score) for s in snippets]))
             f.flush()
     elapsed = time.perf_counter() - started
     print(f"{len(todo):,} reviews in {elapsed:.0f} s ({elapsed / len(todo):.2f} s a review) -> {out}", file=sys.stderr)

@@ -67,7 +67,7 @@ from tokenization import BPETokenizer, clean_texts, review_text, sentences
 
 from .data import label_column, load_splits, text_column
 from .errors import one_line_errors
-from .evidence import FORMAT, held_out_free_rows
+from .evidence import FORMAT, cache_line, held_out_free_rows
 from .heldout import add_held_out_arguments
 
 if TYPE_CHECKING:
@@ -258,10 +258,7 @@ def build(args: argparse.Namespace) -> Path:
             snippets = review_snippets(text, label, scorer)
             for _, kind, _ in snippets:
                 counts[kind] += 1
-            line = {"review": row, "label": label, "p": None,
-                    "snippets": [{"text": review_text(t, tokenizer), "kind": kind, "score": round(p, 4)}
-                                 for t, kind, p in snippets]}
-            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            f.write(cache_line(row, label, None, [(review_text(t, tokenizer), kind, p) for t, kind, p in snippets]))
     partial.replace(out)  # a killed build leaves no cache that looks whole
     print(f"{len(rows):,} reviews, {counts['sentence']:,} sentences, {counts['phrase']:,} phrases, "
           f"{counts['word']:,} words in {time.perf_counter() - started:.0f} s -> {out}", file=sys.stderr)
