@@ -206,7 +206,8 @@ def test_evidence_copies_add_each_distinct_snippet_as_a_row_of_its_own_with_its_
     distinct = list(dict.fromkeys(zip(texts, labels, strict=True)))
     assert distinct and len(distinct) <= len(texts)
     task = TASKS["sentiment"](load_splits(str(data_dir)), TaskOptions(VAL_SIZE, SEED, None))
-    (rows, targets), added = task.with_added_rows(Recipe(evidence=(str(cache),), evidence_copies=2))
+    recipe = Recipe(evidence=(str(cache),), evidence_copies=2)
+    (rows, targets), added = task.with_added_rows(recipe, task.read_evidence(recipe))
     reviews = len(task.train_rows[0])
     assert rows[:reviews] == task.train_rows[0] and added == {"evidence_rows": 2 * len(distinct)}
     assert list(zip(rows[reviews:], targets[reviews:], strict=True)) == [

@@ -302,43 +302,40 @@ class SentimentTask(Seq2SeqTask):
 
     def prepare(self, tokenizer: BPETokenizer, model_overrides: dict, train_cfg: TrainConfig) -> TaskData:
         recipe = train_cfg.recipe
-        rows, added = self.with_added_rows(recipe)
+        evidence = self.read_evidence(recipe)
+        rows, added = self.with_added_rows(recipe, evidence)
         data = super().prepare(tokenizer, model_overrides, train_cfg, rows)
         if added:
             data = replace(data, description={**data.description, **added})
         if not (recipe.crop_prob or recipe.evidence_prob):
             return data
-        evidence, counts = ([], []), {}
-        if recipe.evidence_prob:
-            if self.options.max_examples is not None:
-                raise UsageError("--evidence does not combine with --max-examples: the held-out rows are then "
-                                 "other reviews, which the evidence may come from")
-            texts, labels, counts = load_evidence(recipe.evidence, self.options.val_size, self.options.seed)
-            evidence = (texts, labels)
+        texts, labels, counts = evidence if recipe.evidence_prob else ([], [], {})
         short = ShortExamples(rows[0], tokenizer, data.config.max_src_len, recipe.crop_prob,
-                              evidence, recipe.evidence_prob,
+                              (texts, labels), recipe.evidence_prob,
                               PairSet.target_ids(self.labels, tokenizer, data.config), recipe.shout_prob)
         description = {**data.description, **({"evidence_snippets": counts} if counts else {})}
         return replace(data, short=short, description=description)
 
-    def with_added_rows(self, recipe: Recipe) -> tuple[tuple[list[str], list[str]], dict]:
-        """The training rows, then (with --evidence-copies N) each distinct evidence snippet N times with its
-        label, then (with --sentence-copies N) each review's first and last sentence
+    def read_evidence(self, recipe: Recipe) -> tuple[list[str], list[int], dict] | None:
+        """The snippets of --evidence (`training.evidence.load_evidence`: texts, labels, counts by kind),
+        read once for --evidence-prob and --evidence-copies alike; None without a cache."""
+        if not recipe.evidence:
+            return None
+        if self.options.max_examples is not None:
+            raise UsageError("--evidence does not combine with --max-examples: the held-out rows are then "
+                             "other reviews, which the evidence may come from")
+        return load_evidence(recipe.evidence, self.options.val_size, self.options.seed)
+
+    def with_added_rows(self, recipe: Recipe, evidence: tuple[list[str], list[int], dict] | None
+                        ) -> tuple[tuple[list[str], list[str]], dict]:
+        """The training rows, then (with --sentence-copies N) each review's first and last sentence
         with the review's label, N times over: the short-text check's kind of text
         (`training.heldout.short_texts`), made of training reviews only; then (with --pseudo-labels)
-        the unlabeled reviews the teacher was confident of, with its verdict (`training.pseudo`).
-        Also how many rows of each kind were added, for metrics.json."""
+        the unlabeled reviews the teacher was confident of, with its verdict (`training.pseudo`); then
+        (with --evidence-copies N) each distinct snippet of `evidence` (`read_evidence`) N times, with
+        its label. Also how many rows of each kind were added, for metrics.json."""
         texts, targets = self.train_rows
         added = {}
-        if recipe.evidence_copies:
-            if self.options.max_examples is not None:
-                raise UsageError("--evidence does not combine with --max-examples: the held-out rows are then "
-                                 "other reviews, which the evidence may come from")
-            found = load_evidence(recipe.evidence, self.options.val_size, self.options.seed)
-            distinct = list(dict.fromkeys(zip(found[0], found[1], strict=True)))  # once, however many reviews gave it
-            texts = texts + [t for t, _ in distinct] * recipe.evidence_copies
-            targets = targets + [SENTIMENT_LABELS[y] for _, y in distinct] * recipe.evidence_copies
-            added["evidence_rows"] = len(distinct) * recipe.evidence_copies
         if recipe.sentence_copies:
             short = short_texts(texts, targets) * recipe.sentence_copies
             texts, targets = texts + [r.text for r in short], targets + [r.label for r in short]
@@ -351,6 +348,11 @@ class SentimentTask(Seq2SeqTask):
                                               self.options.seed, recipe.pseudo_confidence, self.labels)
             texts, targets = texts + more, targets + labels
             added["pseudo_rows"] = len(more)
+        if recipe.evidence_copies:
+            distinct = list(dict.fromkeys(zip(evidence[0], evidence[1], strict=True)))  # once, however many gave it
+            texts = texts + [t for t, _ in distinct] * recipe.evidence_copies
+            targets = targets + [SENTIMENT_LABELS[y] for _, y in distinct] * recipe.evidence_copies
+            added["evidence_rows"] = len(distinct) * recipe.evidence_copies
         return (texts, targets), added
 
     def batch(self, data: TaskData, step: int, rank: int = 0, world_size: int = 1) -> dict:
