@@ -109,6 +109,7 @@ class Case:
     text: str
     expected: int | None = None  # MFT: the label it must get
     base: str | None = None  # INV and DIR: the text before the edit
+    form: str | None = None  # the template it was written from, where a capability is reported by form
 
 
 @dataclass(frozen=True)
@@ -121,13 +122,16 @@ class Capability:
     direction: int = 0  # DIR: +1 P(positive) must not fall, -1 it must not rise
 
 
-def expected_cases(templates: Sequence[str], expected: int, slots: dict[str, Sequence[str]]) -> list[Case]:
-    return [Case(t.format(**f), expected) for t in templates for f in fillings(t, {**SHARED, **slots})]
+def expected_cases(templates: Sequence[str], expected: int, slots: dict[str, Sequence[str]],
+                   by_form: bool = False) -> list[Case]:
+    """Each template filled every way, expected `expected`; `by_form`: each case keeps its template."""
+    return [Case(t.format(**f), expected, form=t if by_form else None)
+            for t in templates for f in fillings(t, {**SHARED, **slots})]
 
 
-def one_side(templates: Sequence[str]) -> list[Case]:
+def one_side(templates: Sequence[str], by_form: bool = False) -> list[Case]:
     """Each template filled with praise, then with complaints; expected that side's label."""
-    return [case for label in (POSITIVE, NEGATIVE) for case in expected_cases(templates, label, opinion(label))]
+    return [case for label in (POSITIVE, NEGATIVE) for case in expected_cases(templates, label, opinion(label), by_form)]
 
 
 def two_sides(templates: Sequence[str]) -> list[Case]:
@@ -222,9 +226,9 @@ def punctuated(i: int, text: str) -> str:
 def capabilities() -> list[Capability]:
     """The check, in the order it is reported."""
     return [
-        mft("single_words", 'a single word, like "great" or "dull"', one_side(ONE_WORD)),
+        mft("single_words", 'a single word, like "great" or "dull"', one_side(ONE_WORD, by_form=True)),
         mft("everyday_words", 'the words visitors type first, like "good" or "boring"',
-            [Case(t.format(adj=w, Adj=w.capitalize()), label) for label, words in EVERYDAY.items()
+            [Case(t.format(adj=w, Adj=w.capitalize()), label, form=t) for label, words in EVERYDAY.items()
              for w in words for t in ONE_WORD]),
         mft("short_negation", 'a negated word alone, like "not bad" or "Not great."',
             [Case(t.format(adj=w), 1 - label) for label, words in EVERYDAY.items() for w in words
@@ -292,11 +296,16 @@ def score(checks: Sequence[Capability], p_positive: Callable[[list[str]], Sequen
     each text, and is asked once, for every distinct text of the check (bases included)."""
     texts = list(dict.fromkeys(t for c in checks for case in c.cases for t in (case.base, case.text) if t))
     p = dict(zip(texts, map(float, p_positive(texts)), strict=True))
+    rate = lambda failures, cases: {"failures": len(failures), "failure_rate": round(len(failures) / len(cases), 4)}
     results = {}
     for c in checks:
         failures = [case for case in c.cases if failed(c, case, p)]
-        results[c.name] = {"failures": len(failures), "failure_rate": round(len(failures) / len(c.cases), 4),
-                           "examples": [example(case, p) for case in failures[:EXAMPLES]]}
+        results[c.name] = {**rate(failures, c.cases), "examples": [example(case, p) for case in failures[:EXAMPLES]]}
+        forms = list(dict.fromkeys(case.form for case in c.cases if case.form))
+        if forms:  # a capability written in several forms (spellings of one word) fails form by form
+            results[c.name]["by_form"] = {form: rate([f for f in failures if f.form == form],
+                                                     [case for case in c.cases if case.form == form])
+                                          for form in forms}
     return results
 
 
@@ -327,6 +336,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"{'capability':28}{'type':>6}{'cases':>7}{'ours':>8}{'tfidf':>8}")
     for name, c in result["capabilities"].items():
         print(f"{name:28}{c['type']:>6}{c['cases']:>7}{c['ours']['failure_rate']:>8.1%}{c['tfidf']['failure_rate']:>8.1%}")
+        for form, ours in c["ours"].get("by_form", {}).items():
+            print(f"  {form!r:26}{'':>13}{ours['failure_rate']:>8.1%}{c['tfidf']['by_form'][form]['failure_rate']:>8.1%}")
     write_json(result, args)
     return result
 

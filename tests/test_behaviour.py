@@ -58,7 +58,7 @@ def test_every_case_says_what_it_expects(check: dict[str, Capability]):
                 assert case.expected is None and case.base and case.text != case.base  # the edit changed it
     assert all(case.expected == NEGATIVE and " not " in case.text for case in check["negated_praise"].cases)
     assert all(case.expected == POSITIVE and " not " in case.text for case in check["negated_complaint"].cases)
-    assert Case("It was terrific.", POSITIVE) in check["everyday_words"].cases
+    assert Case("It was terrific.", POSITIVE, form="It was {adj}.") in check["everyday_words"].cases
     assert {Case("not bad", POSITIVE), Case("Not bad at all.", POSITIVE), Case("Not great at all.", NEGATIVE)} <= set(
         check["short_negation"].cases)
     for name in ("single_words", "everyday_words", "short_negation", "short_phrases", "change_of_mind",
@@ -135,6 +135,23 @@ def test_scoring_a_fake_classifier_gives_the_rates_counted_by_hand():
         "mft": (1, 0.25), "inv": (2, 0.6667), "dir-": (1, 0.3333), "dir+": (1, 0.5)}
     assert results["mft"]["examples"] == [{"text": "b", "p_positive": 0.4, "expected": "positive"}]
     assert results["inv"]["examples"][1] == {"text": "e2", "p_positive": 0.7, "base": "c", "base_p_positive": 0.2}
+    assert "by_form" not in results["mft"]  # cases without a form: one rate
+
+
+def test_one_word_fails_spelling_by_spelling(check: dict[str, Capability]):
+    """The one-word capabilities are reported per spelling (issue 64's figure is per spelling): each
+    form's rate counts only its own cases."""
+    for name in ("single_words", "everyday_words"):
+        forms = [case.form for case in check[name].cases]
+        assert {f: forms.count(f) for f in forms} == dict.fromkeys(behaviour.ONE_WORD, len(forms) // 3)
+    words = Capability("w", "MFT", "words", "wrong", (
+        Case("great", POSITIVE, form="{adj}"), Case("Great.", POSITIVE, form="{Adj}."),
+        Case("dull", NEGATIVE, form="{adj}"), Case("Dull.", NEGATIVE, form="{Adj}.")))
+    p = {"great": 0.4, "Great.": 0.9, "dull": 0.7, "Dull.": 0.6}  # both bare words wrong, "Dull." wrong
+    result = score([words], lambda texts: [p[t] for t in texts])["w"]
+    assert (result["failures"], result["failure_rate"]) == (3, 0.75)
+    assert result["by_form"] == {"{adj}": {"failures": 2, "failure_rate": 1.0},
+                                 "{Adj}.": {"failures": 1, "failure_rate": 0.5}}
 
 
 def test_the_classifier_is_read_as_the_app_reads_it():

@@ -14,10 +14,16 @@ way the training reviews write them:
   knows it (an acronym like DVD or TV is fewer tokens in capitals than in lower case);
 - a letter typed three times or more ("sooo", "greaaat") is read once or twice, whichever spelling
   the tokenizer knows in fewer tokens (so: "so", "great", "good");
-- a one-line text of one sentence ends as a review's sentence does, with a capital first and one
-  full stop last ("loved it!!!", "Loved it...", "Loved it" all read "Loved it."), a question kept:
-  in a text that short the model weighs its last mark more than a reader would (chosen on the
-  selection rows' first and last sentences: within one text of reading them as typed).
+- a one-line text of one sentence is read as a sentence inside a review: one full stop last
+  ("loved it!!!", "Loved it...", "Loved it" all read " loved it."), a question kept: in a text that
+  short the model weighs its last mark more than a reader would (chosen on the selection rows' first
+  and last sentences: within one text of reading them as typed); and a space before it, its first
+  word in lower case where the tokenizer knows it so in no more tokens ("I" kept). Byte-level BPE
+  gives a word at the very start of a text other tokens than the same word after a space, and the
+  readers learned their opinions mid-review: "Terrific." is `T`, `er`, `rific`, `.`, pieces they
+  leave near one half, " terrific." the one token they read in thousands of reviews. Measured on the
+  shipped pair (docs/sentiment.md): one word wrong 15.0% -> 0.0% of the behaviour check's cases, the
+  selection rows' short texts 75.80% -> 75.45% (within their interval), full reviews unchanged.
 
 `normalise` is applied by `tokenization.review`, the one reader of a review, for training and
 serving alike; the language model's reading (`clean_texts`, `prompt_ids`) is left as typed.
@@ -41,6 +47,7 @@ _STRETCHED = re.compile(r"\b\w*([a-z])\1{2,}\w*\b")
 _SENTENCE_START = re.compile(r"(^|[.!?]\s+|\n\s*)([a-z])")
 _LAST_MARKS = re.compile(r"[.!]+$")
 _LONE_I = re.compile(r"\bi\b(?=\s|'|$|[.,!?;:])")
+_FIRST_WORD = re.compile(r"[A-Za-z']+")
 
 MOSTLY = 0.5  # more than this share of a text's words in capitals: the text is shouted
 TITLED = 0.75  # at least this share of three or more words Capitalised: the text is a headline
@@ -77,13 +84,19 @@ def unstretch(text: str, tokens: Count) -> str:
     return _STRETCHED.sub(fix, text)
 
 
-def end_one_line(text: str) -> str:
-    """A text of one line and one sentence with its first letter capitalised and its final run of
-    full stops and exclamation marks (or none) made one full stop; a question, and any longer text,
-    as it is."""
+def end_one_line(text: str, tokens: Count) -> str:
+    """A text of one line and one sentence as a sentence inside a review: its final run of full stops
+    and exclamation marks (or none) made one full stop, a space before it, and its first word spelled
+    as it is read after a space: Capitalised, or in lower case where that is no more tokens, "I" and
+    its contractions as they are. A question, and any longer text, as it is."""
     if not text.strip() or "\n" in text or len(sentence_spans(text, 1)) > 1 or text.endswith("?"):
         return text
-    return text[0].upper() + _LAST_MARKS.sub("", text[1:]) + "."
+    text = text[0].upper() + _LAST_MARKS.sub("", text[1:]) + "."
+    first = _FIRST_WORD.match(text)
+    if first and not _LONE_I.match(first.group().lower()):
+        word, lower = first.group(), first.group().lower()
+        text = (lower if tokens(lower) <= tokens(word) else word) + text[first.end():]
+    return " " + text
 
 
 def normalise(text: str, tokens: Count) -> str:
@@ -92,4 +105,4 @@ def normalise(text: str, tokens: Count) -> str:
     text = _HANDLE.sub("", _LINK.sub("", text))
     text = _EMPHASIS.sub(r"\2", html.unescape(_TAG.sub("", text)))
     text = _EMOJI.sub("", text).strip()
-    return end_one_line(unstretch(fix_case(text, tokens), tokens))
+    return end_one_line(unstretch(fix_case(text, tokens), tokens), tokens)
