@@ -131,7 +131,8 @@ def expected_cases(templates: Sequence[str], expected: int, slots: dict[str, Seq
 
 def one_side(templates: Sequence[str], by_form: bool = False) -> list[Case]:
     """Each template filled with praise, then with complaints; expected that side's label."""
-    return [case for label in (POSITIVE, NEGATIVE) for case in expected_cases(templates, label, opinion(label), by_form)]
+    return [case for label in (POSITIVE, NEGATIVE)
+            for case in expected_cases(templates, label, opinion(label), by_form)]
 
 
 def two_sides(templates: Sequence[str]) -> list[Case]:
@@ -337,7 +338,8 @@ def main(argv: list[str] | None = None) -> dict:
     for name, c in result["capabilities"].items():
         print(f"{name:28}{c['type']:>6}{c['cases']:>7}{c['ours']['failure_rate']:>8.1%}{c['tfidf']['failure_rate']:>8.1%}")
         for form, ours in c["ours"].get("by_form", {}).items():
-            print(f"  {form!r:26}{'':>13}{ours['failure_rate']:>8.1%}{c['tfidf']['by_form'][form]['failure_rate']:>8.1%}")
+            tfidf = c["tfidf"]["by_form"][form]
+            print(f"  {form!r:26}{'':>13}{ours['failure_rate']:>8.1%}{tfidf['failure_rate']:>8.1%}")
     write_json(result, args)
     return result
 

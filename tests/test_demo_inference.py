@@ -558,7 +558,7 @@ def test_logit_lens_shows_the_last_generated_tokens(service: DemoService, monkey
 
 def test_what_visitors_paste_is_read_as_a_review_and_the_view_says_so(service: DemoService) -> None:
     result = classify(service, "@filmfan88 LOVED IT!!! https://bit.ly/3xQz9")
-    assert "".join(s for s, _ in result.highlights) == "Loved it."
+    assert "".join(s for s, _ in result.highlights) == " loved it."  # one line: as a sentence inside a review
     assert any("Read as reviews are written" in n for n in result.notices)
     assert not any("Read as reviews" in n for n in classify(service, "Loved it. Really.").notices)
     with pytest.raises(DemoError, match="Nothing is left to classify"):

@@ -36,15 +36,15 @@ def acronyms(word: str) -> int:
 
 
 @pytest.mark.parametrize("typed, read", [
-    ("@filmfan88 The acting was superb.", "The acting was superb."),
-    ("The acting was superb. https://www.example.com/reviews/8812", "The acting was superb."),
-    ("Loved it www.moviechat.net/t/20931 really", "Loved it really."),
-    ("so good bit.ly/3xQz9", "So good."),
-    ("thanks @cinema_nerd for this", "Thanks for this."),
-    ("<i>Jaws</i> is *so* good &amp; scary", "Jaws is so good & scary."),
-    ("The ending was _perfect_.", "The ending was perfect."),
-    ("Loved it 😍👍🏽", "Loved it."),
-    ("mail me at a@b.com.", "Mail me at a@b.com."),  # an address is not a handle
+    ("@filmfan88 The acting was superb.", " the acting was superb."),
+    ("The acting was superb. https://www.example.com/reviews/8812", " the acting was superb."),
+    ("Loved it www.moviechat.net/t/20931 really", " loved it really."),
+    ("so good bit.ly/3xQz9", " so good."),
+    ("thanks @cinema_nerd for this", " thanks for this."),
+    ("<i>Jaws</i> is *so* good &amp; scary", " jaws is so good & scary."),
+    ("The ending was _perfect_.", " the ending was perfect."),
+    ("Loved it 😍👍🏽", " loved it."),
+    ("mail me at a@b.com.", " mail me at a@b.com."),  # an address is not a handle
 ])
 def test_links_handles_markup_and_emoji_are_not_read(typed, read):
     assert normalise(typed, letters) == read
@@ -78,18 +78,31 @@ def test_stretched_letters_take_the_spelling_of_fewer_tokens_twice_on_a_tie():
 
 
 @pytest.mark.parametrize("typed, read", [
-    ("loved it!!!", "Loved it."), ("Loved it...", "Loved it."), ("Loved it", "Loved it."), ("great", "Great."),
+    ("loved it!!!", " loved it."), ("Loved it...", " loved it."), ("Loved it", " loved it."), ("great", " great."),
+    ("i loved it", " I loved it."), ("I'd watch it again!", " I'd watch it again."),  # "I" as reviews write it
+    ("DVD was great", " DVD was great."),  # fewer tokens in capitals: kept
     ("Why would anyone watch this?", "Why would anyone watch this?"),  # a question stays one
     ("Great. Loved it!!!", "Great. Loved it!!!"), ("Great!\nLoved it", "Great!\nLoved it"),  # longer: as typed
 ])
-def test_a_one_line_sentence_ends_with_one_full_stop(typed, read):
-    assert end_one_line(typed) == read
+def test_a_one_line_sentence_is_read_as_a_sentence_inside_a_review(typed, read):
+    assert end_one_line(typed, acronyms) == read
+
+
+@pytest.mark.parametrize("typed", ["terrific", "Terrific.", "AMAZING!!!", "dull..."])
+def test_one_word_is_read_as_the_one_token_it_is_inside_a_review(typed, tokenizer):
+    """The shipped tokenizer reads a word that starts a text in rarer pieces ("Terrific" is `T`, `er`,
+    `rific`) than after a space (" terrific"): the reading gives a word alone its mid-review token."""
+    read = review_text(typed, tokenizer)
+    word = typed.strip(".!").lower()
+    assert read == f" {word}."
+    assert tokenizer.encode(read) == [*tokenizer.encode(" " + word), *tokenizer.encode(".")]
+    assert len(tokenizer.encode(" " + word)) == 1 < len(tokenizer.encode(word.capitalize()))
 
 
 def test_the_classifier_reads_the_normalised_text_and_the_language_model_does_not(tokenizer):
     typed = "@filmfan88 THE ACTING WAS SUPERB!!! https://bit.ly/3xQz9"
     read = review_text(typed, tokenizer)
-    assert read == "The acting was superb."
+    assert read == " the acting was superb."
     assert read_review(typed, tokenizer, CUT).text == read
     assert source_ids([typed], tokenizer, CUT) == source_ids([read], tokenizer, CUT)
 

@@ -40,7 +40,7 @@ all" when it follows), kept only where the review's label is the opposite of the
 review's label and the flip of the word agree. It is looked for in every short sentence of the review,
 kept or not: a sentence with a negation is rarely one the linear model is sure of.
 Each snippet is written as the app reads it (`tokenization.review_text`: "terrific" reads as
-"Terrific."), so that training rows are the text the readers will see.
+" terrific.", a space before it), so that training rows are the text the readers will see.
 
 The cache has `training.evidence`'s layout (FORMAT 1: a header line, then one line per review with
 its snippets), so `python -m training.run --task sentiment --evidence CACHE --evidence-prob P` trains

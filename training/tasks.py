@@ -287,9 +287,11 @@ class SentimentTask(Seq2SeqTask):
          "It trained on a review longer than {max_src} tokens as its first {head} and its last {tail} tokens; "
          "`classifier.Reader` and the app read such a review whole, that cut first and the middle it leaves "
          "out in windows of their own, the windows' scores averaged (`tokenization.windows`).",
-         "Links, @handles, emoji and markup are set aside and SHOUTING, Headline Case and stretched letters "
-         "respelled before it reads a text (`tokenization.normalise`); a single word alone is still often "
-         "misread (`python -m benchmarks.behaviour` measures how often).",
+         "Links, @handles, emoji and markup are set aside, SHOUTING, Headline Case and stretched letters "
+         "respelled, and a one-line text read as a sentence inside a review (a space before it, so that a word "
+         "alone has the token it has mid-review) before it reads a text (`tokenization.normalise`); negation "
+         "in a short text (\"not bad\") is still often misread (`python -m benchmarks.behaviour` measures how "
+         "often).",
          "Its probabilities are softmaxed at a temperature of {temperature:.2f}, fitted on the selection rows' "
          "full reviews (temperature scaling); `python -m benchmarks.calibration` measures how well that holds on "
          "the report rows, full reviews and one-line texts (their first and last sentences)."])

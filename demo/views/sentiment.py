@@ -16,7 +16,9 @@ EMPTY_REVIEW = "Paste or type a movie review to classify first."
 NOTHING_LEFT = ("Nothing is left to classify once links, @handles and emoji are set aside: "
                 "type a few words about the film.")
 NORMALISED = ("Read as reviews are written (`tokenization.normalise`): links, @handles, emoji and markup set aside, "
-              "SHOUTING, Headline Case and stretched letters (\"sooo\") spelled as reviews spell them, so the "
+              "SHOUTING, Headline Case and stretched letters (\"sooo\") spelled as reviews spell them, and a "
+              "one-line text read as a sentence inside a review (one full stop, a space before it, its first word "
+              "in lower case where the model knows it so: \"Terrific!\" is read \" terrific.\"), so the "
               "highlight shows the text the model read.")
 DELETION_FRACTIONS = (0.05, 0.1, 0.2)  # the live deletion test: top 5/10/20% of the review's tokens
 
