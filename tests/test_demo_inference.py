@@ -311,7 +311,7 @@ def test_any_unicode_works_everywhere(service: DemoService, text: str) -> None:
 
 
 def test_classify(service: DemoService) -> None:
-    text = "A wonderful film, I loved the acting."
+    text = "A wonderful film. I loved the acting."  # two sentences: read as typed
     result = classify(service, text)
     assert list(result.probabilities) == ["negative", "positive"]
     assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
