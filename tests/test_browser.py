@@ -707,7 +707,7 @@ def test_sentiment_new_review_is_shaded_by_the_selected_method_only(page, servic
     page.locator("#review-method").get_by_text("integrated gradients").click()
     wait_for_explanation(page, "integrated gradients")
     page.evaluate(RECORD_SHADING)
-    review = "Slow, grey and joyless: I checked my watch twice."
+    review = "Slow, grey and joyless. I checked my watch twice."  # two sentences: shaded as typed
     with every_slot_taken(service.heavy):  # the explanation waits in line; the label does not
         page.locator("#review-input textarea").fill(review)
         page.locator("#review-classify").click()

@@ -11,6 +11,7 @@ from demo.views.compare import MINIMAL_PAIRS, align, compare
 from demo.views.sentiment import reader_of
 from inspection import attribute
 from model import autocast
+from tokenization import review_text
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,8 @@ def test_both_versions_are_explained_for_the_first_label(service: DemoService, p
     _, tok = service.sentiment.require()
     model = reader_of(service.sentiment)  # the served reader: its temperature (classifier.json)
     candidates = model.candidates
-    ids_a = torch.tensor([[*tok.encode(text_a), tok.eos_id]])
-    ids_b = torch.tensor([[*tok.encode(text_b), tok.eos_id]])
+    ids_a = torch.tensor([[*tok.encode(review_text(text_a, tok)), tok.eos_id]])  # as the app reads it
+    ids_b = torch.tensor([[*tok.encode(review_text(text_b, tok)), tok.eos_id]])
     with autocast(service.device, service.precision):  # like with like: the service's own precision
         first = attribute(model, ids_a, candidates, "grad_x_input")
         second = attribute(model, ids_b, candidates, "grad_x_input", label=first.label)

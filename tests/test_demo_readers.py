@@ -16,7 +16,7 @@ from demo.tiny import shared_tiny_checkpoints
 from demo.views.sentiment import classify, explain
 from model import EncoderDecoder, EncoderDecoderConfig
 
-REVIEW = "A wonderful film, I loved the acting, but the ending dragged."
+REVIEW = "A wonderful film. I loved the acting, but the ending dragged."  # two sentences: read as typed
 
 
 def with_backward(tmp_path: Path, **changes) -> Path:
