@@ -496,6 +496,37 @@ def test_the_final_evaluation_reads_as_many_rows_as_fit_the_time_left(tmp_path, 
     assert trainer.budget.final_seconds() == pytest.approx(total * 30 + FINAL_OVERHEAD_S)
 
 
+def test_a_limited_lm_evaluation_reads_windows_spread_over_the_held_out_text(tokenizer_path):
+    """A held-out tail's first windows need not read like the rest of it, so a periodic (or a cut final)
+    evaluation of an LM reads `limit` windows spaced evenly over the whole stream; the CLI's `--limit`
+    still means the first N."""
+    from training.contract import TaskOptions
+    from training.data import TokenStream, load_splits
+
+    stream = TokenStream(np.arange(41, dtype=np.int32), n_bytes=41)  # 10 windows of 4 (+ the next token)
+    firsts = [x[:, 0].tolist() for x, _ in stream.windows(4, 3)]
+    spread = [(x[:, 0].tolist(), y[:, -1].tolist()) for x, y in stream.windows(4, 3, spread=True)]
+    every = [x[:, 0].tolist() for x, _ in stream.windows(4, 20, batch_size=4, spread=True)]
+    assert firsts == [[0, 4, 8]] and spread == [([0, 12, 24], [4, 16, 28])]
+    assert every == [[0, 4, 8, 12], [16, 20, 24, 28], [32, 36]]  # a limit past the end: every window once
+
+    task = TASKS["lm"](load_splits(str(IMDB)), TaskOptions(40, 1337, 300))
+    data = task.prepare(BPETokenizer.from_file(tokenizer_path), TASKS["lm"].presets["tiny"]["model"],
+                        TrainConfig(batch_size=4, eval_batches=3))
+    torch.manual_seed(0)
+    model = task.build(data).eval()
+    ids, block = data.splits["val"].ids, data.config.block_size
+    n = data.splits["val"].n_windows(block)
+    starts = [i * n // 3 * block for i in range(3)]
+    assert starts[-1] > 2 * block  # not the first three
+    with torch.no_grad():  # by hand: the three windows' summed next-token loss
+        rows = torch.tensor(np.stack([ids[s : s + block + 1] for s in starts])).long()
+        logits = model(rows[:, :-1]).logits
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), rows[:, 1:].flatten())
+    scored = task.evaluate(model, data, "val", task.periodic_rows(data))
+    assert scored["tokens"] == 3 * block and scored["loss"] == pytest.approx(loss.item(), rel=1e-5)
+
+
 def test_a_resumed_stretch_plans_with_the_last_evaluation_rate_until_it_measures_its_own(tmp_path, tokenizer_path):
     """A stretch that ends before its first evaluation must still leave time for the evaluations after
     training: the rate saved with the state stands in, on the same device and threads only."""

@@ -12,10 +12,11 @@ A new task is one subclass of `Task`, registered in `training.tasks.TASKS` under
   `samples`, `periodic_rows` and `finalize` (the last adjusts the kept checkpoint once training is
   over, e.g. a classifier's temperature).
 
-An evaluation reads the first `limit` *rows* of a split (context windows for a language model,
-examples otherwise), whose order is a fixed-seed shuffle: any prefix is a random sample, the same at
-every evaluation. Periodic evaluation reads `periodic_rows`; the final one all rows, or under
-`--max-minutes` as many as fit (`training.budget.TimeBudget.final_rows`).
+An evaluation reads `limit` *rows* of a split, the same at every evaluation: for a language model
+context windows spread evenly over its held-out text (`TokenStream.windows`), otherwise the first
+examples, whose order is a fixed-seed shuffle, so that either is a sample of the whole split.
+Periodic evaluation reads `periodic_rows`; the final one all rows, or under `--max-minutes` as many
+as fit (`training.budget.TimeBudget.final_rows`).
 
 `tests/test_training.py` checks that every registered task defines its own `presets` and `card`.
 """

@@ -57,9 +57,10 @@ from .own_text import read as read_own_text
 
 @torch.inference_mode()
 def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = None,
-                progress: Callable[[int], object] | None = None) -> dict:
+                progress: Callable[[int], object] | None = None, spread: bool = False) -> dict:
     """Loss summed over non-overlapping context-sized windows of the concatenated documents (the
-    first `limit` windows; `progress(n)` after each batch of n).
+    first `limit` windows, or `limit` spread over the stream: `TokenStream.windows`; `progress(n)`
+    after each batch of n).
 
     Bits per byte = total loss / ln 2 / UTF-8 bytes covered, which compares across tokenizers;
     with a window limit the byte count is scaled by the fraction of tokens covered.
@@ -67,7 +68,7 @@ def evaluate_lm(model: DecoderOnlyLM, stream: TokenStream, limit: int | None = N
     model.eval()
     device = next(model.parameters()).device
     total, n_tokens = 0.0, 0
-    for x, y in stream.windows(model.config.block_size, limit):
+    for x, y in stream.windows(model.config.block_size, limit, spread=spread):
         logits = model(x.to(device)).logits  # (b, T, vocab)
         total += torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), y.flatten().to(device),
                                                    reduction="sum").item()

@@ -131,7 +131,8 @@ class LMTask(Task):
 
     def evaluate(self, model: DecoderOnlyLM, data: TaskData, split: str = "val", limit: int | None = None,
                  progress=None) -> dict:
-        return evaluate_lm(model, data.splits[split], limit, progress)
+        """A limited evaluation reads windows spread over the whole held-out text, not its start."""
+        return evaluate_lm(model, data.splits[split], limit, progress, spread=True)
 
     def sample_prompts(self) -> list[str]:
         """The openings of the first held-out documents: the corpus's own words, never trained on."""
