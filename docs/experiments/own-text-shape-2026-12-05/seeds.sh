@@ -4,15 +4,7 @@
 # (--split-seed 1337); trials.sh and own-text-shape-2026-12-04 used the default seed.
 # usage: seeds.sh OUT_ROOT (after trials.sh)
 set -u
-export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
-TEXT=../shared/data/tinyshakespeare/input.txt
+source "$(dirname "$0")/run.sh"
 OUT=$1
-run() {  # NAME ARGS...
-  local name=$1; shift
-  echo "# $(date -u +%FT%TZ) $name: $*"
-  flock /tmp/cpu.lock nice python -m training.run --task lm --preset laptop --data "$TEXT" --out "$OUT/$name" "$@" \
-    > "$OUT/$name.log" 2>&1
-  python -m training.evaluate --checkpoint "$OUT/$name" --data "$OUT/val.txt" 2>&1 | tail -1
-}
 run base-seed2 --seed 2 --split-seed 1337
 run d128-seed2 --set d_model=128 --set d_ff=512 --seed 2 --split-seed 1337

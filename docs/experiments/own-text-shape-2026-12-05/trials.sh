@@ -3,15 +3,7 @@
 # change on top of them, then more dropout; each alone on the machine under the CPU lock, the preset's
 # 9 minutes, then scored on nanoGPT's val.txt (the last 10% of the characters). usage: trials.sh OUT_ROOT
 set -u
-export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
-TEXT=../shared/data/tinyshakespeare/input.txt
-run() {  # NAME ARGS...
-  local name=$1; shift
-  echo "# $(date -u +%FT%TZ) $name: $*"
-  flock /tmp/cpu.lock nice python -m training.run --task lm --preset laptop --data "$TEXT" --out "$OUT/$name" "$@" \
-    > "$OUT/$name.log" 2>&1
-  python -m training.evaluate --checkpoint "$OUT/$name" --data "$OUT/val.txt" 2>&1 | tail -1
-}
+source "$(dirname "$0")/run.sh"
 OUT=$1; mkdir -p "$OUT"
 python - "$TEXT" "$OUT/val.txt" <<'PY'
 import sys
