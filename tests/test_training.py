@@ -498,8 +498,8 @@ def test_the_final_evaluation_reads_as_many_rows_as_fit_the_time_left(tmp_path, 
 
 def test_a_limited_lm_evaluation_reads_windows_spread_over_the_held_out_text(tokenizer_path):
     """A held-out tail's first windows need not read like the rest of it, so a periodic (or a cut final)
-    evaluation of an LM reads `limit` windows spaced evenly over the whole stream; the CLI's `--limit`
-    still means the first N."""
+    evaluation of an LM reads `limit` windows spaced evenly over the whole stream; without `spread`
+    (the CLI's `--limit`) the first `limit`."""
     from training.contract import TaskOptions
     from training.data import TokenStream, load_splits
 
@@ -519,7 +519,7 @@ def test_a_limited_lm_evaluation_reads_windows_spread_over_the_held_out_text(tok
     n = data.splits["val"].n_windows(block)
     starts = [i * n // 3 * block for i in range(3)]
     assert starts[-1] > 2 * block  # not the first three
-    with torch.no_grad():  # by hand: the three windows' summed next-token loss
+    with torch.no_grad():  # by hand: the three windows' mean next-token loss
         rows = torch.tensor(np.stack([ids[s : s + block + 1] for s in starts])).long()
         logits = model(rows[:, :-1]).logits
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), rows[:, 1:].flatten())

@@ -1,4 +1,4 @@
-# sourced by trials.sh and seeds.sh: `run NAME FLAGS...` trains the README's own-text command with
+# sourced by trials.sh, seeds.sh and spread.sh: `run NAME FLAGS...` trains the README's own-text command with
 # FLAGS into $OUT/NAME alone under the CPU lock, then scores it on $OUT/val.txt
 export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 TEXT=../shared/data/tinyshakespeare/input.txt
